@@ -1,0 +1,85 @@
+"""actorrt: a lightweight asyncio actor runtime with a gang-scheduling resource broker.
+
+Layers, bottom to top (DESIGN.md §2); a layer imports only the layers below it:
+
+- wire: ``_codec``, ``_transport``, ``_auth``: msgpack frames over Unix sockets.
+- resources: ``actorrt.resources``: pure resource logic (specs, nodes, GPUs, placement
+  groups, the broker), driven by events; no actors, no processes.
+- actors: ``_mailbox``, ``_handle``, ``_ref``, ``_cell``, ``_actor``, ``_runtime``, ``_sync``:
+  mailboxes, refs, supervision, the runtime and its facade.
+- libraries: ``actorrt.tune``, ``actorrt.train``: built only on the names exported here.
+"""
+
+from ._actor import ActorClass as ActorClass
+from ._actor import actor as actor
+from ._actor import spawn as spawn
+from ._context import RuntimeContext as RuntimeContext
+from ._context import get_context as get_context
+from ._errors import ActorDiedError as ActorDiedError
+from ._errors import ActorError as ActorError
+from ._errors import ActorNotFoundError as ActorNotFoundError
+from ._errors import ActorrtError as ActorrtError
+from ._errors import AskTimeoutError as AskTimeoutError
+from ._errors import InfeasibleResourceError as InfeasibleResourceError
+from ._errors import MailboxFullError as MailboxFullError
+from ._errors import NoRuntimeError as NoRuntimeError
+from ._errors import ResourceDeadlockError as ResourceDeadlockError
+from ._errors import ResourceError as ResourceError
+from ._errors import RuntimeAlreadyRunningError as RuntimeAlreadyRunningError
+from ._errors import RuntimeClosedError as RuntimeClosedError
+from ._errors import RuntimeStateError as RuntimeStateError
+from ._handle import AskHandle as AskHandle
+from ._options import ActorOptions as ActorOptions
+from ._ref import ActorRef as ActorRef
+from ._ref import MethodRef as MethodRef
+from ._runtime import Runtime as Runtime
+from ._runtime import get_actor as get_actor
+from ._runtime import run as run
+from ._sync import get as get
+from ._sync import init as init
+from ._sync import is_initialized as is_initialized
+from ._sync import shutdown as shutdown
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "ActorClass",
+    "ActorDiedError",
+    "ActorError",
+    "ActorNotFoundError",
+    "ActorOptions",
+    "ActorRef",
+    "ActorrtError",
+    "AskHandle",
+    "AskTimeoutError",
+    "InfeasibleResourceError",
+    "MailboxFullError",
+    "MethodRef",
+    "NoRuntimeError",
+    "ResourceDeadlockError",
+    "ResourceError",
+    "Runtime",
+    "RuntimeAlreadyRunningError",
+    "RuntimeClosedError",
+    "RuntimeContext",
+    "RuntimeStateError",
+    "actor",
+    "get",
+    "get_actor",
+    "get_context",
+    "init",
+    "is_initialized",
+    "run",
+    "shutdown",
+    "spawn",
+]
+
+# Public objects show their public module in tracebacks and reprs.
+for _name in __all__:
+    _obj = globals()[_name]
+    if getattr(_obj, "__module__", "").startswith("actorrt._"):
+        try:
+            _obj.__module__ = "actorrt"
+        except (AttributeError, TypeError):
+            pass
+del _name, _obj

@@ -1,0 +1,138 @@
+"""The future-like handle an ask returns.
+
+The message was sent when the method was called; the handle only waits for the answer. It
+can be awaited (any number of times), passed to ``actorrt.get``, or polled with ``done()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import time
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from ._context import current_cell
+from ._errors import AskTimeoutError
+
+if TYPE_CHECKING:
+    from ._cell import ActorCell
+
+T = TypeVar("T")
+
+
+class AskHandle(Generic[T]):
+    """The pending answer to one ask.
+
+    Awaiting it gives the method's return value, or raises the exception the method raised
+    (or :class:`~actorrt.ActorDiedError` when the actor ended first, or
+    :class:`~actorrt.AskTimeoutError` when a timeout was set and passed; the message itself
+    still runs).
+    """
+
+    # __slots__ for speed: one handle is built per ask.
+    __slots__ = ("_cell", "_deadline", "_fut", "_method")
+
+    def __init__(
+        self,
+        fut: asyncio.Future[T] | concurrent.futures.Future[T],
+        cell: ActorCell,
+        method: str,
+        deadline: float | None,
+    ) -> None:
+        self._fut = fut
+        self._cell = cell
+        self._method = method
+        self._deadline = deadline
+
+    def __await__(self) -> Generator[Any, None, T]:
+        fut = self._fut
+        if isinstance(fut, concurrent.futures.Future):
+            return self._await_foreign().__await__()
+        if self._deadline is not None:
+            return self._await_deadline().__await__()
+        waiter = current_cell.get()
+        if waiter is None:
+            return fut.__await__()
+        return self._await_recorded(waiter)
+
+    def _await_recorded(self, waiter: ActorCell) -> Generator[Any, None, T]:
+        # An actor awaiting an ask with no timeout is a wait edge (DESIGN.md §4 "Blocked").
+        graph = waiter.runtime.waits
+        graph.add(waiter.actor_id, self._cell.actor_id)
+        try:
+            return (yield from self._fut)  # type: ignore[misc]
+        finally:
+            graph.remove(waiter.actor_id, self._cell.actor_id)
+
+    async def _await_deadline(self) -> T:
+        assert isinstance(self._fut, asyncio.Future) and self._deadline is not None
+        remaining = self._deadline - time.monotonic()
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._fut), max(remaining, 0.0))
+        except TimeoutError:
+            raise self._timeout_error() from None
+
+    async def _await_foreign(self) -> T:
+        assert isinstance(self._fut, concurrent.futures.Future)
+        wrapped = asyncio.wrap_future(self._fut)
+        if self._deadline is None:
+            return await asyncio.shield(wrapped)
+        remaining = self._deadline - time.monotonic()
+        try:
+            return await asyncio.wait_for(asyncio.shield(wrapped), max(remaining, 0.0))
+        except TimeoutError:
+            raise self._timeout_error() from None
+
+    def _timeout_error(self) -> AskTimeoutError:
+        return AskTimeoutError(
+            f"{self._cell.describe()}.{self._method}() did not answer within its timeout; "
+            "the message was sent and still runs"
+        )
+
+    def result_blocking(self, timeout: float | None) -> T:
+        """Wait from a thread that runs no event loop (``actorrt.get``)."""
+        if self._deadline is not None:
+            left = self._deadline - time.monotonic()
+            timeout = left if timeout is None else min(timeout, left)
+        if isinstance(self._fut, concurrent.futures.Future):
+            cf = self._fut
+        else:
+            cf = _bridge(self._fut)
+        try:
+            return cf.result(timeout=None if timeout is None else max(timeout, 0.0))
+        except concurrent.futures.TimeoutError:
+            if self._deadline is not None and time.monotonic() >= self._deadline:
+                raise self._timeout_error() from None
+            raise
+
+    def done(self) -> bool:
+        """Whether the answer (or an error) has arrived."""
+        return self._fut.done()
+
+    def result(self) -> T:
+        """The answer, if it has arrived; raises ``asyncio.InvalidStateError`` if not."""
+        if not self._fut.done():
+            raise asyncio.InvalidStateError(f"the answer of {self._method}() has not arrived")
+        return self._fut.result()
+
+    def __repr__(self) -> str:
+        state = "done" if self._fut.done() else "pending"
+        return f"<actorrt.AskHandle {self._cell.describe()}.{self._method}() {state}>"
+
+
+def _bridge(fut: asyncio.Future[T]) -> concurrent.futures.Future[T]:
+    """A thread-safe view of a future that belongs to another thread's loop."""
+    cf: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def copy(source: asyncio.Future[T]) -> None:
+        if source.cancelled():
+            cf.cancel()
+        elif (exc := source.exception()) is not None:
+            cf.set_exception(exc)
+        else:
+            cf.set_result(source.result())
+
+    loop = fut.get_loop()
+    loop.call_soon_threadsafe(lambda: fut.add_done_callback(copy))
+    return cf

@@ -1,0 +1,171 @@
+"""References to actors, and the method handles that send messages through them."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from ._errors import ActorDiedError
+
+try:
+    from asyncio import _get_running_loop as _running_loop
+except ImportError:  # pragma: no cover - CPython always has it
+    from asyncio.events import _get_running_loop as _running_loop
+
+from ._handle import AskHandle
+
+if TYPE_CHECKING:
+    from ._cell import ActorCell
+
+A = TypeVar("A")
+
+# Names an ActorRef keeps for itself; an actor class may not define methods with these names.
+RESERVED_NAMES = frozenset({"stop", "kill", "wait_stopped", "actor_id"})
+
+
+class MethodRef:
+    """One method of one actor. Calling it sends an ask; ``.tell`` sends without a reply."""
+
+    # __slots__ for speed: a call goes through this object.
+    __slots__ = ("_cell", "_name", "_timeout")
+
+    def __init__(self, cell: ActorCell, name: str, timeout: float | None) -> None:
+        self._cell = cell
+        self._name = name
+        self._timeout = timeout
+
+    def __call__(self, *args: Any, **kwargs: Any) -> AskHandle[Any]:
+        """Send an ask now and return the handle to await for its answer."""
+        cell = self._cell
+        loop = cell.loop
+        # The common case inline, for speed: on the actor's loop, room in its mailbox.
+        if self._timeout is None and _running_loop() is loop and cell.accepting:
+            mailbox = cell.mailbox
+            queue = mailbox.queue
+            if len(queue) < mailbox.size and not mailbox.overflow:
+                fut = loop.create_future()
+                queue.append((self._name, args, kwargs, fut))
+                waiter = mailbox.waiter
+                if waiter is not None:
+                    mailbox.wake(waiter)
+                return AskHandle(fut, cell, self._name, None)
+        return cell.ask(self._name, args, kwargs, self._timeout)
+
+    def tell(self, *args: Any, **kwargs: Any) -> None:
+        """Send without a reply. Raises ``MailboxFullError`` if the mailbox is full.
+
+        If the method raises, the actor crashes: the error is logged and goes to its
+        supervisor (a restart if ``max_restarts`` allows).
+        """
+        cell = self._cell
+        # The common case inline, for speed: on the actor's loop, room in its mailbox.
+        if _running_loop() is cell.loop and cell.accepting:
+            mailbox = cell.mailbox
+            queue = mailbox.queue
+            if len(queue) < mailbox.size and not mailbox.overflow:
+                queue.append((self._name, args, kwargs, None))
+                waiter = mailbox.waiter
+                if waiter is not None:
+                    mailbox.wake(waiter)
+                return
+        cell.tell(self._name, args, kwargs)
+
+    async def tell_wait(self, *args: Any, **kwargs: Any) -> None:
+        """Send without a reply, waiting for room when the mailbox is full (backpressure).
+
+        Returns once the message is in the mailbox, not once it has run.
+        """
+        await self._cell.tell_wait(self._name, args, kwargs)
+
+    def options(self, *, timeout: float | None = None) -> MethodRef:
+        """This method with per-call options.
+
+        Args:
+            timeout: seconds the caller waits for the answer before ``AskTimeoutError``
+                (counted from the call). The message still runs; only the wait ends.
+        """
+        if timeout is not None:
+            if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+                raise TypeError(f"timeout must be a number of seconds, got {timeout!r}")
+            if not math.isfinite(timeout) or timeout <= 0:
+                raise ValueError(f"timeout must be a positive finite number, got {timeout!r}")
+            timeout = float(timeout)
+        return MethodRef(self._cell, self._name, timeout)
+
+    def __repr__(self) -> str:
+        return f"<actorrt.MethodRef {self._cell.describe()}.{self._name}>"
+
+
+class ActorRef(Generic[A]):
+    """A reference to an actor: call its methods, stop it, watch it.
+
+    ``ref.method(*args)`` sends an ask at once and returns an awaitable handle;
+    ``ref.method.tell(*args)`` sends without a reply. Refs compare equal when they point to
+    the same actor, hash, and stay valid across the actor's restarts.
+    """
+
+    def __init__(self, cell: ActorCell) -> None:
+        object.__setattr__(self, "_cell", cell)
+
+    _cell: ActorCell
+
+    def __getattr__(self, name: str) -> MethodRef:
+        cell = self._cell
+        if name.startswith("_") or name not in cell.methods:
+            if name.startswith("__"):
+                raise AttributeError(name)
+            methods = ", ".join(sorted(cell.methods)) or "(none)"
+            raise AttributeError(
+                f"actor class {cell.cls_name} has no public method {name!r}; "
+                f"its methods are: {methods}"
+            )
+        method = MethodRef(cell, name, None)
+        # Cache on the instance so later lookups skip __getattr__ entirely.
+        object.__setattr__(self, name, method)
+        return method
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"ActorRef is immutable; cannot set {name!r}")
+
+    @property
+    def actor_id(self) -> str:
+        """The actor's id, unique within the runtime's lifetime."""
+        return self._cell.actor_id
+
+    async def stop(self) -> ActorDiedError:
+        """Stop after the messages sent before this call; wait until the actor has ended.
+
+        Messages sent after it fail with ``ActorDiedError``. Children are stopped first, then
+        ``on_stop`` runs. Returns what ``wait_stopped()`` returns.
+        """
+        return await self._cell.stop()
+
+    async def kill(self) -> ActorDiedError:
+        """End the actor now: cancel its current message and fail every queued one.
+
+        ``on_stop`` does not run. Children are killed too.
+        """
+        return await self._cell.kill()
+
+    async def wait_stopped(self) -> ActorDiedError:
+        """Wait until the actor has ended for good (not a restart), and say why.
+
+        Returns the ``ActorDiedError`` that calls to it now get: its ``reason``
+        (``"stopped"``, ``"killed"``, ``"crashed"``, ...) and ``cause``.
+        """
+        return await self._cell.wait_stopped()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ActorRef) and other._cell.actor_id == self._cell.actor_id
+
+    def __hash__(self) -> int:
+        return hash(self._cell.actor_id)
+
+    def __repr__(self) -> str:
+        return f"<actorrt.ActorRef {self._cell.describe()}>"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        raise TypeError(
+            f"{self!r} points to an inline actor and cannot be pickled; refs travel between "
+            "processes through actorrt's own messages"
+        )

@@ -1,0 +1,150 @@
+"""The synchronous facade: a runtime on a background thread for plain scripts.
+
+``init()`` starts a runtime on a thread that runs uvloop (through an anyio blocking
+portal); ``get()`` waits for any awaitable of the API from synchronous code; ``shutdown()``
+stops the runtime. The facade's thread is where the actors run; the script's thread only
+sends messages and waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import inspect
+import threading
+import time
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+import anyio.from_thread
+import uvloop
+
+from ._errors import AskTimeoutError, RuntimeAlreadyRunningError
+from ._handle import AskHandle
+from ._runtime import Runtime, current_runtime
+
+T = TypeVar("T")
+
+_lock = threading.Lock()
+_facade: _Facade | None = None
+
+
+class _Facade:
+    """A runtime held open on a portal thread until ``shutdown()``."""
+
+    def __init__(self, runtime_kwargs: dict[str, Any]) -> None:
+        self._portal_cm: contextlib.AbstractContextManager[Any] = (
+            anyio.from_thread.start_blocking_portal(
+                "asyncio",
+                {"loop_factory": uvloop.new_event_loop},
+                name="actorrt-runtime",
+            )
+        )
+        self.portal = self._portal_cm.__enter__()
+        try:
+            self.runtime = Runtime(**runtime_kwargs)
+            self.portal.call(self.runtime.__aenter__)
+        except BaseException:
+            self._portal_cm.__exit__(None, None, None)
+            raise
+
+    def close(self) -> None:
+        try:
+            self.portal.call(self.runtime.shutdown)
+        finally:
+            self._portal_cm.__exit__(None, None, None)
+
+
+def init(**runtime_kwargs: Any) -> Runtime:
+    """Start a runtime on a background thread, for synchronous scripts.
+
+    Takes the same keyword arguments as ``Runtime``. Raises
+    ``RuntimeAlreadyRunningError`` if a runtime is already running in this process.
+    ``shutdown()`` (also registered to run at exit) stops it.
+    """
+    global _facade
+    with _lock:
+        try:
+            current_runtime()
+        except RuntimeError:
+            pass
+        else:
+            raise RuntimeAlreadyRunningError(
+                "actorrt.init(): a runtime is already running in this process; "
+                "call actorrt.shutdown() first"
+            )
+        _facade = _Facade(runtime_kwargs)
+        return _facade.runtime
+
+
+def shutdown() -> None:
+    """Stop the runtime ``init()`` started, and its thread. Does nothing if none runs."""
+    global _facade
+    with _lock:
+        facade, _facade = _facade, None
+    if facade is not None:
+        facade.close()
+
+
+def is_initialized() -> bool:
+    """Whether ``init()`` has started a runtime that is still running."""
+    return _facade is not None
+
+
+atexit.register(shutdown)
+
+
+def get(awaitable: Any, *, timeout: float | None = None) -> Any:
+    """Wait for an awaitable of the API from synchronous code, and return its result.
+
+    Takes an ask handle, a coroutine (``Worker.spawn()``, ``ref.stop()``, ...), any other
+    awaitable, or a list or tuple of them (returns a list). Raises what the awaitable
+    raises; ``TimeoutError`` after ``timeout`` seconds. Called on a thread whose event loop
+    is running, it raises ``RuntimeError``: use ``await`` there.
+    """
+    if _running_loop() is not None:
+        if inspect.iscoroutine(awaitable):
+            awaitable.close()
+        raise RuntimeError(
+            "actorrt.get() was called on a thread that runs an event loop, where it would "
+            "block that loop; use `await` instead"
+        )
+    deadline = None if timeout is None else time.monotonic() + timeout
+    if isinstance(awaitable, list | tuple):
+        return [_get_one(item, deadline) for item in awaitable]
+    return _get_one(awaitable, deadline)
+
+
+def _get_one(awaitable: Any, deadline: float | None) -> Any:
+    left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+    if isinstance(awaitable, AskHandle):
+        try:
+            return awaitable.result_blocking(left)
+        except AskTimeoutError:
+            raise
+        except TimeoutError:
+            raise TimeoutError(f"actorrt.get() timed out waiting for {awaitable!r}") from None
+    if not inspect.isawaitable(awaitable):
+        raise TypeError(
+            f"actorrt.get() takes an awaitable (an ask handle, a coroutine of the API) or a "
+            f"list of them, got {type(awaitable).__name__}: {awaitable!r}"
+        )
+    runtime = current_runtime()
+    future = asyncio.run_coroutine_threadsafe(_await(awaitable), runtime.loop)
+    try:
+        return future.result(left)
+    except TimeoutError:
+        future.cancel()
+        raise TimeoutError(f"actorrt.get() timed out after waiting for {awaitable!r}") from None
+
+
+async def _await(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
