@@ -29,7 +29,7 @@ import concurrent.futures
 import logging
 import time
 from asyncio import get_running_loop
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ._context import current_cell
@@ -99,6 +99,8 @@ class ActorCell:
         self._stop_requested = False
         self._kill_requested = False
         self._end_reason: tuple[str, BaseException | None] | None = None
+        # Replies of messages that were running when the actor was cancelled.
+        self._orphans: list[Any] = []
 
     def describe(self) -> str:
         name = f" name={self.name!r}" if self.name else ""
@@ -169,18 +171,28 @@ class ActorCell:
             )
         mailbox.put(envelope)
 
-    async def tell_wait(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        if get_running_loop() is not self.loop:
-            self._check_runtime()
-            coro = self.tell_wait(method, args, kwargs)
-            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
-            return
+    def tell_wait(
+        self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Awaitable[None]:
+        if _running_loop() is not self.loop:
+            return self._tell_wait_from_thread(method, args, kwargs)
+        admitted: asyncio.Future[None] = self.loop.create_future()
         if not self.accepting:
             self._check_runtime()
-            raise self.death_error()
-        admitted: asyncio.Future[None] = self.loop.create_future()
-        self.mailbox.put_waiting((method, args, kwargs, None), admitted)
-        await admitted
+            admitted.set_exception(self.death_error())
+        else:
+            self.mailbox.put_waiting((method, args, kwargs, None), admitted)
+        return admitted
+
+    async def _tell_wait_from_thread(
+        self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> None:
+        self._check_runtime()
+
+        async def on_loop() -> None:
+            await self.tell_wait(method, args, kwargs)
+
+        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(on_loop(), self.loop))
 
     def _check_runtime(self) -> None:
         if self.runtime.closed:
@@ -305,14 +317,24 @@ class ActorCell:
         logger.error(
             "actor %s crashed in %s", self.describe(), crash.where, exc_info=crash.cause
         )
+        can_restart = not self._stop_requested and (
+            self.max_restarts < 0 or self.restart_count < self.max_restarts
+        )
         error = self._make_error("crashed", crash.cause)
+        if can_restart:
+            error = ActorDiedError(
+                f"{error}; the message was queued at the crash and is dropped, the actor "
+                "restarts and takes new messages",
+                actor=error.actor,
+                reason="crashed",
+                cause=crash.cause,
+            )
         for envelope in self.mailbox.drain(error):
             settle(envelope[3], None, error)
         await self._end_children(kill=True)
         await self._call_hook("on_stop")
         self.instance = None
-        can_restart = self.max_restarts < 0 or self.restart_count < self.max_restarts
-        if not can_restart or self._stop_requested:
+        if not can_restart:
             return False
         delay = min(RESTART_BACKOFF_INITIAL * 2**self.restart_count, RESTART_BACKOFF_MAX)
         self.restart_count += 1
@@ -374,6 +396,9 @@ class ActorCell:
         self._death = error
         for envelope in self.mailbox.drain(error):
             settle(envelope[3], None, error)
+        for reply in self._orphans:
+            settle(reply, None, error)
+        self._orphans.clear()
         if self.parent is not None:
             self.parent.children.discard(self)
         self.runtime.forget(self)
@@ -403,6 +428,7 @@ class ActorCell:
                     result = await result
             except asyncio.CancelledError as exc:
                 if _being_cancelled():
+                    self._orphans.append(reply)  # answered with the death error at the end
                     raise
                 self._failed(reply, name, exc)
             except Exception as exc:
@@ -451,13 +477,14 @@ class ActorCell:
         crashed: asyncio.Future[_Crash],
     ) -> None:
         try:
-            name, args, kwargs, reply = envelope
+            name, args, kwargs, _reply = envelope
             func, is_async = self.methods[name]
             result = func(instance, *args, **kwargs)
             if is_async:
                 result = await result
         except asyncio.CancelledError as exc:
             if _being_cancelled():
+                self._orphans.append(envelope[3])  # answered with the death error at the end
                 raise
             self._failed_concurrent(envelope, exc, crashed)
         except Exception as exc:

@@ -14,7 +14,7 @@
     │   └── RuntimeClosedError          a ref or call whose runtime has shut down
     └── ResourceError                   the resource broker refused or failed a request
         ├── InfeasibleResourceError     can never be granted (also a ValueError)
-        └── ResourceDeadlockError       granting it is impossible while its holder holds what it holds
+        └── ResourceDeadlockError       waits on what only its own holder's end would free
 
 Where each failure goes is decided in one place, ``actorrt._cell``; its module docstring
 draws the routing.

@@ -61,7 +61,8 @@ class AskHandle(Generic[T]):
         graph = waiter.runtime.waits
         graph.add(waiter.actor_id, self._cell.actor_id)
         try:
-            return (yield from self._fut)  # type: ignore[misc]
+            result: T = yield from self._fut  # type: ignore[misc]
+            return result
         finally:
             graph.remove(waiter.actor_id, self._cell.actor_id)
 
@@ -95,10 +96,8 @@ class AskHandle(Generic[T]):
         if self._deadline is not None:
             left = self._deadline - time.monotonic()
             timeout = left if timeout is None else min(timeout, left)
-        if isinstance(self._fut, concurrent.futures.Future):
-            cf = self._fut
-        else:
-            cf = _bridge(self._fut)
+        fut = self._fut
+        cf = fut if isinstance(fut, concurrent.futures.Future) else _bridge(fut)
         try:
             return cf.result(timeout=None if timeout is None else max(timeout, 0.0))
         except concurrent.futures.TimeoutError:

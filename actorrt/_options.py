@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 DEFAULT_MAILBOX_SIZE = 100_000
@@ -31,7 +32,8 @@ class ActorOptions:
             allowed = ", ".join(f.name for f in dataclasses.fields(self))
             raise TypeError(f"unknown actor option(s) {', '.join(unknown)}; allowed: {allowed}")
         for key, value in changes.items():
-            _VALIDATORS[key](value)
+            validate: Callable[[Any], None] = _VALIDATORS[key]
+            validate(value)
         return dataclasses.replace(self, **changes)
 
 
@@ -49,7 +51,7 @@ def _name(value: Any) -> None:
         raise TypeError(f"name must be a non-empty string or None, got {value!r}")
 
 
-_VALIDATORS = {
+_VALIDATORS: dict[str, Callable[[Any], None]] = {
     "name": _name,
     "max_restarts": lambda v: _int("max_restarts", v, -1),
     "max_concurrency": lambda v: _int("max_concurrency", v, 1),

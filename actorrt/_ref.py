@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ._errors import ActorDiedError
@@ -70,12 +71,14 @@ class MethodRef:
                 return
         cell.tell(self._name, args, kwargs)
 
-    async def tell_wait(self, *args: Any, **kwargs: Any) -> None:
+    def tell_wait(self, *args: Any, **kwargs: Any) -> Awaitable[None]:
         """Send without a reply, waiting for room when the mailbox is full (backpressure).
 
-        Returns once the message is in the mailbox, not once it has run.
+        Like every call, it takes its place in line at call time; the awaitable it returns
+        completes once the message is in the mailbox (not once it has run). Cancelling
+        that wait withdraws the message if it is still waiting for room.
         """
-        await self._cell.tell_wait(self._name, args, kwargs)
+        return self._cell.tell_wait(self._name, args, kwargs)
 
     def options(self, *, timeout: float | None = None) -> MethodRef:
         """This method with per-call options.

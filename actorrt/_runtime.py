@@ -82,6 +82,7 @@ class Runtime:
         self._actors: dict[str, ActorCell] = {}
         self._names: dict[str, ActorCell] = {}
         self._ids = itertools.count(1)
+        self._tasks: set[asyncio.Task[None]] = set()
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -121,6 +122,7 @@ class Runtime:
         self._closing = True
         try:
             await self._stop_all()
+            await self._await_tasks()
         finally:
             self.closed = True
             with _current_lock:
@@ -134,7 +136,7 @@ class Runtime:
         if not roots:
             return
         stops = [asyncio.ensure_future(cell.stop()) for cell in roots]
-        done, pending = await asyncio.wait(stops, timeout=self.shutdown_timeout)
+        _done, pending = await asyncio.wait(stops, timeout=self.shutdown_timeout)
         if pending:
             stuck = [c.describe() for c in self._actors.values()]
             logger.warning(
@@ -148,6 +150,11 @@ class Runtime:
         for cell in list(self._actors.values()):  # anything spawned during the shutdown
             cell.kill_nowait()
             await asyncio.shield(cell.died)
+
+    async def _await_tasks(self) -> None:
+        """Wait until every actor task has returned, not merely reported its end."""
+        while self._tasks:
+            await asyncio.wait(list(self._tasks))
 
     # ------------------------------------------------------------------ actors
 
@@ -177,6 +184,9 @@ class Runtime:
         self._register(cell)
         started: asyncio.Future[None] = self.loop.create_future()
         cell.start(started)
+        assert cell.task is not None
+        self._tasks.add(cell.task)
+        cell.task.add_done_callback(self._tasks.discard)
         try:
             await asyncio.shield(started)
         except asyncio.CancelledError:

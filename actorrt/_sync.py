@@ -130,7 +130,12 @@ def _get_one(awaitable: Any, deadline: float | None) -> Any:
             f"actorrt.get() takes an awaitable (an ask handle, a coroutine of the API) or a "
             f"list of them, got {type(awaitable).__name__}: {awaitable!r}"
         )
-    runtime = current_runtime()
+    try:
+        runtime = current_runtime()
+    except BaseException:
+        if inspect.iscoroutine(awaitable):
+            awaitable.close()  # it will never run; closing it avoids a "never awaited" warning
+        raise
     future = asyncio.run_coroutine_threadsafe(_await(awaitable), runtime.loop)
     try:
         return future.result(left)

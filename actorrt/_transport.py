@@ -1,0 +1,211 @@
+"""The wire transport: authenticated connections over Unix sockets.
+
+This module is what the layers above import. The connection itself (framing, multiplexing,
+write coalescing, flow control) lives in :mod:`actorrt._wire_connection`; this module adds the
+Unix-socket plumbing: a private directory for the socket (:func:`make_private_dir`), a server
+whose every connection must pass the secret handshake (:func:`serve_unix`) and the client side
+(:func:`connect_unix`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+import tempfile
+from typing import Any
+
+from ._auth import AuthenticationError
+from ._wire_connection import (
+    ERROR,
+    NOTIFY,
+    REPLY,
+    REQUEST,
+    Connection,
+    ConnectionLostError,
+    FrameTooLargeError,
+    Handler,
+)
+
+__all__ = [
+    "ERROR",
+    "NOTIFY",
+    "REPLY",
+    "REQUEST",
+    "AuthenticationError",
+    "Connection",
+    "ConnectionLostError",
+    "FrameTooLargeError",
+    "Handler",
+    "WireServer",
+    "connect_unix",
+    "make_private_dir",
+    "serve_unix",
+]
+
+# sockaddr_un.sun_path holds 108 bytes on Linux (104 on macOS), NUL included.
+_MAX_SOCKET_PATH = 103
+
+
+def make_private_dir(prefix: str = "actorrt-", base: str | None = None) -> str:
+    """Create a directory only the current user can enter (mode 0700) and return its path.
+
+    Args:
+        prefix: the start of the directory's name.
+        base: where to create it; the system's temporary directory by default.
+
+    Returns:
+        The directory's absolute path. The caller removes it when done (``shutil.rmtree``).
+    """
+    path = tempfile.mkdtemp(prefix=prefix, dir=base)
+    os.chmod(path, 0o700)  # mkdtemp already uses 0700; say it, in case that ever changes
+    return path
+
+
+def _check_socket_path(path: str) -> None:
+    if len(os.fsencode(path)) > _MAX_SOCKET_PATH:
+        raise ValueError(
+            f"the socket path {path!r} is {len(os.fsencode(path))} bytes long; Unix sockets "
+            f"allow at most {_MAX_SOCKET_PATH}: use a shorter directory "
+            "(make_private_dir(base='/tmp'))"
+        )
+    directory = os.path.dirname(os.path.abspath(path))
+    st = os.stat(directory)
+    if st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise PermissionError(
+            f"the socket's directory {directory!r} (mode {stat.S_IMODE(st.st_mode):#o}, owner "
+            f"uid {st.st_uid}) is open to other users; put the socket in a directory made by "
+            "make_private_dir()"
+        )
+
+
+class WireServer:
+    """A listening Unix socket and the authenticated connections it accepted.
+
+    Use it as an async context manager, or call :meth:`close` and :meth:`wait_closed`.
+    """
+
+    __slots__ = ("_connections", "_path", "_server")
+
+    def __init__(self, server: asyncio.Server, path: str, connections: set[Connection]) -> None:
+        self._server = server
+        self._path = path
+        self._connections = connections
+
+    @property
+    def path(self) -> str:
+        """The socket's path."""
+        return self._path
+
+    @property
+    def connections(self) -> frozenset[Connection]:
+        """The open connections that passed the handshake."""
+        return frozenset(self._connections)
+
+    def close(self) -> None:
+        """Stop listening, remove the socket file and close every connection."""
+        self._server.close()
+        try:
+            os.unlink(self._path)
+        except FileNotFoundError:
+            pass
+        for conn in list(self._connections):
+            conn.close()
+
+    async def wait_closed(self) -> None:
+        """Wait until the listener and every connection have closed."""
+        for conn in list(self._connections):
+            await conn.wait_closed()
+        await self._server.wait_closed()
+
+    async def __aenter__(self) -> WireServer:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.close()
+        await self.wait_closed()
+
+
+async def serve_unix(
+    path: str,
+    handler: Handler,
+    secret: bytes,
+    **options: Any,
+) -> WireServer:
+    """Listen on a Unix socket; every connection must prove it knows ``secret``.
+
+    Args:
+        path: the socket's path, inside a private directory (see :func:`make_private_dir`).
+        handler: called with every request and notification of every connection.
+        secret: the runtime's secret (:func:`actorrt._auth.new_secret`).
+        **options: passed to :class:`Connection` (``codec``, ``max_frame_size``,
+            ``write_limits``, ``incoming_limits``, ``handshake_timeout``, ``on_open``,
+            ``on_close``). A ``codec`` given here is shared by all the server's connections.
+
+    Returns:
+        The running server.
+
+    Raises:
+        PermissionError: the socket's directory is open to other users.
+        ValueError: the path is too long for a Unix socket.
+    """
+    _check_socket_path(path)
+    loop = asyncio.get_running_loop()
+    connections: set[Connection] = set()
+    user_on_open = options.pop("on_open", None)
+    user_on_close = options.pop("on_close", None)
+
+    def opened(conn: Connection) -> None:
+        connections.add(conn)
+        if user_on_open is not None:
+            user_on_open(conn)
+
+    def closed(conn: Connection, error: ConnectionLostError) -> None:
+        if conn in connections:
+            connections.discard(conn)
+            if user_on_close is not None:
+                user_on_close(conn, error)
+
+    def factory() -> Connection:
+        return Connection(
+            handler, secret=secret, server=True, on_open=opened, on_close=closed, **options
+        )
+
+    server = await loop.create_unix_server(factory, path)
+    os.chmod(path, 0o600)
+    return WireServer(server, path, connections)
+
+
+async def connect_unix(
+    path: str,
+    secret: bytes,
+    handler: Handler | None = None,
+    **options: Any,
+) -> Connection:
+    """Connect to a :func:`serve_unix` server and complete the handshake.
+
+    Args:
+        path: the server's socket path.
+        secret: the runtime's secret.
+        handler: called with requests and notifications the server sends (``None``: this end
+            takes none; a request then fails at the server with ``RuntimeError``).
+        **options: passed to :class:`Connection`.
+
+    Returns:
+        The open connection.
+
+    Raises:
+        AuthenticationError: the server does not know the secret, or refused ours.
+        ConnectionLostError: the connection ended during the handshake.
+        OSError: nothing listens at ``path``.
+    """
+    loop = asyncio.get_running_loop()
+    _, conn = await loop.create_unix_connection(
+        lambda: Connection(handler, secret=secret, server=False, **options), path
+    )
+    try:
+        await conn.ready
+    except BaseException:
+        conn.abort()
+        raise
+    return conn

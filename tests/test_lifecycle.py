@@ -1,0 +1,134 @@
+"""stop(), kill(), names, wait_stopped(), and nothing hanging on a dead actor."""
+
+import asyncio
+
+import pytest
+
+import actorrt
+
+
+@actorrt.actor
+class Worker:
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    def note(self, item: str) -> str:
+        self.log.append(item)
+        return item
+
+    async def block(self, started: asyncio.Event, gate: asyncio.Event) -> str:
+        started.set()
+        await gate.wait()
+        return "unblocked"
+
+    def on_stop(self) -> None:
+        self.log.append("on_stop")
+
+
+async def test_stop_drains_what_was_sent_before_it(actorrt_runtime: actorrt.Runtime) -> None:
+    log: list[str] = []
+    ref = await Worker.spawn(log)
+    asks = [ref.note(str(i)) for i in range(5)]
+    stopping = asyncio.ensure_future(ref.stop())
+    await asyncio.sleep(0)
+    late = ref.note("late")
+    with pytest.raises(actorrt.ActorDiedError, match="was stopped"):
+        ref.note.tell("late tell")
+    reason = await stopping
+    assert await asyncio.gather(*asks) == ["0", "1", "2", "3", "4"]
+    with pytest.raises(actorrt.ActorDiedError, match="was stopped"):
+        await late
+    assert log == ["0", "1", "2", "3", "4", "on_stop"]
+    assert reason.reason == "stopped"
+    assert (await ref.wait_stopped()) is reason
+    assert await ref.stop() is reason  # stopping twice is harmless
+
+
+async def test_kill_cancels_the_current_message_and_fails_the_queue(
+    actorrt_runtime: actorrt.Runtime,
+) -> None:
+    log: list[str] = []
+    ref = await Worker.spawn(log)
+    started, gate = asyncio.Event(), asyncio.Event()
+    current = ref.block(started, gate)
+    queued = [ref.note(str(i)) for i in range(3)]
+    await started.wait()
+    reason = await ref.kill()
+    assert reason.reason == "killed"
+    for handle in [current, *queued]:
+        with pytest.raises(actorrt.ActorDiedError, match="was killed"):
+            await handle
+    assert log == []  # nothing queued ran and on_stop did not run
+
+
+async def test_names_and_get_actor(actorrt_runtime: actorrt.Runtime) -> None:
+    ref = await Worker.options(name="w0").spawn([])
+    assert await actorrt.get_actor("w0") == ref
+    with pytest.raises(ValueError, match="'w0' is taken"):
+        await Worker.options(name="w0").spawn([])
+    with pytest.raises(actorrt.ActorNotFoundError, match=r"no live actor is named 'nope'.*'w0'"):
+        await actorrt.get_actor("nope")
+    await ref.stop()
+    with pytest.raises(actorrt.ActorNotFoundError):
+        await actorrt.get_actor("w0")
+    again = await Worker.options(name="w0").spawn([])  # the name is free again
+    assert again != ref
+
+
+async def test_watchers_learn_why_an_actor_died(actorrt_runtime: actorrt.Runtime) -> None:
+    @actorrt.actor
+    class Fragile:
+        def explode(self) -> None:
+            raise OSError("disk gone")
+
+    ref = await Fragile.spawn()
+    watcher = asyncio.ensure_future(ref.wait_stopped())
+    ref.explode.tell()
+    died = await watcher
+    assert died.reason == "crashed"
+    assert isinstance(died.cause, OSError)
+    assert "crashed with OSError: disk gone" in str(died)
+    with pytest.raises(actorrt.ActorDiedError, match="disk gone"):
+        await ref.explode()
+
+
+async def test_on_stop_error_is_reported_and_the_actor_still_ends(
+    actorrt_runtime: actorrt.Runtime,
+) -> None:
+    @actorrt.actor
+    class BadStop:
+        def on_stop(self) -> None:
+            raise RuntimeError("cleanup failed")
+
+    ref = await BadStop.spawn()
+    died = await ref.stop()
+    assert died.reason == "stopped"
+    assert isinstance(died.cause, RuntimeError)
+    assert "cleanup failed" in str(died)
+
+
+async def test_cancelling_a_spawn_ends_the_half_started_actor(
+    actorrt_runtime: actorrt.Runtime,
+) -> None:
+    entered, gate = asyncio.Event(), asyncio.Event()
+
+    @actorrt.actor(name="slow-start")
+    class SlowStart:
+        async def on_start(self) -> None:
+            entered.set()
+            await gate.wait()
+
+    spawning = asyncio.ensure_future(SlowStart.spawn())
+    await entered.wait()
+    spawning.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await spawning
+    assert actorrt_runtime.live_actors() == [] or await _ended(actorrt_runtime)
+    with pytest.raises(actorrt.ActorNotFoundError):
+        await actorrt.get_actor("slow-start")
+
+
+async def _ended(runtime: actorrt.Runtime) -> bool:
+    for ref in runtime.live_actors():
+        await ref.wait_stopped()
+    return runtime.live_actors() == []

@@ -1,0 +1,182 @@
+"""Parents and children, crashes, restarts with backoff."""
+
+import asyncio
+import itertools
+
+import pytest
+
+import actorrt
+
+
+@actorrt.actor
+class Child:
+    def __init__(self, log: list[str], label: str) -> None:
+        self.log = log
+        self.label = label
+
+    def ping(self) -> str:
+        return self.label
+
+    def on_stop(self) -> None:
+        self.log.append(f"stop {self.label}")
+
+
+@actorrt.actor
+class Parent:
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+        self.children: list[actorrt.ActorRef[Child]] = []
+
+    async def spawn_children(self, n: int) -> list[actorrt.ActorRef[Child]]:
+        for i in range(n):
+            self.children.append(await Child.spawn(self.log, f"c{i}"))
+        return self.children
+
+    def crash(self) -> None:
+        raise RuntimeError("parent crashed")
+
+    def on_stop(self) -> None:
+        self.log.append("stop parent")
+
+
+async def test_children_stop_before_their_parent(actorrt_runtime: actorrt.Runtime) -> None:
+    log: list[str] = []
+    parent = await Parent.spawn(log)
+    children = await parent.spawn_children(2)
+    assert [await c.ping() for c in children] == ["c0", "c1"]
+    await parent.stop()
+    assert sorted(log[:2]) == ["stop c0", "stop c1"] and log[2] == "stop parent"
+    for child in children:
+        died = await child.wait_stopped()
+        assert died.reason == "parent ended"
+        with pytest.raises(actorrt.ActorDiedError, match="parent ended"):
+            await child.ping()
+
+
+async def test_children_die_when_their_parent_is_killed(actorrt_runtime: actorrt.Runtime) -> None:
+    log: list[str] = []
+    parent = await Parent.spawn(log)
+    children = await parent.spawn_children(3)
+    await parent.kill()
+    for child in children:
+        assert (await child.wait_stopped()).reason == "parent ended"
+    assert actorrt_runtime.live_actors() == []
+
+
+async def test_children_die_when_their_parent_crashes(actorrt_runtime: actorrt.Runtime) -> None:
+    log: list[str] = []
+    parent = await Parent.spawn(log)
+    children = await parent.spawn_children(2)
+    parent.crash.tell()
+    assert (await parent.wait_stopped()).reason == "crashed"
+    for child in children:
+        assert (await child.wait_stopped()).reason == "parent ended"
+
+
+async def test_max_restarts_restarts_with_fresh_state(actorrt_runtime: actorrt.Runtime) -> None:
+    constructed: list[int] = []
+
+    @actorrt.actor(max_restarts=2)
+    class Flaky:
+        def __init__(self) -> None:
+            self.n = 0
+            constructed.append(actorrt.get_context().restart_count)
+
+        def incr(self) -> int:
+            self.n += 1
+            return self.n
+
+        def crash(self) -> None:
+            raise ValueError("transient")
+
+    ref = await Flaky.spawn()
+    assert await ref.incr() == 1
+    assert await ref.incr() == 2
+    ref.crash.tell()
+    # Queued behind the crash: dropped, with an error that says the actor restarts.
+    with pytest.raises(actorrt.ActorDiedError, match="queued at the crash.*restarts"):
+        await ref.incr()
+    # Sent after the crash, while the restart backs off: the next incarnation serves it.
+    assert await ref.incr() == 1  # fresh state
+    ref.crash.tell()
+    with pytest.raises(actorrt.ActorDiedError):
+        await ref.incr()
+    assert await ref.incr() == 1
+    assert constructed == [0, 1, 2]
+    ref.crash.tell()  # the third crash exceeds max_restarts=2
+    died = await ref.wait_stopped()
+    assert died.reason == "crashed" and isinstance(died.cause, ValueError)
+    assert "after 2 restart(s), max_restarts=2" in str(died)
+
+
+async def test_asks_queued_at_a_crash_fail(actorrt_runtime: actorrt.Runtime) -> None:
+    gate = asyncio.Event()
+    entered = asyncio.Event()
+
+    @actorrt.actor(max_restarts=1)
+    class Crashy:
+        async def crash_later(self) -> None:
+            entered.set()
+            await gate.wait()
+            raise RuntimeError("late crash")
+
+        def ok(self) -> str:
+            return "ok"
+
+    ref = await Crashy.spawn()
+    ref.crash_later.tell()
+    await entered.wait()
+    queued = [ref.ok() for _ in range(3)]
+    gate.set()
+    for handle in queued:
+        with pytest.raises(actorrt.ActorDiedError, match="late crash"):
+            await handle
+    assert await ref.ok() == "ok"  # restarted
+
+
+async def test_restart_backoff_grows(actorrt_runtime: actorrt.Runtime) -> None:
+    loop = asyncio.get_running_loop()
+    starts: list[float] = []
+
+    @actorrt.actor(max_restarts=3)
+    class Bouncy:
+        def __init__(self) -> None:
+            starts.append(loop.time())
+
+        def crash(self) -> None:
+            raise RuntimeError("again")
+
+        def ok(self) -> None:
+            pass
+
+    ref = await Bouncy.spawn()
+    for _ in range(3):
+        ref.crash.tell()
+        with pytest.raises(actorrt.ActorDiedError):
+            await ref.ok()
+        await ref.ok()
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    assert len(gaps) == 3
+    assert gaps[0] >= 0.04 and gaps[1] >= 0.09 and gaps[2] >= 0.19
+
+
+async def test_failing_constructor_at_restart_counts_as_a_crash(
+    actorrt_runtime: actorrt.Runtime,
+) -> None:
+    attempts: list[int] = []
+
+    @actorrt.actor(max_restarts=2)
+    class Doomed:
+        def __init__(self) -> None:
+            attempts.append(1)
+            if len(attempts) > 1:
+                raise OSError("cannot reopen")
+
+        def crash(self) -> None:
+            raise RuntimeError("first")
+
+    ref = await Doomed.spawn()
+    ref.crash.tell()
+    died = await ref.wait_stopped()
+    assert len(attempts) == 3
+    assert isinstance(died.cause, OSError)
