@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).resolve().parent / "results"
+# Where JSON results go; tests point it elsewhere so a smoke run overwrites nothing.
+RESULTS = Path(os.environ.get("ACTORRT_BENCH_RESULTS", Path(__file__).resolve().parent / "results"))
 
 
 def commit() -> str:
