@@ -1,0 +1,81 @@
+"""actorrt.resources: the pure resource layer (DESIGN.md §2, §4, §5).
+
+Specs, node inventories, GPU discovery, placement groups and the broker. This layer imports
+nothing from the actor core except ``actorrt._errors``: no actors, no processes, no asyncio, no
+threads and no clock. Its inputs are events (request, cancel, release, blocked/unblocked, poll
+with the current time), so it can be driven by the runtime or by a simulation of 1,000 nodes.
+"""
+
+from actorrt._errors import InfeasibleResourceError as InfeasibleResourceError
+from actorrt._errors import ResourceDeadlockError as ResourceDeadlockError
+from actorrt._errors import ResourceError as ResourceError
+
+from ._broker import Broker as Broker
+from ._events import BundlePlacement as BundlePlacement
+from ._events import Event as Event
+from ._events import Failed as Failed
+from ._events import Granted as Granted
+from ._events import GroupTarget as GroupTarget
+from ._events import PendingRequest as PendingRequest
+from ._events import Revoked as Revoked
+from ._events import Stalled as Stalled
+from ._gpus import BACKEND_ENV as BACKEND_ENV
+from ._gpus import FakeGpu as FakeGpu
+from ._gpus import GpuDevice as GpuDevice
+from ._gpus import NvmlUnavailableError as NvmlUnavailableError
+from ._gpus import find_device as find_device
+from ._gpus import list_devices as list_devices
+from ._gpus import memory_used_fraction as memory_used_fraction
+from ._gpus import write_fake_gpu_spec as write_fake_gpu_spec
+from ._node import NodeInventory as NodeInventory
+from ._node import detect_local_node as detect_local_node
+from ._placement import PlacementStrategy as PlacementStrategy
+from ._placement import parse_bundles as parse_bundles
+from ._placement import parse_strategy as parse_strategy
+from ._pool import ResourcePool as ResourcePool
+from ._spec import UNIT as UNIT
+from ._spec import Resources as Resources
+from ._spec import parse_resources as parse_resources
+from ._spec import resources_from_options as resources_from_options
+
+__all__ = [
+    "BACKEND_ENV",
+    "UNIT",
+    "Broker",
+    "BundlePlacement",
+    "Event",
+    "Failed",
+    "FakeGpu",
+    "GpuDevice",
+    "Granted",
+    "GroupTarget",
+    "InfeasibleResourceError",
+    "NodeInventory",
+    "NvmlUnavailableError",
+    "PendingRequest",
+    "PlacementStrategy",
+    "ResourceDeadlockError",
+    "ResourceError",
+    "ResourcePool",
+    "Resources",
+    "Revoked",
+    "Stalled",
+    "detect_local_node",
+    "find_device",
+    "list_devices",
+    "memory_used_fraction",
+    "parse_bundles",
+    "parse_resources",
+    "parse_strategy",
+    "resources_from_options",
+    "write_fake_gpu_spec",
+]
+
+# Public objects show their public module in reprs and tracebacks.
+for _cls in (
+    Broker, BundlePlacement, Failed, FakeGpu, GpuDevice, Granted, GroupTarget, NodeInventory,
+    NvmlUnavailableError, PendingRequest, PlacementStrategy, ResourcePool, Resources, Revoked,
+    Stalled,
+):  # fmt: skip
+    _cls.__module__ = __name__
+del _cls

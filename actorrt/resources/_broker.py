@@ -1,0 +1,313 @@
+"""The resource broker: an event-driven state machine over nodes, groups and holders.
+
+Inputs are method calls; every call that can change who holds what returns the list of events
+it caused (:class:`Granted`, :class:`Failed`, :class:`Revoked`, :class:`Stalled`), in order.
+Nothing is delivered later on its own: time-based work (the deadlock check, stall reports) runs
+in :meth:`Broker.poll`, which the caller schedules at :meth:`Broker.next_poll_at`. Bad input and
+infeasible requests raise at the call that made them. The broker never sleeps, never spawns a
+thread and never reads a clock: time comes in as ``now`` (any monotonic float, e.g.
+``loop.time()``; when omitted, the last ``now`` given is reused).
+
+Model (DESIGN.md §4, §5):
+
+- A *request* asks for one resource dict (an actor's own resources) or a list of bundles with a
+  strategy (a placement-group reservation). It has exactly one *holder*, an opaque hashable
+  whose :meth:`Broker.release` gives back everything it holds and withdraws what it waits for.
+- Where: ``"cluster"`` (the cluster queue), ``"auto"`` (the default: inside the group that the
+  holder or its nearest ancestor is placed in, else the cluster; a group reservation is never
+  captured), or a :class:`GroupTarget` (any bundle with room, or one bundle). Parents come from
+  ``parent=`` or :meth:`Broker.set_parent`.
+- The cluster queue is served as ``actorrt.resources._queue`` describes (priority by
+  admission key, reservations for the oldest few, backfill). A group's own queue is served in
+  arrival order, each waiting request granted as soon as it fits (groups are small and belong
+  to one trial).
+- Wait edges (:meth:`Broker.blocked`) feed the deadlock check (``_deadlock``), which runs from
+  :meth:`Broker.poll` once no grant has happened for ``deadlock_delay`` seconds after a new edge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+
+from ._events import Event, Stalled
+from ._node import NodeInventory
+from ._placement import PlacementStrategy
+from ._reports import BrokerReports
+from ._spec import Resources
+from ._state import Group, Holder, WaitQueue
+
+__all__ = ["Broker"]
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+_UNSET: object = _Unset()
+
+
+class Broker(BrokerReports):
+    """The resource broker.
+
+    Args:
+        nodes: the cluster's nodes (more can be added with :meth:`add_node`).
+        reservation_depth: how many of the oldest waiting cluster requests get reservations
+            (default 4).
+        deadlock_delay: seconds without a grant after a new wait edge before the deadlock
+            check runs (default 0.15).
+        stall_after: seconds without a grant in a queue after which its waiting requests are
+            reported as stalled (default 10).
+        now: the starting time.
+
+    Every method is synchronous and cheap; none blocks. Methods that change state return the
+    events they caused, in order. Holder, parent, request and group ids are opaque hashables
+    chosen by the caller; a group's id is the id of the request that reserved it.
+    """
+
+    # -- inputs ------------------------------------------------------------------------------
+
+    def add_node(self, node: NodeInventory, *, now: float | None = None) -> list[Event]:
+        """Add a node; waiting requests that now fit are granted."""
+        self._tick(now)
+        self._add_node(node)
+        return self._schedule()
+
+    def request(
+        self,
+        request_id: Hashable,
+        holder: Hashable,
+        resources: Mapping[str, object] | Resources | None = None,
+        *,
+        bundles: Sequence[Mapping[str, object] | Resources] | None = None,
+        strategy: str | PlacementStrategy = "PACK",
+        placement: object = "auto",
+        parent: Hashable | None = None,
+        allow_empty_head: bool = False,
+        now: float | None = None,
+    ) -> list[Event]:
+        """Ask for resources for ``holder``.
+
+        Args:
+            request_id: a new id (unique among waiting and granted requests).
+            holder: who holds the grant (whose :meth:`release` gives it back).
+            resources: one resource dict (an actor's own resources); empty means nothing.
+            bundles: instead of ``resources``, a placement group's bundles: the grant reserves
+                a group whose id is ``request_id``.
+            strategy: the group's strategy (``PACK``, ``SPREAD``, ``STRICT_PACK``,
+                ``STRICT_SPREAD``).
+            placement: ``"auto"`` (default), ``"cluster"`` or a :class:`GroupTarget`; a group
+                reservation always goes to the cluster.
+            parent: if given, records ``holder``'s parent (for ``"auto"`` capture, priority
+                and infeasibility inside groups).
+            allow_empty_head: let bundle 0 of ``bundles`` be empty (a Tune factory).
+            now: the current time.
+
+        Returns:
+            ``[Granted]`` when granted at once (and any events a full pass caused), else ``[]``
+            (the request waits; a later call returns its ``Granted`` or ``Failed``).
+
+        Raises:
+            TypeError, ValueError: bad input (named, with its value); a reused request id;
+                an unknown group or bundle.
+            InfeasibleResourceError: it can never be granted (the message says why and what
+                exists).
+        """
+        self._tick(now)
+        if parent is not None:
+            self.set_parent(holder, parent)
+        req = self._new_request(
+            request_id, holder, resources, bundles, strategy, placement, allow_empty_head
+        )
+        return self._enqueue(req)
+
+    def cancel(self, request_id: Hashable, *, now: float | None = None) -> list[Event]:
+        """Withdraw a waiting request, or give back a granted one (removing its group).
+
+        Unknown or finished ids are ignored (so the call is idempotent).
+        """
+        self._tick(now)
+        req = self._requests.get(request_id)
+        if req is not None:
+            return self._schedule() if self._withdraw(req) else []
+        grant = self._grants.get(request_id)
+        if grant is None:
+            return []
+        events: list[Event] = []
+        freed = self._release_grant(grant, events)
+        h = self._holders.get(grant.holder)
+        if h is not None:
+            self._drop_if_idle(h)
+        if freed:
+            events.extend(self._schedule())
+        return events
+
+    def release(self, holder: Hashable, *, now: float | None = None) -> list[Event]:
+        """The holder ended: give back everything it holds and withdraw what it waits for.
+
+        Its wait edges go, and so do edges of others that wait on it (an ask to an ended actor
+        fails). Call this for every actor that ends, also ones that never asked for anything
+        but were given a parent, so that the record is dropped.
+        """
+        self._tick(now)
+        self._parents.pop(holder, None)
+        for w in self._holder_waiters.pop(holder, ()):
+            waiter = self._holders.get(w)
+            if waiter is not None:
+                waiter.edges_holder.discard(holder)
+                self._drop_if_idle(waiter)
+        h = self._holders.get(holder)
+        if h is None:
+            return []
+        if h.edges_request or h.edges_holder:
+            self._clear_edges(h)
+        events: list[Event] = []
+        needs_pass = False
+        for req in list(h.requests.values()):
+            needs_pass |= self._withdraw(req)
+        # Grants inside groups first, so the holder's own group removal revokes nothing of its.
+        grants = list(h.grants.values())
+        if len(grants) > 1:
+            grants.sort(key=lambda g: g.group is None)
+        for grant in grants:
+            if grant.rid in self._grants:
+                needs_pass |= self._release_grant(grant, events)
+        self._holders.pop(holder, None)
+        if needs_pass:
+            events.extend(self._schedule())
+        return events
+
+    def set_parent(self, holder: Hashable, parent: Hashable) -> None:
+        """Record that ``holder`` was spawned by ``parent`` (``None`` forgets it)."""
+        if parent is None:
+            self._parents.pop(holder, None)
+        elif parent == holder:
+            raise ValueError(f"holder {holder!r} cannot be its own parent")
+        else:
+            self._parents[holder] = parent
+
+    def blocked(
+        self,
+        holder: Hashable,
+        *,
+        on_request: Hashable = _UNSET,
+        on_holder: Hashable = _UNSET,
+        now: float | None = None,
+    ) -> None:
+        """Add a wait edge: ``holder`` awaits, with no timeout, a request or an ask to a holder.
+
+        An edge on a request that is no longer waiting is ignored; edges on a request go away
+        by themselves when it is granted, fails or is withdrawn.
+        """
+        if (on_request is _UNSET) == (on_holder is _UNSET):
+            raise TypeError("blocked() takes exactly one of on_request= or on_holder=")
+        self._tick(now)
+        if on_request is not _UNSET:
+            req = self._requests.get(on_request)
+            if req is None:
+                return
+            self._holder(holder).edges_request.add(on_request)
+            req.waiters.add(holder)
+        else:
+            if on_holder == holder:
+                raise ValueError(f"holder {holder!r} cannot wait on itself")
+            self._holder(holder).edges_holder.add(on_holder)
+            self._holder_waiters.setdefault(on_holder, set()).add(holder)
+        self._last_edge_at = self._now
+        self._deadlock_armed = True
+
+    def unblocked(
+        self,
+        holder: Hashable,
+        *,
+        on_request: Hashable = _UNSET,
+        on_holder: Hashable = _UNSET,
+        now: float | None = None,
+    ) -> None:
+        """Remove one wait edge, or with neither keyword every edge of ``holder``."""
+        self._tick(now)
+        h = self._holders.get(holder)
+        if h is None:
+            return
+        if on_request is _UNSET and on_holder is _UNSET:
+            self._clear_edges(h)
+        if on_request is not _UNSET:
+            h.edges_request.discard(on_request)
+            req = self._requests.get(on_request)
+            if req is not None:
+                req.waiters.discard(holder)
+        if on_holder is not _UNSET:
+            h.edges_holder.discard(on_holder)
+            self._holder_waiters.get(on_holder, set()).discard(holder)
+        self._drop_if_idle(h)
+
+    def _clear_edges(self, h: Holder) -> None:
+        for rid in h.edges_request:
+            req = self._requests.get(rid)
+            if req is not None:
+                req.waiters.discard(h.hid)
+        for x in h.edges_holder:
+            self._holder_waiters.get(x, set()).discard(h.hid)
+        h.edges_request.clear()
+        h.edges_holder.clear()
+
+    # -- time --------------------------------------------------------------------------------
+
+    def next_poll_at(self) -> float | None:
+        """When :meth:`poll` has work next (a deadlock check or a stall report), or ``None``."""
+        due: list[float] = []
+        if self._deadlock_armed:
+            due.append(max(self._last_edge_at, self._last_grant_at) + self._deadlock_delay)
+        for waits in self._wait_queues():
+            at = self._stall_due(waits)
+            if at is not None:
+                due.append(at)
+        return min(due) if due else None
+
+    def poll(self, now: float) -> list[Event]:
+        """Do time-based work that is due: the deadlock check, stall reports."""
+        now = self._tick(now)
+        events: list[Event] = []
+        if self._deadlock_armed:
+            due = max(self._last_edge_at, self._last_grant_at) + self._deadlock_delay
+            if now >= due:
+                self._deadlock_armed = False
+                found = self._fail_deadlocked()
+                if found:
+                    # Check again later: another, independent set may be deadlocked too.
+                    self._deadlock_armed = True
+                    self._last_edge_at = now
+                events.extend(found)
+        events.extend(self._stall_reports(now))
+        return events
+
+    def _wait_queues(self) -> list[WaitQueue]:
+        queues = [self._queue.waits] if self._queue.waiting else []
+        queues.extend(self._groups[g].waits for g in self._groups_waiting)
+        return queues
+
+    def _stall_due(self, waits: WaitQueue) -> float | None:
+        if waits.stall_reported:
+            return None
+        oldest = waits.oldest_waiting()
+        if oldest is None:
+            return None
+        return max(oldest.arrival, waits.last_progress) + self._stall_after
+
+    def _stall_reports(self, now: float) -> list[Event]:
+        due: list[tuple[WaitQueue, Group | None]] = []
+        if self._queue.waiting:
+            due.append((self._queue.waits, None))
+        due.extend(
+            (self._groups[g].waits, self._groups[g]) for g in sorted(self._groups_waiting, key=repr)
+        )
+        events: list[Event] = []
+        for waits, group in due:
+            at = self._stall_due(waits)
+            if at is None or at > now:
+                continue
+            waits.stall_reported = True
+            for report in self._explain(now, only=group if group else "cluster"):
+                if report.stalled:
+                    events.append(Stalled(report.request_id, report.holder, report.reason))
+        return events

@@ -1,0 +1,159 @@
+"""Reports on the broker's state: pending requests explained, totals, what a holder holds.
+
+Read-only views for ``actorrt.pending_requests()``, ``cluster_resources()``,
+``available_resources()`` and tests; nothing here changes state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from ._core import BrokerCore
+from ._events import BundlePlacement, Granted, PendingRequest
+from ._explain import Explainer, reason_text
+from ._node import NodeInventory
+from ._spec import MEMORY, UNIT, Resources
+from ._state import Grant, Request, WaitQueue
+
+__all__ = ["BrokerReports"]
+
+
+class BrokerReports(BrokerCore):
+    """The broker's read-only reports (see :class:`~actorrt.resources.Broker`)."""
+
+    # -- reports -----------------------------------------------------------------------------
+
+    def pending(self, *, now: float | None = None) -> list[PendingRequest]:
+        """Every waiting request with the reason it waits (cluster queue first, in order)."""
+        return self._explain(self._tick(now))
+
+    def _explain(self, now: float, only: object = None) -> list[PendingRequest]:
+        ex = Explainer(self._nodes, self._queue, self._holders, self._order)
+        out: list[PendingRequest] = []
+        if only is None or only == "cluster":
+            reserved = self._queue.reservations
+            for req in self._queue.waiting_requests():
+                short, held_by, fits = ex.cluster(req)
+                behind: tuple[Hashable, ...] = ()
+                if fits:
+                    behind = tuple(
+                        r.request.rid
+                        for r in reserved.values()
+                        if (r.request.key, r.request.seq) < (req.key, req.seq)
+                    )
+                out.append(self._report(req, short, held_by, behind, self._queue.waits, now))
+        groups = [self._groups[g] for g in sorted(self._groups_waiting, key=repr)]
+        for group in groups:
+            if only is not None and only is not group:
+                continue
+            for req in group.queue.values():
+                short, held_by = ex.group(req, group)
+                out.append(self._report(req, short, held_by, (), group.waits, now))
+        return out
+
+    def _report(
+        self,
+        req: Request,
+        short: dict[str, int],
+        held_by: tuple[Hashable, ...],
+        behind: tuple[Hashable, ...],
+        waits: WaitQueue,
+        now: float,
+    ) -> PendingRequest:
+        reserved = req.rid in self._queue.reservations
+        stalled = now - max(req.arrival, waits.last_progress) >= self._stall_after
+        reason = reason_text(
+            short=short, held_by=held_by, reserved=reserved, behind=behind,
+            stalled=stalled, waits=waits, now=now,
+        )  # fmt: skip
+        return PendingRequest(
+            request_id=req.rid,
+            holder=req.holder,
+            bundles=tuple(b.to_dict() for b in req.shape.bundles),
+            strategy=req.shape.strategy.value if req.is_group else None,
+            queue="cluster" if req.group is None else req.group.gid,
+            waited_s=now - req.arrival,
+            short_of={k: v / UNIT if k != MEMORY else v // UNIT for k, v in short.items()},
+            held_by=held_by,
+            reserved=reserved,
+            behind=behind,
+            stalled=stalled,
+            reason=reason,
+        )
+
+    def total(self) -> dict[str, float]:
+        """Cluster totals, as Ray's ``cluster_resources()`` (GPU: the number of devices)."""
+        return _floats(sum((n.total_resources() for n in self._nodes), Resources()))
+
+    def available(self) -> dict[str, float]:
+        """What is free, as Ray's ``available_resources()``: reserved groups are not free;
+        GPU is the sum of each device's free share; zero amounts are left out."""
+        free = sum((n.free_resources() for n in self._nodes), Resources())
+        for r in self._queue.reservations.values():
+            free = free + Resources.from_units(r.amounts())
+        return _floats(free)
+
+    def grants_of(self, holder: Hashable) -> list[Granted]:
+        """What ``holder`` holds now, as the :class:`Granted` events that gave it."""
+        h = self._holders.get(holder)
+        if h is None:
+            return []
+        out = []
+        for grant in h.grants.values():
+            out.append(self._describe_grant(grant))
+        return out
+
+    def _describe_grant(self, grant: Grant) -> Granted:
+        nodes = self._nodes
+        if grant.group is not None:
+            b, alloc = grant.placed[0]
+            node = nodes[grant.group.node_idx[b]]
+            one = BundlePlacement(
+                node.node_id, grant.shape.bundles[0], grant.group.pools[b].gpu_shares(alloc),
+                grant.group.gid, b,
+            )  # fmt: skip
+            return Granted(grant.rid, grant.holder, (one,), None)
+        places = tuple(
+            BundlePlacement(
+                nodes[i].node_id,
+                grant.shape.bundles[b],
+                nodes[i].gpu_shares(alloc),
+                None,
+                b if grant.owned is not None else None,
+            )
+            for b, (i, alloc) in enumerate(grant.placed)
+        )
+        return Granted(grant.rid, grant.holder, places, grant.rid if grant.owned else None)
+
+    def bundle_available(self, group: Hashable, bundle: int) -> dict[str, float]:
+        """What is free in one bundle of a reserved group.
+
+        Raises:
+            ValueError: no such group.
+        """
+        g = self._groups.get(group)
+        if g is None:
+            raise ValueError(f"no placement group {group!r} is reserved")
+        return _floats(g.pools[bundle].free_resources())
+
+    def is_waiting(self, request_id: Hashable) -> bool:
+        """Whether the request is waiting."""
+        return request_id in self._requests
+
+    def is_granted(self, request_id: Hashable) -> bool:
+        """Whether the request holds a grant now."""
+        return request_id in self._grants
+
+    @property
+    def nodes(self) -> tuple[NodeInventory, ...]:
+        """The nodes (read them; do not change them)."""
+        return tuple(self._nodes)
+
+    @property
+    def waiting_count(self) -> int:
+        """How many requests wait (cluster queue and groups)."""
+        return len(self._requests)
+
+
+def _floats(res: Resources) -> dict[str, float]:
+    return {k: v / UNIT for k, v in res.items_units()}
