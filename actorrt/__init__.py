@@ -30,10 +30,17 @@ from ._errors import RuntimeClosedError as RuntimeClosedError
 from ._errors import RuntimeStateError as RuntimeStateError
 from ._handle import AskHandle as AskHandle
 from ._options import ActorOptions as ActorOptions
+from ._placement_group import BundleRef as BundleRef
+from ._placement_group import PlacementGroup as PlacementGroup
+from ._placement_group import placement_group as placement_group
 from ._ref import ActorRef as ActorRef
 from ._ref import MethodRef as MethodRef
 from ._runtime import Runtime as Runtime
+from ._runtime import available_resources as available_resources
+from ._runtime import cluster_resources as cluster_resources
 from ._runtime import get_actor as get_actor
+from ._runtime import get_gpu_ids as get_gpu_ids
+from ._runtime import pending_requests as pending_requests
 from ._runtime import run as run
 from ._sync import get as get
 from ._sync import init as init
@@ -52,10 +59,12 @@ __all__ = [
     "ActorrtError",
     "AskHandle",
     "AskTimeoutError",
+    "BundleRef",
     "InfeasibleResourceError",
     "MailboxFullError",
     "MethodRef",
     "NoRuntimeError",
+    "PlacementGroup",
     "ResourceDeadlockError",
     "ResourceError",
     "Runtime",
@@ -64,11 +73,16 @@ __all__ = [
     "RuntimeContext",
     "RuntimeStateError",
     "actor",
+    "available_resources",
+    "cluster_resources",
     "get",
     "get_actor",
     "get_context",
+    "get_gpu_ids",
     "init",
     "is_initialized",
+    "pending_requests",
+    "placement_group",
     "run",
     "shutdown",
     "spawn",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar, overload
@@ -23,9 +24,13 @@ class ActorClass(Generic[A]):
     instance lives behind its mailbox.
     """
 
-    def __init__(self, cls: type[A], options: ActorOptions) -> None:
+    def __init__(
+        self, cls: type[A], options: ActorOptions, origin: tuple[str, str] | None = None
+    ) -> None:
         self.cls = cls
         self.actor_options = options
+        # (module, qualname) where the decorated class can be imported from, if anywhere.
+        self.origin = origin
         self.method_table = _method_table(cls)
         self.__name__ = cls.__name__
         self.__qualname__ = cls.__qualname__
@@ -56,6 +61,26 @@ class ActorClass(Generic[A]):
     def __repr__(self) -> str:
         return f"<actorrt.ActorClass {self.__module__}.{self.__qualname__}>"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Sent by name when the other process can import it (cheap, and its module's
+        # state stays its own); else by value, the class pickled with cloudpickle.
+        options = self.actor_options.portable()
+        if self.origin is not None and self.origin[0] != "__main__":
+            return (_load_actor_class, (*self.origin, options))
+        return (ActorClass, (self.cls, options, self.origin))
+
+
+def _load_actor_class(module: str, qualname: str, options: ActorOptions) -> ActorClass[Any]:
+    found: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        found = getattr(found, part)
+    if not isinstance(found, ActorClass):
+        raise TypeError(f"{module}.{qualname} is not an actor class here")
+    clone: ActorClass[Any] = ActorClass.__new__(ActorClass)
+    clone.__dict__.update(found.__dict__)
+    clone.actor_options = options
+    return clone
+
 
 @overload
 def actor(cls: type[A], /) -> ActorClass[A]: ...
@@ -80,7 +105,11 @@ def actor(
     defaults = ActorOptions().merged(**options)
 
     def wrap(target: type[A]) -> ActorClass[A]:
-        return ActorClass(_check_class(target), defaults)
+        checked = _check_class(target)
+        origin = None if "<locals>" in checked.__qualname__ else (
+            checked.__module__, checked.__qualname__
+        )
+        return ActorClass(checked, defaults, origin)
 
     if cls is None:
         return wrap

@@ -35,6 +35,7 @@ __all__ = [
     "PROOF_LEN",
     "RESPONSE_LEN",
     "AuthenticationError",
+    "Handshake",
     "check_client",
     "check_server",
     "client_response",
@@ -153,3 +154,64 @@ def check_server(expected_proof: bytes, proof: _Bytes) -> None:
     """
     if not hmac.compare_digest(expected_proof, bytes(proof)):
         raise AuthenticationError("the server failed authentication (wrong runtime secret)")
+
+
+class Handshake:
+    """One end's side of the handshake, as a state machine fed the bytes it receives.
+
+    Args:
+        secret: the runtime's secret.
+        server: whether this end is the server (it speaks first).
+    """
+
+    # __slots__ for speed and size: one per connection.
+    __slots__ = ("_expected_proof", "_server", "_server_nonce", "done", "secret", "started")
+
+    def __init__(self, secret: bytes, server: bool) -> None:
+        self.secret = secret
+        self._server = server
+        self._server_nonce = b""
+        self._expected_proof = b""
+        self.done = False
+        self.started = False  # whether the peer has taken part (for the error message)
+
+    def start(self) -> bytes:
+        """Return what to send when the connection is made (the server's hello, or nothing)."""
+        if not self._server:
+            return b""
+        hello, self._server_nonce = server_hello()
+        return hello
+
+    def feed(self, data: _Bytes) -> tuple[int, bytes]:
+        """Consume what has been received so far.
+
+        Args:
+            data: every handshake byte received and not yet consumed.
+
+        Returns:
+            ``(consumed, reply)``: how many bytes of ``data`` were used, and what to send back
+            (possibly nothing). :attr:`done` turns true once the peer is authenticated; bytes
+            after the handshake are left unconsumed: they are frames.
+
+        Raises:
+            AuthenticationError: the peer failed the handshake.
+        """
+        if self._server:
+            if len(data) < RESPONSE_LEN:
+                return 0, b""
+            self.started = True
+            proof = check_client(self.secret, self._server_nonce, data[:RESPONSE_LEN])
+            self.done = True
+            return RESPONSE_LEN, proof
+        consumed, reply = 0, b""
+        if not self._expected_proof:
+            if len(data) < HELLO_LEN:
+                return 0, b""
+            self.started = True
+            reply, self._expected_proof = client_response(self.secret, data[:HELLO_LEN])
+            consumed = HELLO_LEN
+        if len(data) - consumed >= PROOF_LEN:
+            check_server(self._expected_proof, data[consumed : consumed + PROOF_LEN])
+            consumed += PROOF_LEN
+            self.done = True
+        return consumed, reply

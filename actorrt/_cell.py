@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import time
 from asyncio import get_running_loop
@@ -64,7 +65,14 @@ class _Crash(Exception):
 
 
 class ActorCell:
-    """Everything the runtime knows about one actor; refs point here."""
+    """Everything the runtime knows about one actor that runs in this process.
+
+    Refs point here for actors of this process; for actors elsewhere they point to a
+    proxy with the same sending and lifecycle methods (``actorrt._remote``).
+    """
+
+    # Refs take their fast path only for inline cells (proxies route every call themselves).
+    inline = True
 
     def __init__(
         self,
@@ -101,6 +109,10 @@ class ActorCell:
         self._end_reason: tuple[str, BaseException | None] | None = None
         # Replies of messages that were running when the actor was cancelled.
         self._orphans: list[Any] = []
+        # Set in worker processes: sync code runs on this thread, off the event loop.
+        self.executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self.on_finish: Callable[[ActorCell, ActorDiedError], None] | None = None
+        self.on_restart: Callable[[ActorCell], None] | None = None
 
     def describe(self) -> str:
         name = f" name={self.name!r}" if self.name else ""
@@ -261,6 +273,7 @@ class ActorCell:
             "killed": "was killed",
             "parent ended": "ended because its parent ended",
             "runtime shut down": "ended because its runtime shut down",
+            "placement group removed": "ended because its placement group was removed",
         }.get(reason, reason)
         if reason == "crashed" and cause is not None:
             limit = "unlimited" if self.max_restarts < 0 else str(self.max_restarts)
@@ -338,6 +351,8 @@ class ActorCell:
             return False
         delay = min(RESTART_BACKOFF_INITIAL * 2**self.restart_count, RESTART_BACKOFF_MAX)
         self.restart_count += 1
+        if self.on_restart is not None:
+            self.on_restart(self)
         logger.warning(
             "restarting %s in %.2f s (restart %d)", self.describe(), delay, self.restart_count
         )
@@ -347,7 +362,12 @@ class ActorCell:
     async def _incarnation(self, started: asyncio.Future[None]) -> BaseException | None:
         """Run one instance from constructor to stop; return on_stop's error, if any."""
         try:
-            self.instance = self.actor_class.cls(*self.args, **self.kwargs)
+            if self.executor is None:
+                self.instance = self.actor_class.cls(*self.args, **self.kwargs)
+            else:
+                self.instance = await self._off_loop(
+                    self.actor_class.cls, *self.args, **self.kwargs
+                )
         except Exception as exc:
             raise _Crash(exc, "its constructor") from exc
         try:
@@ -356,7 +376,9 @@ class ActorCell:
             raise _Crash(exc, "on_start") from exc
         if not started.done():
             started.set_result(None)
-        if self.max_concurrency == 1:
+        if self.max_concurrency == 1 and self.executor is not None:
+            await self._serve_in_batches(self.instance)
+        elif self.max_concurrency == 1:
             await self._serve_one_at_a_time(self.instance)
         else:
             await self._serve_concurrently(self.instance)
@@ -368,15 +390,23 @@ class ActorCell:
         if hook is None:
             return None
         try:
-            result = hook()
-            if asyncio.iscoroutine(result):
-                await result
+            if asyncio.iscoroutinefunction(hook):
+                await hook()
+            elif self.executor is None:
+                hook()
+            else:
+                await self._off_loop(hook)
         except Exception as exc:
             if propagate:
                 raise
             logger.error("%s.%s raised", self.describe(), name, exc_info=exc)
             return exc
         return None
+
+    async def _off_loop(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run sync user code on the actor's own thread, so it may block."""
+        call = functools.partial(func, *args, **kwargs)
+        return await self.loop.run_in_executor(self.executor, call)
 
     async def _end_children(self, kill: bool) -> None:
         children = list(self.children)
@@ -403,8 +433,12 @@ class ActorCell:
             self.parent.children.discard(self)
         self.runtime.forget(self)
         self.instance = None
+        if self.executor is not None:
+            self.executor.shutdown(wait=False)
         if not self.died.done():
             self.died.set_result(error)
+        if self.on_finish is not None:
+            self.on_finish(self, error)
 
     # ----------------------------------------------------------------- serving
 
@@ -412,6 +446,7 @@ class ActorCell:
         mailbox = self.mailbox
         queue = mailbox.queue
         methods = self.methods
+        executor = self.executor
         while True:
             if not queue:
                 await mailbox.wait()
@@ -423,9 +458,12 @@ class ActorCell:
                 return
             try:
                 func, is_async = methods[name]
-                result = func(instance, *args, **kwargs)
                 if is_async:
-                    result = await result
+                    result = await func(instance, *args, **kwargs)
+                elif executor is None:
+                    result = func(instance, *args, **kwargs)
+                else:
+                    result = await self._off_loop(func, instance, *args, **kwargs)
             except asyncio.CancelledError as exc:
                 if _being_cancelled():
                     self._orphans.append(reply)  # answered with the death error at the end
@@ -436,6 +474,74 @@ class ActorCell:
             else:
                 if reply is not None and not reply.done():
                     reply.set_result(result)
+
+    async def _serve_in_batches(self, instance: Any) -> None:
+        """Serve with sync methods on the actor's thread, a run of queued ones per trip.
+
+        Handing each message to the thread and back costs more than most methods; handing
+        over every sync message that is queued at once keeps pipelined calls cheap. Order
+        is kept: an async method or a stop ends the run.
+        """
+        mailbox = self.mailbox
+        queue = mailbox.queue
+        methods = self.methods
+        while True:
+            if not queue:
+                await mailbox.wait()
+                continue
+            batch = self._take_sync_run(queue, mailbox, methods)
+            if batch:
+                await self._run_batch(instance, batch)
+                continue
+            name, args, kwargs, reply = queue.popleft()
+            if mailbox.overflow:
+                mailbox.admit_one()
+            if name is STOP:
+                return
+            try:
+                func, _is_async = methods[name]
+                result = await func(instance, *args, **kwargs)
+            except asyncio.CancelledError as exc:
+                if _being_cancelled():
+                    self._orphans.append(reply)
+                    raise
+                self._failed(reply, name, exc)
+            except Exception as exc:
+                self._failed(reply, name, exc)
+            else:
+                settle(reply, result, None)
+
+    @staticmethod
+    def _take_sync_run(queue: Any, mailbox: Mailbox, methods: MethodTable) -> list[Envelope]:
+        batch: list[Envelope] = []
+        while queue and len(batch) < BATCH_LIMIT:
+            entry = methods.get(queue[0][0])
+            if entry is None or entry[1]:
+                break  # a stop, or an async method: it runs on the loop, after this run
+            batch.append(queue.popleft())
+            if mailbox.overflow:
+                mailbox.admit_one()
+        return batch
+
+    async def _run_batch(self, instance: Any, batch: list[Envelope]) -> None:
+        methods = self.methods
+        try:
+            outcomes = await self.loop.run_in_executor(
+                self.executor, _run_sync_batch, instance, methods, batch
+            )
+        except asyncio.CancelledError:
+            self._orphans.extend(envelope[3] for envelope in batch)
+            raise
+        for (name, _args, _kwargs, reply), (ok, value) in zip(batch, outcomes, strict=False):
+            if ok:
+                settle(reply, value, None)
+            elif reply is not None:
+                settle(reply, None, value)
+            else:
+                # A failing tell crashes the actor; what it had not reached yet was queued
+                # at the crash: put it back for the crash handling to fail.
+                self.mailbox.queue.extendleft(reversed(batch[len(outcomes) :]))
+                raise _Crash(value, f"{name}() (called by tell)")
 
     def _failed(self, reply: Any, method: str, exc: BaseException) -> None:
         if reply is None:
@@ -479,9 +585,12 @@ class ActorCell:
         try:
             name, args, kwargs, _reply = envelope
             func, is_async = self.methods[name]
-            result = func(instance, *args, **kwargs)
             if is_async:
-                result = await result
+                result = await func(instance, *args, **kwargs)
+            elif self.executor is None:
+                result = func(instance, *args, **kwargs)
+            else:
+                result = await self._off_loop(func, instance, *args, **kwargs)
         except asyncio.CancelledError as exc:
             if _being_cancelled():
                 self._orphans.append(envelope[3])  # answered with the death error at the end
@@ -502,6 +611,24 @@ class ActorCell:
                 crashed.set_result(_Crash(exc, f"{envelope[0]}() (called by tell)"))
         else:
             settle(envelope[3], None, exc)
+
+
+BATCH_LIMIT = 512  # sync messages handed to an actor's thread in one trip
+
+
+def _run_sync_batch(
+    instance: Any, methods: MethodTable, batch: list[Envelope]
+) -> list[tuple[bool, Any]]:
+    """On the actor's thread: run each message; stop after a failing tell (a crash)."""
+    outcomes: list[tuple[bool, Any]] = []
+    for name, args, kwargs, reply in batch:
+        try:
+            outcomes.append((True, methods[name][0](instance, *args, **kwargs)))
+        except Exception as exc:
+            outcomes.append((False, exc))
+            if reply is None:
+                break
+    return outcomes
 
 
 def settle(reply: Any, result: Any, error: BaseException | None) -> None:

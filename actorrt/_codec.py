@@ -139,6 +139,10 @@ class RemoteError(ActorrtError):
         return (RemoteError, (self.type_name, self.remote_message, self.remote_traceback))
 
 
+class _Unsendable(Exception):
+    """Raised inside the packer's hook: (culprit, cause); ``pack`` adds the context."""
+
+
 class PickleRefusedError(ValueError):
     """A pickled value arrived on a codec that does not allow pickle (an unauthenticated peer)."""
 
@@ -190,7 +194,6 @@ class Codec:
         "_buffer_threshold",
         "_buffers_in",
         "_buffers_out",
-        "_context",
         "_decode_ref",
         "_encode_ref",
         "_ext_hook",
@@ -227,7 +230,6 @@ class Codec:
         self._buffers_in: memoryview | None = None
         self._owned = False
         self._ext_hook = _make_ext_hook(self._decode_ext)
-        self._context = "value"
 
     def _new_packer(self) -> Any:
         return msgpack.Packer(
@@ -268,20 +270,10 @@ class Codec:
         else:
             top = obj
             self._flags = 0
-        self._packing = True
-        self._context = context
         try:
             body = self._packer.pack(top)
         except Exception as exc:
-            self._buffers_out, self._nbytes_out = [], 0
-            if getattr(exc, "_actorrt_unsendable", False):
-                raise
-            if isinstance(exc, (TypeError, ValueError, OverflowError, UnicodeError)):
-                # Also msgpack's recursion limit (deep or cyclic data), unencodable strings.
-                raise self._unsendable(obj, exc) from exc
-            raise
-        finally:
-            self._packing = False
+            raise self._pack_failed(obj, exc, context) from exc
         if self._buffers_out or len(body) > _PACKER_SHRINK_ABOVE:
             return self._finish_large(body)
         return self._flags, body, _NO_BUFFERS
@@ -311,19 +303,34 @@ class Codec:
         flags, head, buffers = self.pack(obj, context)
         return b"".join([bytes((flags,)), head, *buffers])
 
-    def _unsendable(self, culprit: object, exc: BaseException) -> TypeError:
-        err = TypeError(
-            f"cannot send {self._context}: a value of type {_type_name(culprit)} cannot be "
-            f"serialized ({exc})"
+    def _pack_failed(self, obj: object, exc: Exception, context: str) -> Exception:
+        """The error to raise when packing failed: a TypeError naming the culprit and context."""
+        self._buffers_out, self._nbytes_out = [], 0
+        if isinstance(exc, _Unsendable):
+            culprit, cause = exc.args
+        elif isinstance(exc, (TypeError, ValueError, OverflowError, UnicodeError)):
+            # msgpack's own: recursion limit (deep or cyclic data), unencodable strings.
+            culprit, cause = obj, exc
+        else:
+            return exc  # raised by a hook (encode_ref, __reduce__): let it through
+        return TypeError(
+            f"cannot send {context}: a value of type {_type_name(culprit)} cannot be "
+            f"serialized ({cause})"
         )
-        err._actorrt_unsendable = True  # type: ignore[attr-defined]
-        return err
 
     def _default(self, obj: Any) -> Any:
         """msgpack's hook for every value that is not plain data, called while packing."""
         if type(obj) is tuple:
             self._flags |= FLAG_TUPLES
             return [_TUPLE_MARK, *obj]
+        # What follows may run user code (__reduce__, the ref hook) that uses this codec.
+        self._packing = True
+        try:
+            return self._encode_other(obj)
+        finally:
+            self._packing = False
+
+    def _encode_other(self, obj: Any) -> Any:
         if self._ref_types and isinstance(obj, self._ref_types):
             return ExtType(EXT_REF, self._encode_ref(obj))  # type: ignore[misc]
         np = sys.modules.get("numpy")
@@ -334,7 +341,7 @@ class Codec:
         try:
             return ExtType(EXT_PICKLE, self._dumps(obj, out_of_band=True))
         except Exception as exc:
-            raise self._unsendable(obj, exc) from exc
+            raise _Unsendable(obj, exc) from exc
 
     def _add_buffer(self, buf: Any, nbytes: int) -> int:
         """Queue an out-of-band buffer; return its offset in the buffer region."""
@@ -398,7 +405,7 @@ class Codec:
 
     # -- decoding -------------------------------------------------------------------------
 
-    def unpack(self, flags: int, data: Any, *, owned: bool = False) -> Any:
+    def unpack(self, flags: int, data: Any, owned: bool = False) -> Any:
         """Decode what :meth:`pack` produced.
 
         Args:

@@ -10,13 +10,21 @@ import asyncio
 import concurrent.futures
 import time
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ._context import current_cell
 from ._errors import AskTimeoutError
 
 if TYPE_CHECKING:
     from ._cell import ActorCell
+
+
+class Target(Protocol):
+    """What a handle needs of the actor it waits on: an inline cell or a proxy."""
+
+    actor_id: str
+
+    def describe(self) -> str: ...
 
 T = TypeVar("T")
 
@@ -36,7 +44,7 @@ class AskHandle(Generic[T]):
     def __init__(
         self,
         fut: asyncio.Future[T] | concurrent.futures.Future[T],
-        cell: ActorCell,
+        cell: Target,
         method: str,
         deadline: float | None,
     ) -> None:

@@ -6,6 +6,8 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from .resources import Resources, parse_bundles, parse_strategy, resources_from_options
+
 DEFAULT_MAILBOX_SIZE = 100_000
 
 
@@ -18,12 +20,36 @@ class ActorOptions:
         max_restarts: restarts after a crash (``-1``: unlimited; ``0``: none).
         max_concurrency: messages processed at once (``1``: one at a time, across awaits).
         mailbox_size: messages the mailbox holds before plain tells raise.
+        process: ``True``: run in a worker process; ``False``: inline on the spawner's
+            event loop; ``None`` (default): a worker process when the actor asks for CPUs
+            or GPUs, else inline.
+        worker_env: extra environment variables for the actor's worker process (a dict;
+            stored sorted, as pairs).
+        num_cpus, num_gpus, memory, resources: what the actor needs (memory in bytes;
+            ``resources`` custom amounts by name); spawning waits until it is granted.
+        placement: ``"auto"`` (inside the spawner's placement group, if any), ``"cluster"``
+            (outside any group), a ``PlacementGroup`` (any bundle with room) or
+            ``pg.bundle(i)``.
+        placement_group: bundles (a list of resource dicts) reserved atomically for this
+            actor, which runs in bundle 0 and holds the group: its children go into the
+            group, and the group is removed when the actor ends.
+        strategy: the ``placement_group`` strategy (``PACK``, ``SPREAD``, ``STRICT_PACK``,
+            ``STRICT_SPREAD``).
     """
 
     name: str | None = None
     max_restarts: int = 0
     max_concurrency: int = 1
     mailbox_size: int = DEFAULT_MAILBOX_SIZE
+    process: bool | None = None
+    worker_env: tuple[tuple[str, str], ...] = ()
+    num_cpus: float | None = None
+    num_gpus: float | None = None
+    memory: int | None = None
+    resources: tuple[tuple[str, float], ...] = ()
+    placement: Any = "auto"
+    placement_group: tuple[Any, ...] | None = None
+    strategy: str = "PACK"
 
     def merged(self, **changes: Any) -> ActorOptions:
         """These options with ``changes`` applied, each validated."""
@@ -34,7 +60,44 @@ class ActorOptions:
         for key, value in changes.items():
             validate: Callable[[Any], None] = _VALIDATORS[key]
             validate(value)
-        return dataclasses.replace(self, **changes)
+        if "worker_env" in changes:
+            changes["worker_env"] = tuple(sorted(dict(changes["worker_env"] or {}).items()))
+        if "resources" in changes:
+            changes["resources"] = tuple(sorted(dict(changes["resources"] or {}).items()))
+        if changes.get("placement_group") is not None:
+            changes["placement_group"] = tuple(changes["placement_group"])
+        merged = dataclasses.replace(self, **changes)
+        merged.own_resources()  # the combination is valid, or this raises here
+        return merged
+
+    def own_resources(self) -> Resources:
+        """What the actor itself asks for (with ``placement_group``: bundle 0 by default)."""
+        own = resources_from_options(
+            num_cpus=self.num_cpus,
+            num_gpus=self.num_gpus,
+            memory=self.memory,
+            resources=dict(self.resources),
+        )
+        if self.placement_group is not None and not own:
+            return parse_bundles(self.placement_group, allow_empty_head=True)[0]
+        return own
+
+    def portable(self) -> ActorOptions:
+        """These options as another process needs them: placements stay with the runtime
+        that granted them (a placement group object does not travel)."""
+        if self.placement == "auto" and self.placement_group is None:
+            return self
+        return dataclasses.replace(self, placement="auto", placement_group=None)
+
+    def runs_in_process(self) -> bool:
+        """Where the actor runs: ``process`` if given, else a process for CPUs or GPUs."""
+        if self.process is not None:
+            return self.process
+        own = self.own_resources().to_dict()
+        return bool(own.get("CPU") or own.get("GPU"))
+
+    def needs_grant(self) -> bool:
+        return self.placement_group is not None or bool(self.own_resources())
 
 
 def _int(key: str, value: Any, minimum: int) -> None:
@@ -51,7 +114,59 @@ def _name(value: Any) -> None:
         raise TypeError(f"name must be a non-empty string or None, got {value!r}")
 
 
+def _process(value: Any) -> None:
+    if value is not None and not isinstance(value, bool):
+        raise TypeError(f"process must be True, False or None, got {value!r}")
+
+
+def _worker_env(value: Any) -> None:
+    if value is None:
+        return
+    if not isinstance(value, dict | tuple):
+        raise TypeError(f"worker_env must be a dict of str to str, got {value!r}")
+    for key, item in dict(value).items():
+        if not isinstance(key, str) or not isinstance(item, str):
+            raise TypeError(
+                f"worker_env must map str to str; got {key!r}: {item!r} "
+                f"({type(item).__name__})"
+            )
+
+
+def _placement(value: Any) -> None:
+    if value in ("auto", "cluster") or hasattr(value, "target"):
+        return
+    raise ValueError(
+        f"placement must be 'auto', 'cluster', a PlacementGroup or pg.bundle(i), got {value!r}"
+    )
+
+
+def _group(value: Any) -> None:
+    if value is not None:
+        parse_bundles(list(value), allow_empty_head=True)
+
+
+def _amount(option: str) -> Callable[[Any], None]:
+    def check(value: Any) -> None:
+        if value is not None:
+            resources_from_options(**{option: value})
+
+    return check
+
+
+def _strategy(value: Any) -> None:
+    parse_strategy(value)
+
+
 _VALIDATORS: dict[str, Callable[[Any], None]] = {
+    "num_cpus": _amount("num_cpus"),
+    "num_gpus": _amount("num_gpus"),
+    "memory": _amount("memory"),
+    "resources": _amount("resources"),
+    "placement": _placement,
+    "placement_group": _group,
+    "strategy": _strategy,
+    "process": _process,
+    "worker_env": _worker_env,
     "name": _name,
     "max_restarts": lambda v: _int("max_restarts", v, -1),
     "max_concurrency": lambda v: _int("max_concurrency", v, 1),

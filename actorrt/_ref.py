@@ -40,7 +40,7 @@ class MethodRef:
         cell = self._cell
         loop = cell.loop
         # The common case inline, for speed: on the actor's loop, room in its mailbox.
-        if self._timeout is None and _running_loop() is loop and cell.accepting:
+        if cell.inline and self._timeout is None and _running_loop() is loop and cell.accepting:
             mailbox = cell.mailbox
             queue = mailbox.queue
             if len(queue) < mailbox.size and not mailbox.overflow:
@@ -60,7 +60,7 @@ class MethodRef:
         """
         cell = self._cell
         # The common case inline, for speed: on the actor's loop, room in its mailbox.
-        if _running_loop() is cell.loop and cell.accepting:
+        if cell.inline and _running_loop() is cell.loop and cell.accepting:
             mailbox = cell.mailbox
             queue = mailbox.queue
             if len(queue) < mailbox.size and not mailbox.overflow:

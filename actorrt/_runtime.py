@@ -26,8 +26,18 @@ from ._errors import (
     RuntimeAlreadyRunningError,
     RuntimeClosedError,
 )
+from ._grants import DRIVER, Grants, gpu_ids
+from ._options import ActorOptions
+from ._placement_group import PlacementGroup
 from ._ref import ActorRef
 from ._waits import WaitGraph
+from ._workers import Workers
+from .resources import Granted, GroupTarget, PendingRequest, Resources, detect_local_node
+
+try:
+    from asyncio import _get_running_loop as _running_loop
+except ImportError:  # pragma: no cover - CPython always has it
+    from asyncio.events import _get_running_loop as _running_loop
 
 if TYPE_CHECKING:
     from ._actor import ActorClass
@@ -56,9 +66,16 @@ class Runtime:
     """An actor runtime bound to the event loop it is entered on.
 
     Args:
+        num_cpus: CPUs to schedule (default: this process's affinity and cgroup quota).
+        num_gpus: GPUs (default: the NVIDIA devices NVML finds, within an inherited
+            ``CUDA_VISIBLE_DEVICES``; on a machine without any, ``n`` logical devices).
+        memory: bytes (default: the cgroup limit, or the machine's memory).
+        resources: custom resources by name, e.g. ``{"TRAIN_DRIVER_RESOURCE": 1}``.
         shutdown_timeout: seconds that leaving the ``async with`` block gives actors to stop
             gracefully (their queued messages run, then ``on_stop``) before the rest are
             killed.
+        worker_env: environment variables for every worker process (an actor's own
+            ``worker_env`` option adds to them).
 
     Example::
 
@@ -67,20 +84,37 @@ class Runtime:
             print(await counter.incr())
     """
 
-    def __init__(self, *, shutdown_timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        *,
+        num_cpus: float | None = None,
+        num_gpus: int | None = None,
+        memory: int | None = None,
+        resources: dict[str, float] | None = None,
+        shutdown_timeout: float = 10.0,
+        worker_env: dict[str, str] | None = None,
+    ) -> None:
         if isinstance(shutdown_timeout, bool) or not isinstance(shutdown_timeout, int | float):
             raise TypeError(f"shutdown_timeout must be a number, got {shutdown_timeout!r}")
         if not math.isfinite(shutdown_timeout) or shutdown_timeout < 0:
             raise ValueError(f"shutdown_timeout must be >= 0 and finite, got {shutdown_timeout}")
         self.shutdown_timeout = float(shutdown_timeout)
+        self._node = detect_local_node(
+            num_cpus=num_cpus, num_gpus=num_gpus, memory=memory, resources=resources
+        )
+        self._grants: Grants | None = None
+        self._revoking: dict[Any, list[asyncio.Future[Any]]] = {}
+        ActorOptions().merged(worker_env=worker_env)  # validates it
+        self._worker_env = dict(worker_env or {})
+        self._workers: Workers | None = None
         self.runtime_id = secrets.token_hex(4)
         self.waits = WaitGraph()
         self.closed = False
         self._closing = False
         self._entered = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._actors: dict[str, ActorCell] = {}
-        self._names: dict[str, ActorCell] = {}
+        self._actors: dict[str, Any] = {}  # ActorCell, or ProcessActor for worker actors
+        self._names: dict[str, Any] = {}
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -104,6 +138,8 @@ class Runtime:
             _current = self
         self._entered = True
         self._loop = asyncio.get_running_loop()
+        self._grants = Grants(self, self._node)
+        self.waits.listener = self._grants.blocked_on_holder
         return self
 
     async def __aexit__(
@@ -123,7 +159,11 @@ class Runtime:
         try:
             await self._stop_all()
             await self._await_tasks()
+            if self._workers is not None:
+                await self._workers.close()
         finally:
+            if self._grants is not None:
+                self._grants.close()
             self.closed = True
             with _current_lock:
                 if _current is self:
@@ -180,7 +220,55 @@ class Runtime:
             raise RuntimeClosedError("the runtime is shutting down; no new actors start")
         if parent is not None and not parent.accepting and parent.died.done():
             raise RuntimeClosedError(f"{parent.describe()} has ended; it cannot spawn")
-        cell = ActorCell(self, actor_class, args, kwargs, parent, self._new_id())
+        options = actor_class.actor_options
+        in_process = options.runs_in_process()
+        needs_grant = options.needs_grant()
+        if (in_process or needs_grant) and self.workers.head is not None:
+            # In a worker, resources and processes come from the owning runtime.
+            return await self.workers.spawn_via_owner(actor_class, args, kwargs)
+        actor_id = self._new_id()
+        try:
+            grant = await self._acquire(actor_id, options, parent) if needs_grant else None
+            cell: Any
+            if in_process:
+                cell = self.workers.new_process_actor(
+                    actor_class, args, kwargs, parent, actor_id, gpu_ids(grant)
+                )
+            else:
+                cell = ActorCell(self, actor_class, args, kwargs, parent, actor_id)
+            cell.grant = grant
+            return await self._start(cell)
+        except BaseException:
+            if actor_id not in self._actors:
+                self.grants.release(actor_id)
+            raise
+
+    async def _acquire(self, actor_id: str, options: ActorOptions, parent: Any) -> Granted:
+        """Reserve what a new actor needs (its group first, if it has one)."""
+        grants = self.grants
+        parent_id = parent.actor_id if parent is not None else None
+        placement: Any = options.placement
+        if options.placement_group is not None:
+            group_id = grants.new_request_id()
+            reserved = grants.submit(
+                group_id,
+                actor_id,
+                bundles=list(options.placement_group),
+                strategy=options.strategy,
+                parent=parent_id,
+                allow_empty_head=True,
+            )
+            await grants.wait(group_id, reserved, parent_id)
+            placement = GroupTarget(group_id, 0)
+        elif not isinstance(placement, str):
+            placement = placement.target()
+        request_id = grants.new_request_id()
+        future = grants.submit(
+            request_id, actor_id, options.own_resources(), placement=placement, parent=parent_id
+        )
+        return await grants.wait(request_id, future, parent_id)
+
+    async def _start(self, cell: Any) -> ActorRef[Any]:
         self._register(cell)
         started: asyncio.Future[None] = self.loop.create_future()
         cell.start(started)
@@ -197,10 +285,95 @@ class Runtime:
             raise
         return ActorRef(cell)
 
+    @property
+    def grants(self) -> Grants:
+        """The bridge to the resource broker (made when the runtime is entered)."""
+        if self._grants is None:
+            raise RuntimeError("this Runtime has not been entered with `async with`")
+        return self._grants
+
+    def reserve_group(
+        self, bundles: tuple[Resources, ...], strategy: str, holder: str | None
+    ) -> PlacementGroup:
+        """Submit a placement group reservation (``actorrt.placement_group``)."""
+        if _running_loop() is not self.loop:
+
+            async def on_loop() -> PlacementGroup:
+                return self.reserve_group(bundles, strategy, holder)
+
+            return asyncio.run_coroutine_threadsafe(on_loop(), self.loop).result()
+        group_id = self.grants.new_request_id()
+        owner = holder if holder is not None else DRIVER
+        future = self.grants.submit(
+            group_id, owner, bundles=list(bundles), strategy=strategy, placement="cluster"
+        )
+        specs = [b.to_dict() for b in bundles]
+        return PlacementGroup(self, group_id, specs, strategy, future, owner)
+
+    def revoked(self, holder: Any, group: Any) -> None:
+        """The broker ended ``holder``'s grant in a removed group: that actor stops."""
+        target = self.lookup(holder)
+        if target is None:
+            return
+        self._revoking.setdefault(group, []).append(target.died)
+        target._end_reason = ("placement group removed", None)
+        target.kill_nowait()
+
+    async def wait_revoked(self, group: Any) -> None:
+        deaths = self._revoking.pop(group, [])
+        if deaths:
+            await asyncio.gather(*(asyncio.shield(d) for d in deaths))
+
+    def cluster_resources(self) -> dict[str, float]:
+        return self.grants.broker.total()
+
+    def available_resources(self) -> dict[str, float]:
+        return self.grants.broker.available()
+
+    def pending_requests(self) -> list[PendingRequest]:
+        return self.grants.pending()
+
+    @property
+    def workers(self) -> Workers:
+        """The cross-process side of this runtime, made on first use."""
+        if self._workers is None:
+            self._workers = Workers(self, self._worker_env)
+        return self._workers
+
+    def lookup(self, actor_id: str) -> Any:
+        """The cell or proxy of a live actor of this runtime, or ``None``."""
+        return self._actors.get(actor_id)
+
+    def worker_connected(self, worker_id: str, conn: Any) -> bool:
+        return self.workers.worker_connected(worker_id, conn)
+
+    async def host_actor(
+        self,
+        actor_id: str,
+        actor_class: ActorClass[Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        restart_count: int,
+    ) -> None:
+        """In a worker: construct the actor its owner placed here."""
+        cell = self.workers.host_cell(actor_id, actor_class, args, kwargs, restart_count)
+        await self._start(cell)
+
+    async def spawn_for_worker(
+        self,
+        actor_class: ActorClass[Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        parent_id: str | None,
+    ) -> ActorRef[Any]:
+        """A worker's actor spawns a worker-process actor: it becomes that actor's child."""
+        parent = None if parent_id is None else self.lookup(parent_id)
+        return await self._spawn(actor_class.options(process=True), args, kwargs, parent)
+
     def _new_id(self) -> str:
         return f"{self.runtime_id}-{next(self._ids)}"
 
-    def _register(self, cell: ActorCell) -> None:
+    def _register(self, cell: Any) -> None:
         if cell.name is not None:
             existing = self._names.get(cell.name)
             if existing is not None:
@@ -212,12 +385,16 @@ class Runtime:
         self._actors[cell.actor_id] = cell
         if cell.parent is not None:
             cell.parent.children.add(cell)
+            self.grants.set_parent(cell.actor_id, cell.parent.actor_id)
 
-    def forget(self, cell: ActorCell) -> None:
-        """Drop an ended actor from the registries."""
+    def forget(self, cell: Any) -> None:
+        """Drop an ended actor from the registries and give back what it held."""
         self._actors.pop(cell.actor_id, None)
-        if cell.name is not None and self._names.get(cell.name) is cell:
-            del self._names[cell.name]
+        if self._grants is not None:
+            self._grants.release(cell.actor_id)
+        name = cell.name
+        if name is not None and self._names.get(name) is cell:
+            del self._names[name]
         self.waits.forget(cell.actor_id)
 
     def get_actor(self, name: str) -> ActorRef[Any]:
@@ -247,6 +424,9 @@ class Runtime:
 async def get_actor(name: str) -> ActorRef[Any]:
     """The ref of the live actor registered as ``name``; ``ActorNotFoundError`` if none."""
     runtime = current_runtime()
+    head = runtime._workers.head if runtime._workers is not None else None
+    if head is not None and name not in runtime._names:
+        return await runtime.workers.get_actor_via_owner(name)
     if asyncio.get_running_loop() is not runtime.loop:
 
         async def lookup() -> ActorRef[Any]:
@@ -254,6 +434,53 @@ async def get_actor(name: str) -> ActorRef[Any]:
 
         return await runtime.call_on_loop(lookup())
     return runtime.get_actor(name)
+
+
+def cluster_resources() -> dict[str, float]:
+    """Everything the cluster has, by resource name (GPU: the number of devices)."""
+    return _on_owner(lambda rt: rt.cluster_resources())
+
+
+def available_resources() -> dict[str, float]:
+    """What is free now; reserved placement groups are not free."""
+    return _on_owner(lambda rt: rt.available_resources())
+
+
+def pending_requests() -> list[PendingRequest]:
+    """Every waiting resource request, with the reason it waits (``.reason``)."""
+    return _on_owner(lambda rt: rt.pending_requests())
+
+
+def _on_owner(read: Callable[[Runtime], T]) -> T:
+    runtime = current_runtime()
+    if runtime._workers is not None and runtime._workers.head is not None:
+        raise RuntimeError(
+            "resource views are read in the driver program (the owning runtime), not in a "
+            "worker process; pass what an actor needs in a message"
+        )
+    if _running_loop() is runtime.loop:
+        return read(runtime)
+
+    async def on_loop() -> T:
+        return read(runtime)
+
+    # From another thread (the sync facade's caller): read on the runtime's own loop.
+    return asyncio.run_coroutine_threadsafe(on_loop(), runtime.loop).result()
+
+
+def get_gpu_ids() -> list[int | str]:
+    """The GPU ids this actor may use: those in ``CUDA_VISIBLE_DEVICES`` (ints where numeric).
+
+    In an inline actor with a GPU grant, that grant's devices.
+    """
+    cell = current_cell.get()
+    grant = getattr(cell, "grant", None)
+    if grant is not None and os.environ.get("CUDA_VISIBLE_DEVICES") is None:
+        ids: list[str] = list(gpu_ids(grant))
+    else:
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+        ids = [part.strip() for part in visible.split(",") if part.strip()]
+    return [int(i) if i.isdigit() else i for i in ids]
 
 
 def run(main: Callable[[], Awaitable[T]] | Coroutine[Any, Any, T], **runtime_kwargs: Any) -> T:

@@ -1,21 +1,17 @@
 """The connection: length-prefixed msgpack frames over a stream socket, multiplexed.
 
-A :class:`Connection` is an :class:`asyncio.BufferedProtocol`. Frame format (all integers
-big-endian; details in ``docs/wire.md``)::
-
-    length:u64 | request_id:u64 | kind_flags:u8 | [body_len:u64] | body | buffers
-
-``length`` counts every byte after itself. ``kind_flags`` holds the frame kind in its low four
-bits (:data:`REQUEST`, :data:`NOTIFY`, :data:`REPLY`, :data:`ERROR`) and the codec's flags
-above them; ``body_len`` is present only when out-of-band buffers follow the msgpack body.
+A :class:`Connection` is an :class:`asyncio.BufferedProtocol` that speaks the frames of
+:mod:`actorrt._wire_frames` once the handshake of :mod:`actorrt._auth` has succeeded.
 
 * **Multiplexing.** :meth:`Connection.request` sends at once and returns a future for the
   reply; replies may come in any order. :meth:`Connection.notify` expects none. Incoming
   requests and notifications go, in the order they were sent, to the connection's handler,
   which replies later (:meth:`Connection.reply`, :meth:`Connection.reply_error`), from anywhere
   on the loop.
-* **Write coalescing.** Frames are queued and written with one ``transport.write`` per loop
-  tick (a ``call_soon`` scheduled by the first frame of the tick).
+* **Write coalescing.** The first frame of a loop tick is written at once and schedules one
+  ``call_soon`` tick-end flush; frames queued after it in the tick leave together, in one
+  ``transport.write``, when it runs, or earlier once 4 KiB have queued (so a long burst keeps
+  the peer busy) or when the frames of one read have been dispatched (their replies).
 * **Flow control, sending.** The transport's ``pause_writing``/``resume_writing`` are honoured:
   :meth:`Connection.drain` blocks while the peer is not reading. A producer that sends without
   awaiting replies awaits ``drain()`` between sends, and then neither the queue nor the
@@ -35,15 +31,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 from collections.abc import Callable
-from typing import Any, Final, Protocol, cast
+from typing import Any, Final, cast
 
 from . import _auth
-from ._codec import FLAG_BUFFERS, Codec
-from ._errors import ActorrtError
+from ._codec import Codec
+from ._wire_frames import AFTER_LENGTH, HEADER, HEADER_LEN, KIND_MASK, MIN_LENGTH
+from ._wire_frames import ERROR as ERROR
+from ._wire_frames import NOTIFY as NOTIFY
+from ._wire_frames import REPLY as REPLY
+from ._wire_frames import REQUEST as REQUEST
+from ._wire_frames import ConnectionLostError as ConnectionLostError
+from ._wire_frames import FrameTooLargeError as FrameTooLargeError
+from ._wire_frames import Handler as Handler
 
 __all__ = [
+    "DEFAULT_HANDSHAKE_TIMEOUT",
+    "DEFAULT_INCOMING_LIMITS",
+    "DEFAULT_MAX_FRAME_SIZE",
+    "DEFAULT_WRITE_LIMITS",
     "ERROR",
     "NOTIFY",
     "REPLY",
@@ -56,16 +62,8 @@ __all__ = [
 
 logger = logging.getLogger("actorrt")
 
-REQUEST: Final = 0
-NOTIFY: Final = 1
-REPLY: Final = 2
-ERROR: Final = 3
-_KIND_MASK: Final = 0x0F
-
-HEADER: Final = struct.Struct("!QQB")  # length of the rest, request id, kind | codec flags
-_AFTER_LENGTH: Final = struct.Struct("!QB")  # request id, kind | codec flags
-HEADER_LEN: Final = HEADER.size
-_MIN_LENGTH: Final = HEADER_LEN - 8
+_pack_header = HEADER.pack
+_unpack_header = HEADER.unpack_from
 
 DEFAULT_MAX_FRAME_SIZE: Final = 1 << 31
 DEFAULT_WRITE_LIMITS: Final = (1 << 20, 1 << 18)
@@ -74,47 +72,13 @@ DEFAULT_HANDSHAKE_TIMEOUT: Final = 10.0
 
 _READ_BUFFER: Final = 1 << 18  # the shared receive buffer
 _BIG_FRAME: Final = 1 << 16  # frames above this get a buffer of their own (zero-copy decode)
-_JOIN_LIMIT: Final = 1 << 20  # coalesced writes above this go as writelines, not joined
+_JOIN_LIMIT: Final = 1 << 20  # queued writes above this are not joined into one bytes
+_EAGER_FLUSH: Final = 1 << 12  # a burst is written at least every 4 KiB (see _send)
 
-_HANDSHAKE_SERVER: Final = 0
-_HANDSHAKE_CLIENT_HELLO: Final = 1
-_HANDSHAKE_CLIENT_PROOF: Final = 2
+_HANDSHAKE: Final = 0
 _OPEN: Final = 3
 _CLOSING: Final = 4
 _CLOSED: Final = 5
-
-
-class ConnectionLostError(ActorrtError, ConnectionError):
-    """The connection ended; every request still waiting for a reply fails with this.
-
-    Attributes:
-        reason: why it ended, in words.
-    """
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"connection lost: {reason}")
-        self.reason = reason
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (ConnectionLostError, (self.reason,))
-
-
-class FrameTooLargeError(ActorrtError, ValueError):
-    """A frame is larger than the connection's ``max_frame_size``."""
-
-
-class Handler(Protocol):
-    """What a connection calls with each incoming request or notification.
-
-    It runs on the event loop, inside the protocol callback, in the order the peer sent the
-    messages; it must not block. For a request (``request_id`` is an ``int``) it must arrange
-    exactly one :meth:`Connection.reply` or :meth:`Connection.reply_error`, now or later (from
-    a task it owns); until then the request counts against the incoming watermark. For a
-    notification ``request_id`` is ``None``. If it raises, the exception goes back to the
-    requester as the reply (for a notification it is logged).
-    """
-
-    def __call__(self, conn: Connection, request_id: int | None, payload: Any) -> None: ...
 
 
 class Connection(asyncio.BufferedProtocol):
@@ -146,9 +110,9 @@ class Connection(asyncio.BufferedProtocol):
         "_codec",
         "_drain_waiters",
         "_flush_scheduled",
+        "_halted",
         "_handler",
-        "_hs_expect",
-        "_hs_nonce",
+        "_handshake",
         "_hs_timer",
         "_incoming",
         "_incoming_high",
@@ -167,7 +131,6 @@ class Connection(asyncio.BufferedProtocol):
         "_rend",
         "_rstart",
         "_rview",
-        "_secret",
         "_state",
         "_transport",
         "_wbuf",
@@ -197,7 +160,7 @@ class Connection(asyncio.BufferedProtocol):
             )
         self._loop = asyncio.get_running_loop()
         self._handler: Handler = _refuse if handler is None else handler
-        self._secret = secret
+        self._handshake = _auth.Handshake(secret, server)
         self._own_codec = codec is None
         self._codec = Codec(allow_pickle=False) if codec is None else codec
         self._max_frame = max_frame_size
@@ -206,9 +169,7 @@ class Connection(asyncio.BufferedProtocol):
         self._on_open = on_open
         self._on_close = on_close
         self._transport: asyncio.Transport | None = None
-        self._state = _HANDSHAKE_SERVER if server else _HANDSHAKE_CLIENT_HELLO
-        self._hs_nonce = b""
-        self._hs_expect = b""
+        self._state = _HANDSHAKE
         self._hs_timer = self._loop.call_later(handshake_timeout, self._handshake_timed_out)
         self.ready: asyncio.Future[None] = self._loop.create_future()
         self._closed: asyncio.Future[None] = self._loop.create_future()
@@ -231,9 +192,12 @@ class Connection(asyncio.BufferedProtocol):
         self._paused_by_owner = 0
         self._paused_by_watermark = False
         self._read_paused = False
+        self._halted = True  # no frame is dispatched until the handshake succeeds
 
     def __repr__(self) -> str:
-        state = ("handshake", "handshake", "handshake", "open", "closing", "closed")[self._state]
+        state = {_HANDSHAKE: "handshake", _OPEN: "open", _CLOSING: "closing"}.get(
+            self._state, "closed"
+        )
         return f"<actorrt Connection {state}, {len(self._pending)} pending>"
 
     # -- sending ------------------------------------------------------------------------
@@ -256,8 +220,8 @@ class Connection(asyncio.BufferedProtocol):
             ConnectionLostError: the connection is closed.
         """
         request_id = self._next_id
-        self._send(REQUEST, request_id, payload, context)
         self._next_id = request_id + 1
+        self._send(REQUEST, request_id, payload, context)
         future: asyncio.Future[Any] = self._loop.create_future()
         self._pending[request_id] = future
         return future
@@ -301,26 +265,44 @@ class Connection(asyncio.BufferedProtocol):
             raise self._unusable()
         flags, head, buffers = self._codec.pack(payload, context)
         size = len(head)
-        if flags & FLAG_BUFFERS:
-            size += sum(map(len, buffers))
+        if buffers or size > _BIG_FRAME:
+            self._send_large(kind | flags, request_id, head, buffers, context)
+            return
+        wbuf = self._wbuf
+        wbuf.append(_pack_header(size + MIN_LENGTH, request_id, kind | flags))
+        wbuf.append(head)
+        wsize = self._wsize = self._wsize + size + HEADER_LEN
+        if not self._flush_scheduled:
+            # The first frame of this tick leaves at once, so a lone message costs no extra
+            # loop iteration; what follows in the same tick waits for the tick-end flush.
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+            self._write_queued()
+        elif wsize >= _EAGER_FLUSH:
+            # A long burst: let the peer start on it rather than wait for the end of the tick.
+            self._write_queued()
+
+    def _send_large(
+        self, kind_flags: int, request_id: int, head: bytes, buffers: list[Any], context: str
+    ) -> None:
+        size = len(head) + sum(map(len, buffers))
         if size + HEADER_LEN > self._max_frame:
             raise FrameTooLargeError(
                 f"cannot send {context}: its frame of {size + HEADER_LEN} bytes exceeds "
                 f"max_frame_size={self._max_frame}"
             )
-        wbuf = self._wbuf
-        wbuf.append(HEADER.pack(size + _MIN_LENGTH, request_id, kind | flags))
-        wbuf.append(head)
-        if buffers:
-            wbuf.extend(buffers)
+        self._wbuf += [_pack_header(size + MIN_LENGTH, request_id, kind_flags), head, *buffers]
         self._wsize += size + HEADER_LEN
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            self._loop.call_soon(self._flush)
+        self._write_queued()  # large: no point waiting for the end of the tick
 
     def _flush(self) -> None:
-        """Write everything queued this tick with one call."""
+        """The tick-end callback: write what was queued since the tick's first frame."""
         self._flush_scheduled = False
+        if self._wbuf:
+            self._write_queued()
+
+    def _write_queued(self) -> None:
+        """Hand everything queued to the transport, joined into one write when small."""
         wbuf = self._wbuf
         transport = self._transport
         if not wbuf or transport is None:
@@ -329,8 +311,20 @@ class Connection(asyncio.BufferedProtocol):
         size, self._wsize = self._wsize, 0
         if size <= _JOIN_LIMIT:
             transport.write(b"".join(wbuf))
-        else:
-            transport.writelines(wbuf)  # large buffers: no join copy (uvloop writes them as-is)
+            return
+        # Large buffers are written on their own (no join copy); small frames around them
+        # are still joined, so a burst of small frames stays one write.
+        small: list[Any] = []
+        for chunk in wbuf:
+            if len(chunk) < _BIG_FRAME:
+                small.append(chunk)
+                continue
+            if small:
+                transport.write(b"".join(small))
+                small = []
+            transport.write(chunk)
+        if small:
+            transport.write(b"".join(small))
 
     async def drain(self) -> None:
         """Wait until the peer has read enough that sending more is reasonable.
@@ -341,7 +335,7 @@ class Connection(asyncio.BufferedProtocol):
             ConnectionLostError: the connection ended.
         """
         if self._wsize >= self._write_limits[0]:
-            self._flush()  # may make the transport call pause_writing
+            self._write_queued()  # may make the transport call pause_writing
         if self._state >= _CLOSING:
             raise self._unusable()
         if not self._write_paused:
@@ -398,6 +392,7 @@ class Connection(asyncio.BufferedProtocol):
         if pause == self._read_paused:
             return
         self._read_paused = pause
+        self._halted = pause or self._state is not _OPEN
         transport = self._transport
         if transport is None or self._state is _CLOSED:
             return
@@ -443,43 +438,88 @@ class Connection(asyncio.BufferedProtocol):
             self._handshake_step()
 
     def _process(self) -> None:
-        """Dispatch every complete frame received, unless reading is paused."""
+        """Dispatch every complete frame received, unless reading is paused.
+
+        Replies and requests, the hot kinds, are dispatched inline (this loop runs per frame);
+        everything else goes through :meth:`_dispatch`. Replies the handler sends while the
+        frames of one read are dispatched leave in one write at the end.
+        """
         if self._big_done:
-            if self._read_paused or self._state is not _OPEN:
+            if self._halted:
                 return
             big, self._big, self._big_done = self._big, None, False
             view = memoryview(big)  # type: ignore[arg-type]
-            request_id, kind_flags = _AFTER_LENGTH.unpack_from(view)
+            request_id, kind_flags = AFTER_LENGTH.unpack_from(view)
             self._dispatch(kind_flags, request_id, view[9:], True)
         buf, view = self._rbuf, self._rview
         pos, end = self._rstart, self._rend
-        max_frame = self._max_frame
-        while end - pos >= HEADER_LEN and not self._read_paused and self._state is _OPEN:
-            length, request_id, kind_flags = HEADER.unpack_from(buf, pos)
-            total = length + 8
-            if total > max_frame or length < _MIN_LENGTH:
-                self._protocol_error(
-                    f"the peer sent a frame of {total} bytes; max_frame_size is {max_frame}"
-                    if length >= _MIN_LENGTH
-                    else f"the peer sent a malformed frame header (length {length})"
-                )
-                return
-            if end - pos < total:
-                if total > _BIG_FRAME:  # read the rest straight into a buffer of its own
-                    big = self._big = bytearray(length)
-                    have = end - pos - 8
-                    big[:have] = view[pos + 8 : end]
-                    self._big_filled = have
-                    pos = end
+        max_length = self._max_frame - 8
+        unpack = self._codec.unpack
+        pending = self._pending
+        while end - pos >= HEADER_LEN and not self._halted:
+            length, request_id, kind_flags = _unpack_header(buf, pos)
+            frame_end = pos + 8 + length
+            if frame_end > end or length > max_length or length < MIN_LENGTH:
+                pos = self._partial_frame(pos, end, length)
                 break
-            self._rstart = pos = pos + total  # before dispatch: the handler may reenter
-            self._dispatch(kind_flags, request_id, view[pos - length + 9 : pos], False)
+            body = view[pos + HEADER_LEN : frame_end]
+            self._rstart = pos = frame_end  # the handler may pause reading and reenter later
+            kind = kind_flags & KIND_MASK
+            if kind == REPLY:
+                try:
+                    value = unpack(kind_flags, body)
+                except Exception as exc:
+                    self._undecodable(kind, request_id, exc)
+                    continue
+                future = pending.pop(request_id, None)
+                if future is not None and not future.done():
+                    future.set_result(value)
+            elif kind == REQUEST:
+                try:
+                    value = unpack(kind_flags, body)
+                except Exception as exc:
+                    self._undecodable(kind, request_id, exc)
+                    continue
+                self._incoming += 1
+                if self._incoming >= self._incoming_high:
+                    self._over_watermark()
+                try:
+                    self._handler(self, request_id, value)
+                except Exception as exc:
+                    self.reply_error(request_id, exc)
+            else:
+                self._dispatch(kind_flags, request_id, body, False)
         self._rstart = pos
+        if self._wbuf:
+            self._write_queued()  # the replies to this read, together
+
+    def _partial_frame(self, pos: int, end: int, length: int) -> int:
+        """The frame at ``pos`` is incomplete or invalid; return where parsing stops."""
+        if length > self._max_frame - 8 or length < MIN_LENGTH:
+            self._protocol_error(
+                f"the peer sent a frame of {length + 8} bytes; max_frame_size is {self._max_frame}"
+                if length >= MIN_LENGTH
+                else f"the peer sent a malformed frame header (length {length})"
+            )
+            return pos
+        if length + 8 > _BIG_FRAME:  # read the rest straight into a buffer of its own
+            big = self._big = bytearray(length)
+            have = end - pos - 8
+            big[:have] = self._rview[pos + 8 : end]
+            self._big_filled = have
+            return end
+        return pos
+
+    def _over_watermark(self) -> None:
+        if not self._paused_by_watermark:
+            self._paused_by_watermark = True
+            self._update_reading()
 
     def _dispatch(self, kind_flags: int, request_id: int, body: memoryview, owned: bool) -> None:
-        kind = kind_flags & _KIND_MASK
+        """Dispatch one frame of any kind (the slow path of :meth:`_process`)."""
+        kind = kind_flags & KIND_MASK
         try:
-            value = self._codec.unpack(kind_flags, body, owned=owned)
+            value = self._codec.unpack(kind_flags, body, owned)
         except Exception as exc:
             self._undecodable(kind, request_id, exc)
             return
@@ -488,10 +528,9 @@ class Connection(asyncio.BufferedProtocol):
             if future is not None and not future.done():
                 future.set_result(value)
         elif kind == REQUEST:
-            incoming = self._incoming = self._incoming + 1
-            if incoming >= self._incoming_high and not self._paused_by_watermark:
-                self._paused_by_watermark = True
-                self._update_reading()
+            self._incoming += 1
+            if self._incoming >= self._incoming_high:
+                self._over_watermark()
             try:
                 self._handler(self, request_id, value)
             except Exception as exc:
@@ -526,41 +565,33 @@ class Connection(asyncio.BufferedProtocol):
         """Called by the loop: start the handshake."""
         self._transport = transport = cast(asyncio.Transport, transport)  # uvloop's is no subclass
         transport.set_write_buffer_limits(*self._write_limits)
-        if self._state is _HANDSHAKE_SERVER:
-            hello, self._hs_nonce = _auth.server_hello()
+        hello = self._handshake.start()
+        if hello:
             transport.write(hello)
 
     def _handshake_step(self) -> None:
         data = self._rview[self._rstart : self._rend]
         try:
-            if self._state is _HANDSHAKE_SERVER and len(data) >= _auth.RESPONSE_LEN:
-                proof = _auth.check_client(self._secret, self._hs_nonce, data)
-                self._rstart += _auth.RESPONSE_LEN
-                self._open()
-                assert self._transport is not None
-                self._transport.write(proof)
-            elif self._state is _HANDSHAKE_CLIENT_HELLO and len(data) >= _auth.HELLO_LEN:
-                response, self._hs_expect = _auth.client_response(self._secret, data)
-                self._rstart += _auth.HELLO_LEN
-                self._state = _HANDSHAKE_CLIENT_PROOF
-                assert self._transport is not None
-                self._transport.write(response)
-                self._handshake_step()
-            elif self._state is _HANDSHAKE_CLIENT_PROOF and len(data) >= _auth.PROOF_LEN:
-                _auth.check_server(self._hs_expect, data[: _auth.PROOF_LEN])
-                self._rstart += _auth.PROOF_LEN
-                self._open()
+            consumed, reply = self._handshake.feed(data)
         except _auth.AuthenticationError as exc:
             logger.warning("refused a connection: %s", exc)
             if not self.ready.done():
                 self.ready.set_exception(exc)
                 self.ready.exception()  # retrieved: whoever awaits it still gets it
             self._protocol_error(str(exc))
+            return
         finally:
             data.release()
+        self._rstart += consumed
+        if reply:
+            assert self._transport is not None
+            self._transport.write(reply)
+        if self._handshake.done:
+            self._open()
 
     def _open(self) -> None:
         self._state = _OPEN
+        self._halted = self._read_paused
         self._hs_timer.cancel()
         if self._own_codec:
             self._codec.allow_pickle = True  # the peer has proven it holds the secret
@@ -588,6 +619,7 @@ class Connection(asyncio.BufferedProtocol):
             self._close_reason = reason
         if self._state < _CLOSING:
             self._state = _CLOSING
+        self._halted = True
 
     def _protocol_error(self, reason: str) -> None:
         self._begin_close(reason)
@@ -598,7 +630,7 @@ class Connection(asyncio.BufferedProtocol):
         """Flush what is queued and close. Pending requests fail with ``ConnectionLostError``."""
         transport = self._transport
         if transport is not None and not transport.is_closing():
-            self._flush()
+            self._write_queued()
             transport.close()
         self._begin_close("closed by this side")
 
@@ -634,13 +666,14 @@ class Connection(asyncio.BufferedProtocol):
         if exc is not None:
             error.__cause__ = exc
         self._state = _CLOSED
+        self._halted = True
         self._transport = None
         self._hs_timer.cancel()
         self._wbuf.clear()
         self._wsize = 0
         if not self.ready.done():
             failure: ConnectionError = error
-            if self._hs_nonce or self._hs_expect:  # refused mid-handshake
+            if self._handshake.started:  # refused mid-handshake
                 failure = _auth.AuthenticationError(
                     f"the handshake did not complete ({reason}); is the runtime secret right?"
                 )

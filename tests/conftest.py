@@ -1,1 +1,65 @@
+"""Shared test setup: the actorrt fixture, and a check that no test leaves a process behind."""
+
+import asyncio
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
 pytest_plugins = ["actorrt.testing"]
+
+
+def child_processes(pid: int | None = None) -> list[tuple[int, str]]:
+    """(pid, state) of every process whose parent is ``pid`` (default: this one)."""
+    pid = os.getpid() if pid is None else pid
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # The command may hold spaces and parentheses: fields start after the last ')'.
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[1]) == pid:
+            found.append((int(entry.name), fields[0]))
+    return found
+
+
+def wait_until(condition, timeout: float = 5.0, interval: float = 0.02) -> bool:  # type: ignore[no-untyped-def]
+    """Poll ``condition`` until it holds or ``timeout`` passes (for OS state, no event exists)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(interval)
+    return bool(condition())
+
+
+async def eventually(condition, within: float = 5.0, interval: float = 0.02) -> bool:  # type: ignore[no-untyped-def]
+    """``wait_until`` for async tests: polls without blocking the event loop."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        await asyncio.sleep(interval)
+    return bool(condition())
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_processes() -> Iterator[None]:
+    before = {pid for pid, _ in child_processes()}
+    yield
+    # Processes are reaped asynchronously by the loop that ran them; give that a moment.
+    left: list[tuple[int, str]] = []
+
+    def clean() -> bool:
+        nonlocal left
+        left = [(p, s) for p, s in child_processes() if p not in before]
+        return not left
+
+    if not wait_until(clean, timeout=5.0):
+        pytest.fail(f"the test left child processes (pid, state): {left}")

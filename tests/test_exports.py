@@ -4,7 +4,9 @@ import actorrt
 
 EXPECTED = {
     "ActorClass", "ActorDiedError", "ActorError", "ActorNotFoundError", "ActorOptions",
-    "ActorRef", "ActorrtError", "AskHandle", "AskTimeoutError", "InfeasibleResourceError",
+    "ActorRef", "ActorrtError", "AskHandle", "AskTimeoutError", "BundleRef",
+    "InfeasibleResourceError", "PlacementGroup", "available_resources", "cluster_resources",
+    "get_gpu_ids", "pending_requests", "placement_group",
     "MailboxFullError", "MethodRef", "NoRuntimeError", "ResourceDeadlockError",
     "ResourceError", "Runtime", "RuntimeAlreadyRunningError", "RuntimeClosedError",
     "RuntimeContext", "RuntimeStateError", "actor", "get", "get_actor", "get_context",

@@ -1,0 +1,201 @@
+"""The runtime's bridge to the resource broker: requests become futures, events become
+grants, failures, revocations and warnings, and the broker's timer runs on the loop.
+
+The broker (``actorrt.resources``) is pure: it never sleeps and never calls back. This
+module feeds it the loop's time, arms one timer at ``next_poll_at()``, resolves the future
+of each request it grants or fails, stops actors whose grants it revokes (a removed
+placement group), and logs stalled requests. Holders are actor ids, or ``DRIVER`` for what
+the program reserves outside any actor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .resources import (
+    Broker,
+    Event,
+    Failed,
+    Granted,
+    NodeInventory,
+    PendingRequest,
+    Resources,
+    Revoked,
+    Stalled,
+)
+
+if TYPE_CHECKING:
+    from ._runtime import Runtime
+
+logger = logging.getLogger("actorrt")
+
+DRIVER = "driver"
+
+
+class Grants:
+    """Requests to the broker, as awaitables on the runtime's loop."""
+
+    def __init__(self, runtime: Runtime, node: NodeInventory) -> None:
+        self.runtime = runtime
+        self.loop = runtime.loop
+        self.broker = Broker([node], now=self.loop.time())
+        self._waiters: dict[Hashable, asyncio.Future[Granted]] = {}
+        self._ids = itertools.count(1)
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: float | None = None
+
+    def new_request_id(self) -> str:
+        return f"r{next(self._ids)}"
+
+    def submit(
+        self,
+        request_id: Hashable,
+        holder: Hashable,
+        resources: Resources | Mapping[str, object] | None = None,
+        *,
+        bundles: Sequence[Mapping[str, object] | Resources] | None = None,
+        strategy: str = "PACK",
+        placement: object = "auto",
+        parent: Hashable | None = None,
+        allow_empty_head: bool = False,
+    ) -> asyncio.Future[Granted]:
+        """Make a request now (raising at once if it can never be granted); return the
+        future of its grant."""
+        future: asyncio.Future[Granted] = self.loop.create_future()
+        events = self.broker.request(
+            request_id,
+            holder,
+            resources,
+            bundles=bundles,
+            strategy=strategy,
+            placement=placement,
+            parent=parent,
+            allow_empty_head=allow_empty_head,
+            now=self.loop.time(),
+        )
+        self._waiters[request_id] = future
+        self._dispatch(events)
+        return future
+
+    async def wait(
+        self, request_id: Hashable, future: asyncio.Future[Granted], requester: Hashable | None
+    ) -> Granted:
+        """Await a grant; while waiting, ``requester`` is blocked on it (for the deadlock
+        check). Cancelling the wait withdraws the request."""
+        if future.done():
+            return future.result()
+        if requester is not None:
+            self.broker.blocked(requester, on_request=request_id, now=self.loop.time())
+            self._arm()
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            self.cancel(request_id)
+            raise
+        finally:
+            if requester is not None:
+                self.broker.unblocked(requester, on_request=request_id, now=self.loop.time())
+                self._arm()
+
+    def cancel(self, request_id: Hashable) -> None:
+        """Withdraw a waiting request, or give back a granted one."""
+        future = self._waiters.pop(request_id, None)
+        if future is not None and not future.done():
+            future.cancel()
+        self._dispatch(self.broker.cancel(request_id, now=self.loop.time()))
+
+    def release(self, holder: Hashable) -> None:
+        """Everything ``holder`` holds comes back; its waiting requests are withdrawn."""
+        self._dispatch(self.broker.release(holder, now=self.loop.time()))
+
+    def set_parent(self, holder: Hashable, parent: Hashable) -> None:
+        self.broker.set_parent(holder, parent)
+
+    def blocked_on_holder(self, waiter: Hashable, target: Hashable, blocked: bool) -> None:
+        """An actor started (or stopped) awaiting an ask to another actor."""
+        now = self.loop.time()
+        if blocked:
+            self.broker.blocked(waiter, on_holder=target, now=now)
+        else:
+            self.broker.unblocked(waiter, on_holder=target, now=now)
+        self._arm()
+
+    def pending(self) -> list[PendingRequest]:
+        return self.broker.pending(now=self.loop.time())
+
+    # ------------------------------------------------------------------ events
+
+    def _dispatch(self, events: list[Event]) -> None:
+        for event in events:
+            if isinstance(event, Granted):
+                self._granted(event)
+            elif isinstance(event, Failed):
+                future = self._waiters.pop(event.request_id, None)
+                if future is not None and not future.done():
+                    future.set_exception(self._named(event.error))
+            elif isinstance(event, Revoked):
+                self.runtime.revoked(event.holder, event.group)
+            elif isinstance(event, Stalled):
+                logger.warning("resource request %s of %s is stalled: %s",
+                               event.request_id, event.holder, event.reason)
+        self._arm()
+
+    def _named(self, error: Exception) -> Exception:
+        """The broker knows holders by id; say which actor each is."""
+        text = str(error)
+        for actor_id in {word.strip(".,;:'") for word in text.split()}:
+            target = self.runtime.lookup(actor_id)
+            if target is not None:
+                text = text.replace(actor_id, target.describe())
+        if text == str(error):
+            return error
+        named = type(error)(text)
+        named.__cause__ = error.__cause__
+        return named
+
+    def _granted(self, event: Granted) -> None:
+        future = self._waiters.pop(event.request_id, None)
+        if future is None or future.done():
+            # Nobody waits any more (the wait was cancelled): give it straight back.
+            self.loop.call_soon(self.cancel, event.request_id)
+            return
+        future.set_result(event)
+
+    def _arm(self) -> None:
+        at = self.broker.next_poll_at()
+        if at == self._timer_at:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_at = at
+        if at is not None:
+            self._timer = self.loop.call_at(max(at, self.loop.time()), self._poll)
+
+    def _poll(self) -> None:
+        self._timer = None
+        self._timer_at = None
+        self._dispatch(self.broker.poll(self.loop.time()))
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        for future in self._waiters.values():
+            if not future.done():
+                future.cancel()
+        self._waiters.clear()
+
+
+def gpu_ids(grant: Granted | None) -> tuple[str, ...]:
+    """The GPU device ids a grant gives its actor (its first placement's)."""
+    if grant is None:
+        return ()
+    return grant.placement.gpu_ids
+
+
+def as_dict(resources: Any) -> dict[str, float]:
+    return dict(resources.to_dict()) if resources is not None else {}

@@ -1,0 +1,151 @@
+"""Placement groups: atomic reservations of resource bundles (DESIGN.md §4).
+
+``actorrt.placement_group(bundles, strategy)`` submits the reservation at once; it is all or
+nothing. ``await pg.ready(timeout)`` waits for it; cancelling that wait, or a timeout,
+withdraws the reservation. Actors go into the group with ``placement=pg`` (any bundle with
+room) or ``placement=pg.bundle(i)``; ``await pg.remove()`` gives the bundles back and stops
+the actors placed in them. The group's holder is the actor that called
+``placement_group()`` (its end removes the group), or the driver program.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ._context import current_cell
+from ._errors import ResourceError
+from .resources import Granted, GroupTarget, parse_bundles, parse_strategy
+
+if TYPE_CHECKING:
+    from ._runtime import Runtime
+
+
+class PlacementGroup:
+    """A reservation of bundles; use it (or ``pg.bundle(i)``) as an actor's ``placement``."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        group_id: str,
+        bundles: list[dict[str, float]],
+        strategy: str,
+        future: asyncio.Future[Granted],
+        holder: str,
+    ) -> None:
+        self._runtime = runtime
+        self.id = group_id
+        self.bundle_specs = bundles
+        self.strategy = strategy
+        self._future = future
+        self._holder = holder
+        self._removed = False
+
+    @property
+    def bundle_count(self) -> int:
+        return len(self.bundle_specs)
+
+    def bundle(self, index: int) -> BundleRef:
+        """Bundle ``index`` of this group, as a ``placement``."""
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise TypeError(f"a bundle index is an int, got {index!r}")
+        if not 0 <= index < len(self.bundle_specs):
+            raise ValueError(
+                f"bundle index {index} is out of range: the group has "
+                f"{len(self.bundle_specs)} bundle(s), 0..{len(self.bundle_specs) - 1}"
+            )
+        return BundleRef(self, index)
+
+    def target(self) -> GroupTarget:
+        return GroupTarget(self.id, None)
+
+    def is_ready(self) -> bool:
+        return self._future.done() and not self._future.cancelled() and (
+            self._future.exception() is None
+        )
+
+    async def ready(self, timeout: float | None = None) -> None:  # noqa: ASYNC109 (Ray's API)
+        """Wait until every bundle is reserved.
+
+        Raises ``TimeoutError`` after ``timeout`` seconds; a timeout or a cancelled wait
+        withdraws the reservation. Raises ``ResourceDeadlockError`` when the wait can only
+        end once its holder ends.
+        """
+        if self._removed:
+            raise ResourceError(f"placement group {self.id} was removed")
+        runtime = self._runtime
+        if asyncio.get_running_loop() is not runtime.loop:
+            await runtime.call_on_loop(self.ready(timeout))
+            return
+        requester = _requester()
+        try:
+            await asyncio.wait_for(
+                runtime.grants.wait(self.id, self._future, requester), timeout
+            )
+        except TimeoutError:
+            await self.remove()
+            raise TimeoutError(
+                f"placement group {self.id} ({self.bundle_specs}, {self.strategy}) was not "
+                f"ready within {timeout} s and was withdrawn; actorrt.pending_requests() says "
+                "what it waited for"
+            ) from None
+        except asyncio.CancelledError:
+            self._removed = True
+            runtime.grants.cancel(self.id)  # withdrawn (a no-op if the wait already did it)
+            raise
+
+    async def remove(self) -> None:
+        """Give the bundles back; actors placed in the group are stopped."""
+        runtime = self._runtime
+        if asyncio.get_running_loop() is not runtime.loop:
+            await runtime.call_on_loop(self.remove())
+            return
+        if self._removed:
+            return
+        self._removed = True
+        runtime.grants.cancel(self.id)
+        await runtime.wait_revoked(self.id)
+
+    def __repr__(self) -> str:
+        state = "removed" if self._removed else ("ready" if self.is_ready() else "pending")
+        return f"<actorrt.PlacementGroup {self.id} {self.bundle_specs} {self.strategy} {state}>"
+
+
+class BundleRef:
+    """One bundle of a placement group, as an actor's ``placement``."""
+
+    def __init__(self, group: PlacementGroup, index: int) -> None:
+        self.group = group
+        self.index = index
+
+    def target(self) -> GroupTarget:
+        return GroupTarget(self.group.id, self.index)
+
+    def __repr__(self) -> str:
+        return f"<actorrt.BundleRef group={self.group.id} bundle={self.index}>"
+
+
+def _requester() -> str | None:
+    cell = current_cell.get()
+    return cell.actor_id if cell is not None else None
+
+
+def placement_group(
+    bundles: Sequence[Mapping[str, Any]], strategy: str = "PACK"
+) -> PlacementGroup:
+    """Reserve ``bundles`` atomically with ``strategy`` (``PACK``, ``SPREAD``,
+    ``STRICT_PACK``, ``STRICT_SPREAD``); returns at once, ``await pg.ready()`` waits.
+
+    Raises at this call: ``ValueError``/``TypeError`` for bad bundles or strategy,
+    ``InfeasibleResourceError`` when the cluster can never hold them. Called inside a
+    placement group it is never captured: it goes to the cluster.
+    """
+    from ._runtime import current_runtime
+
+    parsed = parse_bundles(bundles)
+    chosen = parse_strategy(strategy)
+    runtime = current_runtime()
+    cell = current_cell.get()
+    holder = cell.actor_id if cell is not None and cell.runtime is runtime else None
+    return runtime.reserve_group(parsed, str(chosen), holder)

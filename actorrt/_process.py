@@ -1,0 +1,307 @@
+"""Worker processes and their pool, seen from the runtime that owns them.
+
+A worker is a fresh interpreter (``python -m actorrt._worker``, never ``fork``) in its own
+process group, told over its stdin where the runtime's socket is and the runtime's secret
+(stdin, not the environment, so the secret does not leak into the worker's own children). It
+connects back, proves it knows the secret, and hosts one resource-bearing actor at a time.
+
+Idle workers are pooled by the exact environment they were started with (``WorkerKey``):
+a worker is reused only for an actor whose key matches, never after a crash or a kill, and
+at most ``max_uses`` times, so interpreter start-up and heavy imports are paid once.
+
+A worker's stdout and stderr reach this process's, each line prefixed with the actor it
+hosts. When a worker exits, its whole process group is killed, so processes it started go
+with it; the exit is reaped at once, leaving no zombie.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ._wire_connection import Connection
+
+logger = logging.getLogger("actorrt")
+
+# Variables that change how a process computes; a pooled worker must match them exactly.
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "TORCH_NUM_THREADS",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerKey:
+    """Everything a worker's environment is made of; equal keys may share a worker."""
+
+    executable: str
+    cwd: str
+    sys_path: tuple[str, ...]
+    cuda_visible_devices: str | None
+    thread_variables: tuple[tuple[str, str], ...]
+    worker_env: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def current(cls, worker_env: Mapping[str, str], cuda_visible_devices: str | None) -> WorkerKey:
+        return cls(
+            executable=sys.executable,
+            cwd=os.getcwd(),
+            sys_path=tuple(sys.path),
+            cuda_visible_devices=cuda_visible_devices,
+            thread_variables=tuple(
+                (name, os.environ[name]) for name in THREAD_VARIABLES if name in os.environ
+            ),
+            worker_env=tuple(sorted(worker_env.items())),
+        )
+
+    def environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(self.worker_env)
+        if self.cuda_visible_devices is not None:
+            env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+            env["CUDA_VISIBLE_DEVICES"] = self.cuda_visible_devices
+        env["PYTHONUNBUFFERED"] = "1"
+        return env
+
+
+class WorkerProcess:
+    """One worker process: its OS process, its connection, who it hosts."""
+
+    def __init__(self, key: WorkerKey, worker_id: str) -> None:
+        self.key = key
+        self.worker_id = worker_id
+        self.proc: asyncio.subprocess.Process | None = None
+        self.conn: Connection | None = None
+        self.connected: asyncio.Future[Connection] = asyncio.get_running_loop().create_future()
+        self.exited: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self.label = f"worker {worker_id}"
+        self.uses = 0
+        self.tainted = False  # crashed, killed, or hosted an actor that did not end cleanly
+        self.kill_requested = False
+        self.on_exit: Callable[[WorkerProcess, int], None] | None = None
+        self.hosted: Any = None  # the ProcessActor whose actor this worker runs now
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    async def start(self, socket_path: str, secret_text: str, owner_pid: int) -> None:
+        self.proc = await asyncio.create_subprocess_exec(
+            self.key.executable,
+            "-m",
+            "actorrt._worker",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=self.key.environment(),
+            cwd=self.key.cwd,
+            start_new_session=True,  # its own process group, killed as a whole
+        )
+        self._watch_exit()
+        boot = {
+            "socket": socket_path,
+            "secret": secret_text,
+            "owner_pid": owner_pid,
+            "worker_id": self.worker_id,
+            "sys_path": list(self.key.sys_path),
+        }
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(boot).encode() + b"\n")
+        await self.proc.stdin.drain()
+        self.proc.stdin.close()
+        loop = asyncio.get_running_loop()
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self._tasks = [
+            loop.create_task(self._forward(self.proc.stdout, sys.stdout)),
+            loop.create_task(self._forward(self.proc.stderr, sys.stderr)),
+            loop.create_task(self._reap()),
+        ]
+
+    def _watch_exit(self) -> None:
+        """Kill the group the moment the worker exits, before its pipes close.
+
+        Processes the worker started may hold its stdout open, and asyncio's ``wait()``
+        can wait for the pipes too: a pidfd tells us of the exit itself.
+        """
+        assert self.proc is not None
+        try:
+            pidfd = os.pidfd_open(self.proc.pid)
+        except (AttributeError, OSError):
+            return  # no pidfd: connection loss and the reaper still end the group
+        loop = asyncio.get_running_loop()
+
+        def exited() -> None:
+            loop.remove_reader(pidfd)
+            os.close(pidfd)
+            self.kill_group()
+            if self.conn is not None:
+                self.conn.abort()
+
+        loop.add_reader(pidfd, exited)
+
+    async def _forward(self, stream: asyncio.StreamReader, sink: Any) -> None:
+        # Read the sink at each write: test capture and redirection replace sys.stdout.
+        to_stdout = sink is sys.stdout
+        while True:
+            try:
+                line = await stream.readline()
+            except ValueError:  # a line longer than the stream limit: pass it on in pieces
+                line = await stream.read(1 << 16)
+            if not line:
+                return
+            text = line.decode(errors="replace")
+            out = sys.stdout if to_stdout else sys.stderr
+            out.write(f"({self.label} pid={self.pid}) {text}")
+            if not text.endswith("\n"):
+                out.write("\n")
+            out.flush()
+
+    async def _reap(self) -> None:
+        assert self.proc is not None
+        code = await self.proc.wait()
+        self.kill_group()  # whatever it started goes with it
+        await asyncio.gather(*self._tasks[:2], return_exceptions=True)
+        if not self.connected.done():
+            self.connected.set_exception(
+                ConnectionError(f"worker process {self.pid} exited with {describe_exit(code)}")
+            )
+        if self.conn is not None:
+            self.conn.abort()
+        self.exited.set_result(code)
+        if self.on_exit is not None:
+            self.on_exit(self, code)
+
+    def kill_group(self) -> None:
+        """SIGKILL the worker's whole process group."""
+        if self.proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def kill(self) -> None:
+        self.kill_requested = True
+        self.tainted = True
+        self.kill_group()
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and not self.exited.done()
+
+
+def describe_exit(code: int) -> str:
+    """Say how a process ended, from ``Popen.returncode`` (negative: a signal)."""
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"signal {name}"
+    return f"exit code {code}"
+
+
+class WorkerPool:
+    """Starts workers, and keeps idle ones for reuse by actors with the same environment."""
+
+    def __init__(
+        self,
+        socket_path: str,
+        secret_text: str,
+        *,
+        max_idle: int = 8,
+        max_uses: int = 1000,
+    ) -> None:
+        self.socket_path = socket_path
+        self.secret_text = secret_text
+        self.max_idle = max_idle
+        self.max_uses = max_uses
+        self._idle: dict[WorkerKey, list[WorkerProcess]] = {}
+        self._all: dict[str, WorkerProcess] = {}
+        self._count = 0
+
+    def worker(self, worker_id: str) -> WorkerProcess | None:
+        return self._all.get(worker_id)
+
+    async def acquire(self, key: WorkerKey, start_timeout: float = 60.0) -> WorkerProcess:
+        """An idle worker with this key, or a new one once it has connected."""
+        idle = self._idle.get(key)
+        while idle:
+            worker = idle.pop()
+            if worker.alive and worker.conn is not None and not worker.conn.is_closing():
+                worker.uses += 1
+                return worker
+        self._count += 1
+        worker = WorkerProcess(key, f"{os.getpid()}.{self._count}")
+        self._all[worker.worker_id] = worker
+        worker.on_exit = self._exited
+        try:
+            await worker.start(self.socket_path, self.secret_text, os.getpid())
+            worker.conn = await asyncio.wait_for(
+                asyncio.shield(worker.connected), start_timeout
+            )
+        except BaseException:
+            worker.kill()
+            raise
+        worker.uses = 1
+        return worker
+
+    def release(self, worker: WorkerProcess) -> None:
+        """Take a worker back after its actor ended: pool it, or end it if it is spent."""
+        if (
+            worker.tainted
+            or not worker.alive
+            or worker.uses >= self.max_uses
+            or sum(map(len, self._idle.values())) >= self.max_idle
+        ):
+            worker.kill()
+            return
+        worker.label = f"idle worker {worker.worker_id}"
+        self._idle.setdefault(worker.key, []).append(worker)
+
+    def _exited(self, worker: WorkerProcess, code: int) -> None:
+        idle = self._idle.get(worker.key)
+        if idle and worker in idle:
+            idle.remove(worker)
+        self._all.pop(worker.worker_id, None)
+        if worker.hosted is not None:
+            worker.hosted.process_exited(code)
+        if code != 0 and not worker.kill_requested:
+            logger.debug("worker %s exited with %s", worker.pid, describe_exit(code))
+
+    def connected(self, worker_id: str, conn: Connection) -> bool:
+        """A worker said hello on ``conn``; return whether we started it."""
+        worker = self._all.get(worker_id)
+        if worker is None or worker.connected.done():
+            return False
+        worker.conn = conn
+        worker.connected.set_result(conn)
+        return True
+
+    def idle_pids(self) -> list[int]:
+        return [w.pid for ws in self._idle.values() for w in ws]
+
+    def all_pids(self) -> list[int]:
+        return [w.pid for w in self._all.values() if w.proc is not None]
+
+    async def shutdown(self) -> None:
+        """Kill every worker's process group and wait until each is reaped."""
+        workers = list(self._all.values())
+        for worker in workers:
+            worker.kill()
+        waits = [w.exited for w in workers if w.proc is not None]
+        if waits:
+            await asyncio.gather(*waits, return_exceptions=True)
+        self._idle.clear()

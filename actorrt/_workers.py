@@ -1,0 +1,185 @@
+"""A runtime's cross-process side: its socket, secret, codec, worker pool and host.
+
+Made on first need: a runtime that never spawns a worker-process actor opens no socket. In a
+worker process the same object holds the connection to the owning runtime instead of a
+server: the worker's refs to actors elsewhere go through it.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import shutil
+from typing import TYPE_CHECKING, Any
+
+import msgpack
+
+from . import _auth
+from ._cell import ActorCell
+from ._codec import Codec
+from ._context import current_cell
+from ._errors import ActorDiedError
+from ._host import Host
+from ._process import WorkerKey, WorkerPool
+from ._process_actor import ProcessActor
+from ._ref import ActorRef
+from ._remote import DeadTarget, RelayTarget
+from ._transport import WireServer, make_private_dir, serve_unix
+from ._wire_connection import Connection
+
+if TYPE_CHECKING:
+    from ._actor import ActorClass
+    from ._runtime import Runtime
+
+NOSET_CUDA = "ACTORRT_NOSET_CUDA_VISIBLE_DEVICES"
+
+
+class Workers:
+    """Everything one runtime needs to own worker processes, or to be one."""
+
+    def __init__(self, runtime: Runtime, worker_env: dict[str, str]) -> None:
+        self.runtime = runtime
+        self.worker_env = worker_env
+        self.host = Host(runtime)
+        self.codec = Codec(
+            ref_types=(ActorRef,), encode_ref=self._encode_ref, decode_ref=self._decode_ref
+        )
+        self.head: Connection | None = None  # in a worker: the owning runtime
+        self._relays: dict[str, RelayTarget] = {}
+        self._dir: str | None = None
+        self._server: WireServer | None = None
+        self._pool: WorkerPool | None = None
+
+    # ----------------------------------------------------------- the owner side
+
+    async def pool(self) -> WorkerPool:
+        if self._pool is None:
+            self._dir = make_private_dir()
+            secret = _auth.new_secret()
+            path = os.path.join(self._dir, "rt.sock")
+            self._server = await serve_unix(path, self.host.handle, secret, codec=self.codec)
+            self._pool = WorkerPool(path, _auth.secret_to_text(secret))
+        return self._pool
+
+    def started_pool(self) -> WorkerPool:
+        assert self._pool is not None
+        return self._pool
+
+    def worker_connected(self, worker_id: str, conn: Connection) -> bool:
+        return self._pool is not None and self._pool.connected(worker_id, conn)
+
+    def worker_key(self, actor_class: ActorClass[Any], gpus: tuple[str, ...]) -> WorkerKey:
+        env = dict(self.worker_env)
+        env.update(actor_class.actor_options.worker_env)
+        # The devices of the actor's own grant; "" when it has none, so it sees no GPU.
+        cuda = None if os.environ.get(NOSET_CUDA) == "1" else ",".join(gpus)
+        return WorkerKey.current(env, cuda)
+
+    def new_process_actor(
+        self,
+        actor_class: ActorClass[Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        parent: Any,
+        actor_id: str,
+        gpus: tuple[str, ...],
+    ) -> ProcessActor:
+        key = self.worker_key(actor_class, gpus)
+        return ProcessActor(self.runtime, actor_class, args, kwargs, parent, actor_id, key)
+
+    async def close(self) -> None:
+        await self.host.close()
+        if self._pool is not None:
+            await self._pool.shutdown()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+        if self.head is not None:
+            self.head.close()
+
+    # ---------------------------------------------------------- the worker side
+
+    def host_cell(
+        self,
+        actor_id: str,
+        actor_class: ActorClass[Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        restart_count: int,
+    ) -> ActorCell:
+        """The cell for the actor this worker hosts: sync code off the loop, crashes
+        restarted here from what is left of its budget (the owner restarts it only when the
+        process dies), and notices to the owner of each restart and of its end."""
+        total = actor_class.actor_options.max_restarts
+        left = -1 if total < 0 else max(total - restart_count, 0)
+        hosted = actor_class.options(max_restarts=left)
+        cell = ActorCell(self.runtime, hosted, args, kwargs, None, actor_id)
+        cell.max_restarts = total
+        cell.restart_count = restart_count
+        cell.on_restart = self._notify_restarted
+        cell.executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=hosted.actor_options.max_concurrency,
+            thread_name_prefix=f"actorrt-{cell.cls_name}",
+        )
+        cell.on_finish = self._notify_died
+        return cell
+
+    def attach_owner(self, conn: Connection) -> None:
+        """In a worker: from now on the owning runtime is reached through ``conn``."""
+        self.head = conn
+        self.runtime.waits.listener = self._notify_wait
+
+    def _notify_wait(self, waiter: Any, target: Any, added: bool) -> None:
+        if self.head is not None and not self.head.is_closing():
+            self.head.notify(("wait_edge", waiter, target, added))
+
+    def _notify_restarted(self, cell: ActorCell) -> None:
+        if self.head is not None and not self.head.is_closing():
+            self.head.notify(("restarted", cell.actor_id))
+
+    def _notify_died(self, cell: ActorCell, error: ActorDiedError) -> None:
+        if self.head is not None and not self.head.is_closing():
+            self.head.notify(("died", cell.actor_id, error))
+
+    async def spawn_via_owner(
+        self, actor_class: ActorClass[Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> ActorRef[Any]:
+        assert self.head is not None
+        parent = current_cell.get()
+        parent_id = parent.actor_id if parent is not None else None
+        ref: ActorRef[Any] = await self.head.request(
+            ("spawn_process", actor_class, args, kwargs, parent_id),
+            context=f"the class and constructor arguments of {actor_class.__name__}",
+        )
+        return ref
+
+    async def get_actor_via_owner(self, name: str) -> ActorRef[Any]:
+        assert self.head is not None
+        ref: ActorRef[Any] = await self.head.request(("get_actor", name))
+        return ref
+
+    # ------------------------------------------------------------------- refs
+
+    def _encode_ref(self, ref: ActorRef[Any]) -> bytes:
+        target = ref._cell
+        packed: bytes = msgpack.packb(
+            (target.actor_id, target.cls_name, sorted(target.methods), target.name)
+        )
+        return packed
+
+    def _decode_ref(self, data: bytes) -> ActorRef[Any]:
+        actor_id, cls_name, methods, name = msgpack.unpackb(data)
+        target = self.runtime.lookup(actor_id)
+        if target is None:
+            if self.head is not None:
+                target = self._relays.get(actor_id)
+                if target is None:
+                    target = RelayTarget(
+                        self.runtime, self.head, actor_id, cls_name, frozenset(methods), name
+                    )
+                    self._relays[actor_id] = target
+            else:
+                target = DeadTarget(self.runtime, actor_id, cls_name, frozenset(methods))
+        return ActorRef(target)

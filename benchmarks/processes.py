@@ -1,0 +1,244 @@
+"""Worker-process actors against the raw echo baseline, in one run (DESIGN.md §8).
+
+    python -m benchmarks.processes [--check] [--reps R] [--quick]
+                                   [--n-seq N] [--n-pipe N] [--cycles N] [--cold N]
+
+Baseline, shaped as DESIGN.md §8 fixes it, reused from :mod:`benchmarks.wire`: a child
+interpreter on uvloop (``benchmarks._echo_server raw``) echoes length-prefixed msgpack frames
+over a Unix socket; the hand-written ``RawClient`` drives it sequentially (send one frame,
+await its reply, N times) and pipelined (a sliding window of 1,000 requests in flight).
+
+actorrt, through the public API on a fresh runtime (``actorrt.run``) per repetition, with an
+``@actorrt.actor(process=True)`` echo actor imported by module name (sent to the worker by
+reference, as an actor class in an importable module is):
+
+1. sequential: ``await ref.echo((i, "x"))`` N times;
+2. pipelined: windows of 1,000: issue 1,000 ``ref.echo((i, "x"))`` calls (each sends at
+   once), await them in order, repeat until N;
+3. start+stop cycles on a warm worker process: ``await Echo.spawn()`` then ``await
+   ref.stop()``, repeated; the worker was warmed by the earlier figures' spawn (not counted);
+   the cycle count stays under the pool's reuse limit, and the JSON records whether the same
+   worker process served every cycle;
+4. cold worker start: ``Echo.options(worker_env={"ACTORRT_BENCH_COLD": <new>}).spawn()``, a
+   fresh interpreter each time (milliseconds until ``spawn`` returns; report only).
+
+Each repetition runs the raw baseline (its own uvloop loop and echo child) and then the actorrt
+figures, so drift hits both alike. Ray 2.60's figures on this machine class (DESIGN.md §8) are
+printed beside the table for reference and the actorrt/Ray ratios go into the JSON.
+
+``--check`` exits 1 when sequential is under 60% of raw, pipelined under 30% of raw, or
+start+stop under 500 cycles/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import itertools
+import os
+import shutil
+import statistics
+import time
+from typing import Any
+
+import uvloop
+
+import actorrt
+from actorrt._auth import new_secret
+from actorrt._transport import make_private_dir
+
+from ._common import Figure, exit_for, report
+from .wire import WINDOW, RawClient, raw_pipelined, raw_sequential, start_server, stop_server
+
+# Ray 2.60 on a 2-core machine of this project's kind (DESIGN.md §8), for reference only.
+RAY = {"sequential calls/s": 832.0, "pipelined calls/s": 1955.0, "actor starts/s": 2.0}
+
+SIZES = {  # n_seq, n_pipe, cycles, cold, reps
+    "default": {"n_seq": 10_000, "n_pipe": 100_000, "cycles": 500, "cold": 3, "reps": 5},
+    "quick": {"n_seq": 200, "n_pipe": 2_000, "cycles": 20, "cold": 1, "reps": 1},
+}
+WARMUP = 200
+_cold_keys = itertools.count()
+_SOCKET_BASE = "/tmp" if os.path.isdir("/tmp") else None  # short socket paths, as wire.py
+
+
+@actorrt.actor(process=True)
+class Echo:
+    def echo(self, item: object) -> object:
+        return item
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+def _echo_class() -> Any:
+    """``Echo`` as defined in ``benchmarks.processes``, also when run as ``__main__``.
+
+    A class from ``__main__`` travels to the worker pickled by value on every spawn; one from
+    an importable module travels by name, which is how an application's actors travel.
+    """
+    return importlib.import_module("benchmarks.processes").Echo
+
+
+# ------------------------------------------------------------------------------- baseline
+
+
+async def raw_rep(n_seq: int, n_pipe: int) -> tuple[float, float]:
+    """One repetition of the raw echo baseline: (sequential/s, pipelined/s)."""
+    directory = make_private_dir(base=_SOCKET_BASE)
+    path = os.path.join(directory, "raw")
+    proc = await start_server("raw", path, new_secret())
+    try:
+        _, client = await asyncio.get_running_loop().create_unix_connection(RawClient, path)
+        await raw_sequential(client, WARMUP)
+        seq = await raw_sequential(client, n_seq)
+        pipe = await raw_pipelined(client, n_pipe)
+        client.transport.close()
+    finally:
+        await stop_server(proc)
+        shutil.rmtree(directory, ignore_errors=True)
+    return seq, pipe
+
+
+# -------------------------------------------------------------------------------- actorrt
+
+
+async def actor_sequential(ref: Any, n: int) -> float:
+    echo = ref.echo
+    start = time.perf_counter()
+    for i in range(n):
+        await echo((i, "x"))
+    return n / (time.perf_counter() - start)
+
+
+async def actor_pipelined(ref: Any, n: int) -> float:
+    echo = ref.echo
+    start = time.perf_counter()
+    for base in range(0, n, WINDOW):
+        handles = [echo((i, "x")) for i in range(base, min(n, base + WINDOW))]
+        for handle in handles:
+            await handle
+    return n / (time.perf_counter() - start)
+
+
+async def start_stop_cycles(cls: Any, n: int) -> float:
+    start = time.perf_counter()
+    for _ in range(n):
+        ref = await cls.spawn()
+        await ref.stop()
+    return n / (time.perf_counter() - start)
+
+
+async def cold_start_ms(cls: Any) -> float:
+    options = cls.options(worker_env={"ACTORRT_BENCH_COLD": str(next(_cold_keys))})
+    start = time.perf_counter()
+    ref = await options.spawn()
+    elapsed = (time.perf_counter() - start) * 1000
+    await ref.stop()  # its worker idles in the pool until this runtime ends
+    return elapsed
+
+
+async def actor_rep(n_seq: int, n_pipe: int, cycles: int, cold: int) -> dict[str, Any]:
+    """One repetition of the actorrt figures, on the runtime ``actorrt.run`` made."""
+    cls = _echo_class()
+    ref = await cls.spawn()  # starts the worker: warms the pool, not counted
+    await actor_sequential(ref, WARMUP)
+    seq = await actor_sequential(ref, n_seq)
+    pipe = await actor_pipelined(ref, n_pipe)
+    pid = await ref.pid()
+    await ref.stop()
+    cps = await start_stop_cycles(cls, cycles)
+    last = await cls.spawn()
+    # A replaced worker is never handed back, so the same pid at the end means every cycle
+    # ran on the one warm worker.
+    same_worker = await last.pid() == pid
+    await last.stop()
+    colds = [await cold_start_ms(cls) for _ in range(cold)]  # last: cold workers stay idle
+    return {"seq": seq, "pipe": pipe, "cycles": cps, "same_worker": same_worker, "cold": colds}
+
+
+# ----------------------------------------------------------------------------------- main
+
+
+def measure(n_seq: int, n_pipe: int, cycles: int, cold: int, reps: int) -> dict[str, Any]:
+    samples: dict[str, list[Any]] = {
+        k: [] for k in ("raw_seq", "raw_pipe", "seq", "pipe", "cycles", "same_worker", "cold")
+    }
+    for _ in range(reps):
+        raw_seq, raw_pipe = uvloop.run(raw_rep(n_seq, n_pipe))
+        samples["raw_seq"].append(raw_seq)
+        samples["raw_pipe"].append(raw_pipe)
+
+        async def one() -> dict[str, Any]:
+            return await actor_rep(n_seq, n_pipe, cycles, cold)
+
+        rep = actorrt.run(one)
+        for key in ("seq", "pipe", "cycles", "same_worker"):
+            samples[key].append(rep[key])
+        samples["cold"].extend(rep["cold"])
+    return samples
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, 1 repetition")
+    parser.add_argument("--reps", type=int, help="repetitions (default 5; --quick 1)")
+    parser.add_argument("--n-seq", type=int, help="sequential calls per sample")
+    parser.add_argument("--n-pipe", type=int, help="pipelined calls per sample")
+    parser.add_argument("--cycles", type=int, help="start+stop cycles per sample")
+    parser.add_argument("--cold", type=int, help="cold worker starts per repetition")
+    args = parser.parse_args()
+    sizes = dict(SIZES["quick" if args.quick else "default"])
+    for key in sizes:
+        if getattr(args, key) is not None:
+            sizes[key] = getattr(args, key)
+
+    s = measure(**sizes)
+    figures = [
+        Figure("process ask, sequential", "calls/s", s["seq"], s["raw_seq"], target_ratio=0.60),
+        Figure("process calls, pipelined 1000", "calls/s", s["pipe"], s["raw_pipe"],
+               target_ratio=0.30),
+        Figure("start+stop, warm worker", "cycles/s", s["cycles"], target_value=500),
+        Figure("cold worker start", "ms", s["cold"]),
+        Figure("raw echo, sequential", "req/s", s["raw_seq"]),
+        Figure("raw echo, pipelined window 1000", "req/s", s["raw_pipe"]),
+    ]
+    seq, pipe, cycles = (statistics.median(s[k]) for k in ("seq", "pipe", "cycles"))
+    vs_ray = {
+        "sequential calls/s": seq / RAY["sequential calls/s"],
+        "pipelined calls/s": pipe / RAY["pipelined calls/s"],
+        "actor starts/s": cycles / RAY["actor starts/s"],
+    }
+    # Ray's start starts a new process each time: the like-for-like figure is a cold start.
+    cold_per_s = 1000 / statistics.median(s["cold"])
+    vs_ray_cold = cold_per_s / RAY["actor starts/s"]
+    extra = {
+        "loop": "uvloop",
+        **sizes,
+        "window": WINDOW,
+        "pipelined_shape": "actorrt: issue 1,000 calls, await them in order, repeat; "
+        "raw: sliding window of 1,000 in flight",
+        "same_worker_for_all_cycles": s["same_worker"],
+        "cold_start_ms_samples": s["cold"],
+        "ray_2_60": RAY,
+        "actorrt_over_ray": vs_ray,
+        "actorrt_cold_starts_per_s_over_ray": vs_ray_cold,
+    }
+    ok = report("benchmarks.processes: worker-process actors vs raw echo", figures,
+                "processes", extra)
+    print("\nRay 2.60 on this machine class (DESIGN.md §8), for reference:")
+    print(f"{'figure':<24} {'Ray 2.60':>10} {'actorrt':>12} {'actorrt/Ray':>12}")
+    for (name, ray), mine in zip(RAY.items(), (seq, pipe, cycles), strict=True):
+        print(f"{name:<24} {ray:>10,.0f} {mine:>12,.0f} {vs_ray[name]:>11,.1f}x")
+    print(f"{'(cold starts/s)':<24} {RAY['actor starts/s']:>10,.0f} {cold_per_s:>12,.1f} "
+          f"{vs_ray_cold:>11,.1f}x  (a new process each, like Ray's)")
+    if not all(s["same_worker"]):
+        print("note: a start+stop sample was served by more than one worker process")
+    print(f"cold worker start samples (ms): {', '.join(f'{v:.0f}' for v in s['cold'])}")
+    exit_for(ok, args.check)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""The worker-process benchmark runs end to end (tiny sizes; targets are `--check`'s business)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_processes_benchmark_runs_and_writes_json(tmp_path: Path) -> None:
+    env = os.environ | {"ACTORRT_BENCH_RESULTS": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.processes", "--quick"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=50, check=True,
+    ).stdout
+    assert "process ask, sequential" in out and "Ray 2.60" in out
+    data = json.loads((tmp_path / "processes.json").read_text())
+    figures = {f["name"]: f for f in data["figures"]}
+    assert set(figures) == {
+        "process ask, sequential",
+        "process calls, pipelined 1000",
+        "start+stop, warm worker",
+        "cold worker start",
+        "raw echo, sequential",
+        "raw echo, pipelined window 1000",
+    }
+    for name in ("process ask, sequential", "process calls, pipelined 1000"):
+        assert figures[name]["baseline_median"] > 0 and figures[name]["ratio"] > 0
+        assert figures[name]["met"] in (True, False)
+    assert figures["start+stop, warm worker"]["median"] > 0
+    assert figures["start+stop, warm worker"]["target_value"] == 500
+    assert figures["cold worker start"]["median"] > 0
+    assert figures["cold worker start"]["met"] is None  # report only
+    machine = data["machine"]
+    assert machine["window"] == 1000 and machine["reps"] == 1
+    assert set(machine["actorrt_over_ray"]) == set(machine["ray_2_60"])
+    assert all(v > 0 for v in machine["actorrt_over_ray"].values())
+    assert machine["same_worker_for_all_cycles"] == [True]

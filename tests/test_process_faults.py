@@ -1,0 +1,134 @@
+"""Faults: killed workers, killed runtimes, and processes that must not outlive them."""
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from conftest import child_processes, eventually, wait_until
+
+import actorrt
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@actorrt.actor(process=True, max_restarts=1)
+class Victim:
+    def pid(self) -> int:
+        return os.getpid()
+
+    def slow(self, seconds: float) -> str:
+        time.sleep(seconds)
+        return "done"
+
+    def start_child(self) -> int:
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+        self.child = child
+        return child.pid
+
+
+async def test_sigkill_fails_every_pending_ask_and_restarts(
+    actorrt_runtime: actorrt.Runtime,
+) -> None:
+    ref = await Victim.spawn()
+    pid = await ref.pid()
+    pending = [ref.slow(5) for _ in range(5)]
+    await asyncio.sleep(0)
+    started = time.monotonic()
+    os.kill(pid, signal.SIGKILL)
+    for handle in pending:
+        with pytest.raises(actorrt.ActorDiedError) as err:
+            await handle
+        assert err.value.signal == signal.SIGKILL
+        assert "SIGKILL" in str(err.value) and "out-of-memory" in str(err.value)
+    assert time.monotonic() - started < 1.0
+    new_pid = await ref.pid()  # restarted (max_restarts=1) in a new process
+    assert new_pid != pid
+    assert not alive(pid)
+    os.kill(new_pid, signal.SIGKILL)
+    died = await ref.wait_stopped()
+    assert died.reason == "process died"
+    with pytest.raises(actorrt.ActorDiedError):
+        await ref.pid()  # later asks fail too
+    assert await eventually(lambda: all(p != new_pid for p, _ in child_processes()))
+
+
+async def test_a_workers_children_go_with_it(actorrt_runtime: actorrt.Runtime) -> None:
+    ref = await Victim.options(max_restarts=0).spawn()
+    pid, child = await ref.pid(), await ref.start_child()
+    assert alive(child)
+    os.kill(pid, signal.SIGKILL)
+    await ref.wait_stopped()
+    assert await eventually(lambda: not alive(child), within=5)
+
+
+async def test_no_worker_survives_the_runtime() -> None:
+    async with actorrt.Runtime():
+        refs = [await Victim.spawn() for _ in range(3)]
+        pids = [await r.pid() for r in refs]
+        child = await refs[0].start_child()
+    assert not any(alive(p) for p in pids)
+    assert await eventually(lambda: not alive(child), within=5)
+
+
+DRIVER = textwrap.dedent(
+    """
+    import os, subprocess, sys, time
+    import actorrt
+
+    @actorrt.actor(process=True)
+    class Holder:
+        def start(self):
+            self.child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+            return os.getpid(), self.child.pid
+
+    async def main():
+        ref = await Holder.spawn()
+        worker, child = await ref.start()
+        print(worker, child, flush=True)
+        await asyncio.sleep(120)
+
+    if sys.argv[1] == "async":
+        import asyncio
+        actorrt.run(main)
+    else:
+        actorrt.init()
+        ref = actorrt.get(Holder.spawn())
+        worker, child = actorrt.get(ref.start())
+        print(worker, child, flush=True)
+        time.sleep(120)
+    """
+)
+
+
+@pytest.mark.parametrize("mode", ["async", "sync facade"])
+def test_killing_the_runtime_process_ends_its_workers(tmp_path: object, mode: str) -> None:
+    script = os.path.join(str(tmp_path), "driver.py")
+    with open(script, "w") as f:
+        f.write(DRIVER)
+    driver = subprocess.Popen(
+        [sys.executable, script, mode.split()[0]],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    )
+    try:
+        assert driver.stdout is not None
+        worker, child = map(int, driver.stdout.readline().split())
+        assert alive(worker) and alive(child)
+        driver.kill()
+        driver.wait()
+        assert wait_until(lambda: not alive(worker) and not alive(child), timeout=5)
+    finally:
+        driver.kill()
+        driver.wait()
