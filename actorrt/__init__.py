@@ -13,6 +13,7 @@ Layers, bottom to top (DESIGN.md §2); a layer imports only the layers below it:
 from ._actor import ActorClass as ActorClass
 from ._actor import actor as actor
 from ._actor import spawn as spawn
+from ._context import PlacementInfo as PlacementInfo
 from ._context import RuntimeContext as RuntimeContext
 from ._context import get_context as get_context
 from ._errors import ActorDiedError as ActorDiedError
@@ -65,6 +66,7 @@ __all__ = [
     "MethodRef",
     "NoRuntimeError",
     "PlacementGroup",
+    "PlacementInfo",
     "ResourceDeadlockError",
     "ResourceError",
     "Runtime",

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import functools
 import logging
 import time
@@ -113,6 +114,8 @@ class ActorCell:
         self.executor: concurrent.futures.ThreadPoolExecutor | None = None
         self.on_finish: Callable[[ActorCell, ActorDiedError], None] | None = None
         self.on_restart: Callable[[ActorCell], None] | None = None
+        # (assigned resources, PlacementInfo | None), from the grant (or sent by the owner).
+        self.grant_info: tuple[dict[str, float], Any] | None = None
 
     def describe(self) -> str:
         name = f" name={self.name!r}" if self.name else ""
@@ -405,7 +408,8 @@ class ActorCell:
 
     async def _off_loop(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run sync user code on the actor's own thread, so it may block."""
-        call = functools.partial(func, *args, **kwargs)
+        # Carry the actor's context (current actor, ...) onto its thread.
+        call = functools.partial(contextvars.copy_context().run, func, *args, **kwargs)
         return await self.loop.run_in_executor(self.executor, call)
 
     async def _end_children(self, kill: bool) -> None:
@@ -527,7 +531,12 @@ class ActorCell:
         methods = self.methods
         try:
             outcomes = await self.loop.run_in_executor(
-                self.executor, _run_sync_batch, instance, methods, batch
+                self.executor,
+                contextvars.copy_context().run,
+                _run_sync_batch,
+                instance,
+                methods,
+                batch,
             )
         except asyncio.CancelledError:
             self._orphans.extend(envelope[3] for envelope in batch)

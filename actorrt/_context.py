@@ -12,6 +12,50 @@ if TYPE_CHECKING:
 current_cell: ContextVar[ActorCell | None] = ContextVar("actorrt_current_actor", default=None)
 
 
+class PlacementInfo:
+    """Where an actor's grant sits: its placement group and bundle, if any.
+
+    Attributes:
+        group_id: the placement group's id.
+        bundle_specs: every bundle of the group, as resource dicts.
+        strategy: the group's strategy.
+        bundle_index: the bundle this actor draws from.
+    """
+
+    __slots__ = ("bundle_index", "bundle_specs", "group_id", "strategy")
+
+    def __init__(
+        self,
+        group_id: str,
+        bundle_specs: list[dict[str, float]],
+        strategy: str,
+        bundle_index: int | None,
+    ) -> None:
+        self.group_id = group_id
+        self.bundle_specs = bundle_specs
+        self.strategy = strategy
+        self.bundle_index = bundle_index
+
+    def bundle(self, index: int) -> Any:
+        """Bundle ``index`` of the group, as a ``placement`` (also from a worker process)."""
+        from ._placement_group import BundleRef
+
+        if not 0 <= index < len(self.bundle_specs):
+            raise ValueError(
+                f"bundle index {index} is out of range: the group has "
+                f"{len(self.bundle_specs)} bundle(s)"
+            )
+        return BundleRef(self.group_id, index)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (PlacementInfo, (self.group_id, self.bundle_specs, self.strategy,
+                                self.bundle_index))
+
+    def __repr__(self) -> str:
+        return (f"actorrt.PlacementInfo(group_id={self.group_id!r}, "
+                f"bundle_specs={self.bundle_specs!r}, bundle_index={self.bundle_index})")
+
+
 class RuntimeContext:
     """What code can learn about where it runs (``actorrt.get_context()``).
 
@@ -20,9 +64,18 @@ class RuntimeContext:
         actor_name: its registered name, or ``None``.
         actor_class: its class name, or ``None``.
         restart_count: how many times it has been restarted.
+        assigned_resources: what the actor's grant holds (``{}`` without one).
+        placement: its placement group and bundle (``PlacementInfo``), or ``None``.
     """
 
-    __slots__ = ("actor_class", "actor_id", "actor_name", "restart_count")
+    __slots__ = (
+        "actor_class",
+        "actor_id",
+        "actor_name",
+        "assigned_resources",
+        "placement",
+        "restart_count",
+    )
 
     def __init__(
         self,
@@ -30,15 +83,23 @@ class RuntimeContext:
         actor_name: str | None,
         actor_class: str | None,
         restart_count: int,
+        assigned_resources: dict[str, float] | None = None,
+        placement: PlacementInfo | None = None,
     ) -> None:
         self.actor_id = actor_id
         self.actor_name = actor_name
         self.actor_class = actor_class
         self.restart_count = restart_count
+        self.assigned_resources = assigned_resources or {}
+        self.placement = placement
 
     def get_actor_id(self) -> str | None:
         """The id of the current actor (Ray's spelling)."""
         return self.actor_id
+
+    def get_assigned_resources(self) -> dict[str, float]:
+        """What the current actor's grant holds (Ray's spelling)."""
+        return dict(self.assigned_resources)
 
     def __repr__(self) -> str:
         fields: dict[str, Any] = {
@@ -46,6 +107,8 @@ class RuntimeContext:
             "actor_name": self.actor_name,
             "actor_class": self.actor_class,
             "restart_count": self.restart_count,
+            "assigned_resources": self.assigned_resources,
+            "placement": self.placement,
         }
         inner = ", ".join(f"{k}={v!r}" for k, v in fields.items())
         return f"actorrt.RuntimeContext({inner})"
@@ -56,4 +119,7 @@ def get_context() -> RuntimeContext:
     cell = current_cell.get()
     if cell is None:
         return RuntimeContext(None, None, None, 0)
-    return RuntimeContext(cell.actor_id, cell.name, cell.cls_name, cell.restart_count)
+    assigned, placement = cell.grant_info or ({}, None)
+    return RuntimeContext(
+        cell.actor_id, cell.name, cell.cls_name, cell.restart_count, assigned, placement
+    )

@@ -149,8 +149,10 @@ class Host:
     # ------------------------------------------------------------------ spawn
 
     def _spawn(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
-        _, actor_id, actor_class, args, kwargs, restart_count = msg
-        coro = self.runtime.host_actor(actor_id, actor_class, args, kwargs, restart_count)
+        _, actor_id, actor_class, args, kwargs, restart_count, grant_info = msg
+        coro = self.runtime.host_actor(
+            actor_id, actor_class, args, kwargs, restart_count, grant_info
+        )
         self._answer(conn, request_id, coro)
 
     def _spawn_process(

@@ -6,7 +6,13 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from .resources import Resources, parse_bundles, parse_strategy, resources_from_options
+from .resources import (
+    GroupTarget,
+    Resources,
+    parse_bundles,
+    parse_strategy,
+    resources_from_options,
+)
 
 DEFAULT_MAILBOX_SIZE = 100_000
 
@@ -83,11 +89,11 @@ class ActorOptions:
         return own
 
     def portable(self) -> ActorOptions:
-        """These options as another process needs them: placements stay with the runtime
-        that granted them (a placement group object does not travel)."""
-        if self.placement == "auto" and self.placement_group is None:
+        """These options as they travel to another process: a placement group object
+        becomes its plain target (group id and bundle)."""
+        if isinstance(self.placement, str | GroupTarget):
             return self
-        return dataclasses.replace(self, placement="auto", placement_group=None)
+        return dataclasses.replace(self, placement=self.placement.target())
 
     def runs_in_process(self) -> bool:
         """Where the actor runs: ``process`` if given, else a process for CPUs or GPUs."""
@@ -133,7 +139,7 @@ def _worker_env(value: Any) -> None:
 
 
 def _placement(value: Any) -> None:
-    if value in ("auto", "cluster") or hasattr(value, "target"):
+    if value in ("auto", "cluster") or hasattr(value, "target") or isinstance(value, GroupTarget):
         return
     raise ValueError(
         f"placement must be 'auto', 'cluster', a PlacementGroup or pg.bundle(i), got {value!r}"

@@ -55,7 +55,7 @@ class PlacementGroup:
                 f"bundle index {index} is out of range: the group has "
                 f"{len(self.bundle_specs)} bundle(s), 0..{len(self.bundle_specs) - 1}"
             )
-        return BundleRef(self, index)
+        return BundleRef(self.id, index)
 
     def target(self) -> GroupTarget:
         return GroupTarget(self.id, None)
@@ -115,15 +115,15 @@ class PlacementGroup:
 class BundleRef:
     """One bundle of a placement group, as an actor's ``placement``."""
 
-    def __init__(self, group: PlacementGroup, index: int) -> None:
-        self.group = group
+    def __init__(self, group_id: str, index: int) -> None:
+        self.group_id = group_id
         self.index = index
 
     def target(self) -> GroupTarget:
-        return GroupTarget(self.group.id, self.index)
+        return GroupTarget(self.group_id, self.index)
 
     def __repr__(self) -> str:
-        return f"<actorrt.BundleRef group={self.group.id} bundle={self.index}>"
+        return f"<actorrt.BundleRef group={self.group_id} bundle={self.index}>"
 
 
 def _requester() -> str | None:

@@ -61,6 +61,8 @@ class ProcessActor(RemoteActor):
         self.died: asyncio.Future[ActorDiedError] = self.loop.create_future()
         self.task: asyncio.Task[None] | None = None
         self.state = "starting"
+        self.grant: Any = None
+        self.grant_info: tuple[dict[str, float], Any] | None = None
         self._held: list[tuple[str, tuple[Any, ...], dict[str, Any], Any]] = []
         self._ended: asyncio.Future[ActorDiedError] | None = None
         self._stop_requested = False
@@ -147,6 +149,7 @@ class ProcessActor(RemoteActor):
                 self.args,
                 self.kwargs,
                 self.restart_count,
+                self.grant_info,
             ),
             context=f"the class and constructor arguments of {self.cls_name}",
         )

@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._cell import ActorCell
-from ._context import current_cell
+from ._context import PlacementInfo, current_cell
 from ._errors import (
     ActorNotFoundError,
     NoRuntimeError,
@@ -32,7 +32,14 @@ from ._placement_group import PlacementGroup
 from ._ref import ActorRef
 from ._waits import WaitGraph
 from ._workers import Workers
-from .resources import Granted, GroupTarget, PendingRequest, Resources, detect_local_node
+from .resources import (
+    Granted,
+    GroupTarget,
+    PendingRequest,
+    Resources,
+    detect_local_node,
+    parse_bundles,
+)
 
 try:
     from asyncio import _get_running_loop as _running_loop
@@ -104,6 +111,7 @@ class Runtime:
         )
         self._grants: Grants | None = None
         self._revoking: dict[Any, list[asyncio.Future[Any]]] = {}
+        self._group_specs: dict[Any, tuple[list[dict[str, float]], str]] = {}
         ActorOptions().merged(worker_env=worker_env)  # validates it
         self._worker_env = dict(worker_env or {})
         self._workers: Workers | None = None
@@ -237,6 +245,7 @@ class Runtime:
             else:
                 cell = ActorCell(self, actor_class, args, kwargs, parent, actor_id)
             cell.grant = grant
+            cell.grant_info = self.grant_info(grant)
             return await self._start(cell)
         except BaseException:
             if actor_id not in self._actors:
@@ -258,9 +267,11 @@ class Runtime:
                 parent=parent_id,
                 allow_empty_head=True,
             )
+            bundles = parse_bundles(options.placement_group, allow_empty_head=True)
+            self._group_specs[group_id] = ([b.to_dict() for b in bundles], options.strategy)
             await grants.wait(group_id, reserved, parent_id)
             placement = GroupTarget(group_id, 0)
-        elif not isinstance(placement, str):
+        elif not isinstance(placement, str | GroupTarget):
             placement = placement.target()
         request_id = grants.new_request_id()
         future = grants.submit(
@@ -308,7 +319,19 @@ class Runtime:
             group_id, owner, bundles=list(bundles), strategy=strategy, placement="cluster"
         )
         specs = [b.to_dict() for b in bundles]
+        self._group_specs[group_id] = (specs, strategy)
         return PlacementGroup(self, group_id, specs, strategy, future, owner)
+
+    def grant_info(self, grant: Granted | None) -> tuple[dict[str, float], Any] | None:
+        """What an actor may learn of its grant: its resources and its group and bundle."""
+        if grant is None:
+            return None
+        placement = grant.placement
+        info = None
+        if placement.group is not None and placement.group in self._group_specs:
+            specs, strategy = self._group_specs[placement.group]
+            info = PlacementInfo(str(placement.group), specs, strategy, placement.bundle_index)
+        return placement.resources.to_dict(), info
 
     def revoked(self, holder: Any, group: Any) -> None:
         """The broker ended ``holder``'s grant in a removed group: that actor stops."""
@@ -354,9 +377,11 @@ class Runtime:
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         restart_count: int,
+        grant_info: Any,
     ) -> None:
         """In a worker: construct the actor its owner placed here."""
         cell = self.workers.host_cell(actor_id, actor_class, args, kwargs, restart_count)
+        cell.grant_info = tuple(grant_info) if grant_info is not None else None
         await self._start(cell)
 
     async def spawn_for_worker(

@@ -245,3 +245,30 @@ async def test_a_busy_holder_is_not_a_deadlock(actorrt_runtime: actorrt.Runtime)
     assert not spawning.done()
     await busy.stop()
     assert await spawning == "spawned"
+
+
+@pytest.mark.actorrt(num_cpus=4)
+async def test_an_actor_learns_its_grant_and_places_children_in_its_bundles(
+    actorrt_runtime: actorrt.Runtime,
+) -> None:
+    @actorrt.actor
+    class Leaf:
+        def context(self) -> actorrt.RuntimeContext:
+            return actorrt.get_context()
+
+    @actorrt.actor(num_cpus=1)
+    class Lead:
+        async def go(self) -> tuple[actorrt.RuntimeContext, actorrt.RuntimeContext]:
+            mine = actorrt.get_context()
+            assert mine.placement is not None
+            leaf = await Leaf.options(num_cpus=2, placement=mine.placement.bundle(1)).spawn()
+            return mine, await leaf.context()
+
+    lead = await Lead.options(placement_group=[{"CPU": 1}, {"CPU": 2}]).spawn()
+    mine, leafs = await lead.go()
+    assert mine.get_assigned_resources() == {"CPU": 1.0}
+    assert mine.placement is not None and mine.placement.bundle_index == 0
+    assert mine.placement.bundle_specs == [{"CPU": 1.0}, {"CPU": 2.0}]
+    assert leafs.actor_class == "Leaf" and leafs.placement is not None
+    assert leafs.placement.bundle_index == 1 and leafs.assigned_resources == {"CPU": 2.0}
+    assert actorrt.available_resources()["CPU"] == 1  # the leaf drew from the group only
