@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextvars
 import functools
 import logging
 import time
@@ -34,6 +33,7 @@ from asyncio import get_running_loop
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from ._actor_thread import ActorThread, ThreadPoolRunner
 from ._context import current_cell
 from ._errors import ActorDiedError, MailboxFullError, RuntimeClosedError
 from ._handle import AskHandle
@@ -110,10 +110,11 @@ class ActorCell:
         self._end_reason: tuple[str, BaseException | None] | None = None
         # Replies of messages that were running when the actor was cancelled.
         self._orphans: list[Any] = []
-        # Set in worker processes: sync code runs on this thread, off the event loop.
-        self.executor: concurrent.futures.ThreadPoolExecutor | None = None
+        # Set in worker processes: sync code runs on these threads, off the event loop.
+        self.executor: ActorThread | ThreadPoolRunner | None = None
         self.on_finish: Callable[[ActorCell, ActorDiedError], None] | None = None
         self.on_restart: Callable[[ActorCell], None] | None = None
+        self.requested_end = False  # the owning runtime asked for the stop or kill
         # (assigned resources, PlacementInfo | None), from the grant (or sent by the owner).
         self.grant_info: tuple[dict[str, float], Any] | None = None
 
@@ -260,6 +261,10 @@ class ActorCell:
             asyncio.run_coroutine_threadsafe(coro, self.loop)
         )
         return result
+
+    async def lost(self) -> ActorDiedError:
+        """(For handles of proxies; an inline actor's answers never travel a connection.)"""
+        return self.death_error()
 
     def death_error(self) -> ActorDiedError:
         if self._death is not None:
@@ -408,9 +413,8 @@ class ActorCell:
 
     async def _off_loop(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run sync user code on the actor's own thread, so it may block."""
-        # Carry the actor's context (current actor, ...) onto its thread.
-        call = functools.partial(contextvars.copy_context().run, func, *args, **kwargs)
-        return await self.loop.run_in_executor(self.executor, call)
+        assert self.executor is not None
+        return await self.executor.run(functools.partial(func, *args, **kwargs))
 
     async def _end_children(self, kill: bool) -> None:
         children = list(self.children)
@@ -437,8 +441,6 @@ class ActorCell:
             self.parent.children.discard(self)
         self.runtime.forget(self)
         self.instance = None
-        if self.executor is not None:
-            self.executor.shutdown(wait=False)
         if not self.died.done():
             self.died.set_result(error)
         if self.on_finish is not None:
@@ -530,14 +532,8 @@ class ActorCell:
     async def _run_batch(self, instance: Any, batch: list[Envelope]) -> None:
         methods = self.methods
         try:
-            outcomes = await self.loop.run_in_executor(
-                self.executor,
-                contextvars.copy_context().run,
-                _run_sync_batch,
-                instance,
-                methods,
-                batch,
-            )
+            assert self.executor is not None
+            outcomes = await self.executor.run(_run_sync_batch, instance, methods, batch)
         except asyncio.CancelledError:
             self._orphans.extend(envelope[3] for envelope in batch)
             raise

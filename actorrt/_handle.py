@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ._context import current_cell
 from ._errors import AskTimeoutError
+from ._wire_frames import ConnectionLostError
 
 if TYPE_CHECKING:
     from ._cell import ActorCell
@@ -23,8 +24,11 @@ class Target(Protocol):
     """What a handle needs of the actor it waits on: an inline cell or a proxy."""
 
     actor_id: str
+    inline: bool
 
     def describe(self) -> str: ...
+
+    async def lost(self) -> BaseException: ...
 
 T = TypeVar("T")
 
@@ -60,19 +64,28 @@ class AskHandle(Generic[T]):
         if self._deadline is not None:
             return self._await_deadline().__await__()
         waiter = current_cell.get()
-        if waiter is None:
+        if waiter is None and self._cell.inline:
             return fut.__await__()
         return self._await_recorded(waiter)
 
-    def _await_recorded(self, waiter: ActorCell) -> Generator[Any, None, T]:
+    def _await_recorded(self, waiter: ActorCell | None) -> Generator[Any, None, T]:
         # An actor awaiting an ask with no timeout is a wait edge (DESIGN.md §4 "Blocked").
-        graph = waiter.runtime.waits
-        graph.add(waiter.actor_id, self._cell.actor_id)
+        graph = waiter.runtime.waits if waiter is not None else None
+        if graph is not None:
+            graph.add(waiter.actor_id, self._cell.actor_id)  # type: ignore[union-attr]
         try:
-            result: T = yield from self._fut  # type: ignore[misc]
+            try:
+                result: T = yield from self._fut  # type: ignore[misc]
+            except ConnectionLostError:
+                if self._cell.inline:
+                    raise
+                # The actor's process went away: say how, not that a socket closed.
+                error = yield from self._cell.lost().__await__()
+                raise error from None
             return result
         finally:
-            graph.remove(waiter.actor_id, self._cell.actor_id)
+            if graph is not None:
+                graph.remove(waiter.actor_id, self._cell.actor_id)  # type: ignore[union-attr]
 
     async def _await_deadline(self) -> T:
         assert isinstance(self._fut, asyncio.Future) and self._deadline is not None
@@ -81,6 +94,10 @@ class AskHandle(Generic[T]):
             return await asyncio.wait_for(asyncio.shield(self._fut), max(remaining, 0.0))
         except TimeoutError:
             raise self._timeout_error() from None
+        except ConnectionLostError:
+            if self._cell.inline:
+                raise
+            raise (await self._cell.lost()) from None
 
     async def _await_foreign(self) -> T:
         assert isinstance(self._fut, concurrent.futures.Future)
@@ -108,6 +125,11 @@ class AskHandle(Generic[T]):
         cf = fut if isinstance(fut, concurrent.futures.Future) else _bridge(fut)
         try:
             return cf.result(timeout=None if timeout is None else max(timeout, 0.0))
+        except ConnectionLostError:
+            if self._cell.inline or isinstance(fut, concurrent.futures.Future):
+                raise
+            lost = asyncio.run_coroutine_threadsafe(self._cell.lost(), fut.get_loop())
+            raise lost.result() from None
         except concurrent.futures.TimeoutError:
             if self._deadline is not None and time.monotonic() >= self._deadline:
                 raise self._timeout_error() from None

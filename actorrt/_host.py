@@ -125,13 +125,13 @@ class Host:
     def _stop(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
         target = self.runtime.lookup(msg[1])
         if target is not None and target.inline:
-            target.on_finish = None  # ended on request: nobody needs a "died" notice
+            target.requested_end = True  # ended on request: nobody needs a "died" notice
         self._answer(conn, request_id, self._lifecycle(msg[1], "stop"))
 
     def _kill(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
         target = self.runtime.lookup(msg[1])
         if target is not None and target.inline:
-            target.on_finish = None
+            target.requested_end = True
         self._answer(conn, request_id, self._lifecycle(msg[1], "kill"))
 
     def _wait_stopped(

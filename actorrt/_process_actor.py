@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._cell import RESTART_BACKOFF_INITIAL, RESTART_BACKOFF_MAX
 from ._errors import ActorDiedError
+from ._handle import AskHandle
 from ._process import WorkerKey, WorkerProcess, describe_exit
 from ._remote import RemoteActor
 from ._wire_connection import Connection
@@ -68,23 +69,22 @@ class ProcessActor(RemoteActor):
         self._stop_requested = False
         self._kill_requested = False
         self._end_reason: tuple[str, BaseException | None] | None = None
+        self._lost: asyncio.Future[ActorDiedError] = self.loop.create_future()
+        self._last_loss: ActorDiedError | None = None
 
     # ----------------------------------------------------------------- sending
 
     def _usable_conn(self) -> Connection | None:
         return self.conn if self.state == "running" else None
 
-    def _send_ask(
-        self,
-        own: asyncio.Future[Any],
-        method: str,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> None:
+    def _submit(
+        self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> asyncio.Future[Any]:
         if self.state in ("starting", "restarting"):
+            own: asyncio.Future[Any] = self.loop.create_future()
             self._held.append((method, args, kwargs, own))
-            return
-        super()._send_ask(own, method, args, kwargs)
+            return own
+        return super()._submit(method, args, kwargs)
 
     def tell(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if self.state in ("starting", "restarting"):
@@ -112,10 +112,45 @@ class ProcessActor(RemoteActor):
                 except Exception as exc:
                     logger.warning("a tell to %s was lost at restart: %s", self.describe(), exc)
             elif not own.done():
-                super()._send_ask(own, method, args, kwargs)
+                sent = super()._submit(method, args, kwargs)
+                sent.add_done_callback(lambda f, own=own: self._relay(f, own))
 
-    def _connection_lost(self, own: asyncio.Future[Any]) -> None:
-        pass  # the process's exit fails it, with the exit code or signal
+    def _relay(self, sent: asyncio.Future[Any], own: asyncio.Future[Any]) -> None:
+        """Answer an ask held during a restart from the reply to its late send."""
+
+        async def copy() -> None:
+            try:
+                result = await AskHandle(sent, self, "", None)
+            except BaseException as exc:
+                if not own.done():
+                    own.set_exception(exc)
+            else:
+                if not own.done():
+                    own.set_result(result)
+
+        if not own.done():
+            self.loop.create_task(copy())
+
+    async def lost(self) -> ActorDiedError:
+        """Why a pending ask's connection went away: how the process (or actor) ended."""
+        if self._lost.done():
+            return self._lost.result()
+        conn = self.conn
+        if self._last_loss is not None and conn is not None and not conn.is_closing():
+            return self._last_loss  # an ask of an earlier incarnation, awaited late
+        return await asyncio.shield(self._lost)
+
+    def _lose(self, error: ActorDiedError) -> None:
+        """Record why this incarnation's connection went (or will go) away."""
+        self._last_loss = error
+        if not self._lost.done():
+            self._lost.set_result(error)
+
+    def _fail_held(self, error: BaseException) -> None:
+        held, self._held = self._held, []
+        for _method, _args, _kwargs, own in held:
+            if own is not None and not own.done():
+                own.set_exception(error)
 
     def death_error(self) -> ActorDiedError:
         if self.died.done():
@@ -139,6 +174,8 @@ class ProcessActor(RemoteActor):
             self.worker = worker
         worker.label = self.describe()
         worker.hosted = self
+        if self._lost.done():
+            self._lost = self.loop.create_future()
         self.conn = worker.conn
         assert self.conn is not None
         await self.conn.request(
@@ -201,7 +238,6 @@ class ProcessActor(RemoteActor):
 
     async def _after_crash(self, error: ActorDiedError) -> bool:
         self.state = "restarting"
-        self.fail_pending(error)
         await self._end_children(kill=True)
         if self.worker is not None and (not self.worker.alive or error.reason == "process died"):
             self.runtime.workers.started_pool().release(self.worker)
@@ -268,10 +304,8 @@ class ProcessActor(RemoteActor):
             exitcode=code if code >= 0 else None,
             signal=signal_number,
         )
-        self.fail_pending(error)
-        for _method, _args, _kwargs, own in self._held:
-            if own is not None and not own.done():
-                own.set_exception(error)
+        self._lose(error)
+        self._fail_held(error)
         if self._ended is not None and not self._ended.done():
             if self.state == "running":
                 self.state = "restarting"
@@ -311,12 +345,13 @@ class ProcessActor(RemoteActor):
         worker, conn, state = self.worker, self.conn, self.state
         if worker is not None:
             worker.tainted = True  # a message may still run on its thread: never reuse it
+        self._lose(self._make_error("killed"))
         if state in ("running", "stopping") and conn is not None and worker is not None:
             try:
                 await asyncio.wait_for(conn.request(("kill", self.actor_id)), KILL_GRACE)
             except (TimeoutError, Exception):
                 worker.kill()
-        self.fail_pending(self._make_error("killed"))
+        self._lose(self._make_error("killed"))
         if self._ended is not None and not self._ended.done():
             self._ended.set_result(self._make_error("killed"))
         elif self.task is not None and not self.task.done():
@@ -353,11 +388,8 @@ class ProcessActor(RemoteActor):
 
     def _finish(self, error: ActorDiedError) -> None:
         self.state = "dead"
-        self.fail_pending(error)
-        held, self._held = self._held, []
-        for _method, _args, _kwargs, own in held:
-            if own is not None and not own.done():
-                own.set_exception(error)
+        self._lose(error)
+        self._fail_held(error)
         if self.parent is not None:
             self.parent.children.discard(self)
         self.runtime.forget(self)

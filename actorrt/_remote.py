@@ -67,15 +67,6 @@ class WireReply:
         self._conn.reply_error(self._request_id, exc)
 
 
-def _copy_to_thread(source: asyncio.Future[Any], target: concurrent.futures.Future[Any]) -> None:
-    if source.cancelled():
-        target.cancel()
-    elif (exc := source.exception()) is not None:
-        target.set_exception(exc)
-    else:
-        target.set_result(source.result())
-
-
 class RemoteActor:
     """Sends calls to an actor in another process over a connection."""
 
@@ -97,7 +88,7 @@ class RemoteActor:
         self.methods = methods
         self.name = name
         self.conn: Connection | None = None
-        self._pending: set[asyncio.Future[Any]] = set()
+        self._contexts: dict[str, str] = {}
 
     def describe(self) -> str:
         name = f" name={self.name!r}" if self.name else ""
@@ -111,9 +102,7 @@ class RemoteActor:
         deadline = None if timeout is None else time.monotonic() + timeout
         if _running_loop() is not self.loop:
             return self._ask_from_thread(method, args, kwargs, deadline)
-        own: asyncio.Future[Any] = self.loop.create_future()
-        self._send_ask(own, method, args, kwargs)
-        return AskHandle(own, self, method, deadline)
+        return AskHandle(self._submit(method, args, kwargs), self, method, deadline)
 
     def _ask_from_thread(
         self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], deadline: float | None
@@ -123,58 +112,47 @@ class RemoteActor:
         cf: concurrent.futures.Future[Any] = concurrent.futures.Future()
 
         def on_loop() -> None:
-            own: asyncio.Future[Any] = self.loop.create_future()
-            own.add_done_callback(lambda f: _copy_to_thread(f, cf))
             try:
-                self._send_ask(own, method, args, kwargs)
-            except Exception as exc:  # unsendable: from another thread it fails at the await
-                if not own.done():
-                    own.set_exception(exc)
+                sent = self._submit(method, args, kwargs)
+            except Exception as exc:  # unsendable: from another thread it fails at the wait
+                cf.set_exception(exc)
+                return
+            sent.add_done_callback(lambda f: self.loop.create_task(self._answer(f, cf)))
 
         self.loop.call_soon_threadsafe(on_loop)
         return AskHandle(cf, self, method, deadline)
 
-    def _send_ask(
-        self,
-        own: asyncio.Future[Any],
-        method: str,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
+    async def _answer(
+        self, sent: asyncio.Future[Any], cf: concurrent.futures.Future[Any]
     ) -> None:
+        try:
+            cf.set_result(await AskHandle(sent, self, "", None))
+        except BaseException as exc:
+            cf.set_exception(exc)
+
+    def _submit(
+        self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> asyncio.Future[Any]:
+        """Send the ask; the future gets the answer, or a ``ConnectionLostError`` that the
+        handle turns into the actor's death (see ``lost()``)."""
         conn = self._usable_conn()
         if conn is None:
-            own.set_exception(self.death_error())
-            return
+            failed: asyncio.Future[Any] = self.loop.create_future()
+            failed.set_exception(self.death_error())
+            return failed
+        context = self._contexts.get(method)
+        if context is None:
+            context = self._contexts[method] = f"the arguments of {self.cls_name}.{method}()"
         try:
-            sent = conn.request(
-                ("call", self.actor_id, method, args, kwargs),
-                context=f"the arguments of {self.cls_name}.{method}()",
-            )
-        except ConnectionLostError:
-            self._pending.add(own)
-            self._connection_lost(own)  # the far end is going: its end answers this ask
-            return
-        self._pending.add(own)
-        sent.add_done_callback(lambda fut: self._copy(own, fut))
+            return conn.request(("call", self.actor_id, method, args, kwargs), context=context)
+        except ConnectionLostError as exc:
+            lost: asyncio.Future[Any] = self.loop.create_future()
+            lost.set_exception(exc)
+            return lost
 
-    def _copy(self, own: asyncio.Future[Any], sent: asyncio.Future[Any]) -> None:
-        if own.done():
-            self._pending.discard(own)
-            return
-        if sent.cancelled():
-            return
-        exc = sent.exception()
-        if isinstance(exc, ConnectionLostError):
-            self._connection_lost(own)  # the death handler answers it, with the real cause
-            return
-        self._pending.discard(own)
-        if exc is not None:
-            own.set_exception(exc)
-        else:
-            own.set_result(sent.result())
-
-    def _connection_lost(self, own: asyncio.Future[Any]) -> None:
-        """An ask's connection ended; the subclass knows how the actor ended."""
+    async def lost(self) -> ActorDiedError:
+        """Why the connection of a pending ask went away: the actor's death."""
+        return self.death_error()
 
     def tell(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if _running_loop() is not self.loop and not self.runtime.closed:
@@ -230,12 +208,6 @@ class RemoteActor:
     def _usable_conn(self) -> Connection | None:
         return self.conn
 
-    def fail_pending(self, error: BaseException) -> None:
-        pending, self._pending = self._pending, set()
-        for fut in pending:
-            if not fut.done():
-                fut.set_exception(error)
-
     def death_error(self) -> ActorDiedError:
         return ActorDiedError(f"actor {self.describe()} has ended", actor=self.describe())
 
@@ -260,14 +232,11 @@ class RelayTarget(RemoteActor):
         super().__init__(runtime, actor_id, cls_name, methods, name)
         self.conn = conn
 
-    def _connection_lost(self, own: asyncio.Future[Any]) -> None:
-        self._pending.discard(own)
-        own.set_exception(
-            ActorDiedError(
-                f"the runtime that owns {self.describe()} went away",
-                actor=self.describe(),
-                reason="runtime shut down",
-            )
+    async def lost(self) -> ActorDiedError:
+        return ActorDiedError(
+            f"the runtime that owns {self.describe()} went away",
+            actor=self.describe(),
+            reason="runtime shut down",
         )
 
     async def stop(self) -> ActorDiedError:

@@ -7,7 +7,6 @@ server: the worker's refs to actors elsewhere go through it.
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
 import shutil
 from typing import TYPE_CHECKING, Any
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import msgpack
 
 from . import _auth
+from ._actor_thread import ActorThread, ThreadPoolRunner
 from ._cell import ActorCell
 from ._codec import Codec
 from ._context import current_cell
@@ -46,6 +46,7 @@ class Workers:
         )
         self.head: Connection | None = None  # in a worker: the owning runtime
         self._relays: dict[str, RelayTarget] = {}
+        self._idle_threads: list[ActorThread] = []
         self._dir: str | None = None
         self._server: WireServer | None = None
         self._pool: WorkerPool | None = None
@@ -119,12 +120,23 @@ class Workers:
         cell.max_restarts = total
         cell.restart_count = restart_count
         cell.on_restart = self._notify_restarted
-        cell.executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=hosted.actor_options.max_concurrency,
-            thread_name_prefix=f"actorrt-{cell.cls_name}",
-        )
-        cell.on_finish = self._notify_died
+        threads = hosted.actor_options.max_concurrency
+        if threads == 1:
+            cell.executor = self._idle_threads.pop() if self._idle_threads else ActorThread(
+                "actorrt-actor"
+            )
+        else:
+            cell.executor = ThreadPoolRunner(threads, f"actorrt-{cell.cls_name}")
+        cell.on_finish = self._hosted_ended
         return cell
+
+    def _hosted_ended(self, cell: ActorCell, error: ActorDiedError) -> None:
+        executor, cell.executor = cell.executor, None
+        if isinstance(executor, ActorThread) and not executor.busy and len(self._idle_threads) < 4:
+            self._idle_threads.append(executor)  # reused by the worker's next actor
+        elif executor is not None:
+            executor.close()
+        self._notify_died(cell, error)
 
     def attach_owner(self, conn: Connection) -> None:
         """In a worker: from now on the owning runtime is reached through ``conn``."""
@@ -140,6 +152,8 @@ class Workers:
             self.head.notify(("restarted", cell.actor_id))
 
     def _notify_died(self, cell: ActorCell, error: ActorDiedError) -> None:
+        if cell.requested_end:
+            return  # the owner asked for this end and hears of it in the reply
         if self.head is not None and not self.head.is_closing():
             self.head.notify(("died", cell.actor_id, error))
 

@@ -128,7 +128,8 @@ def test_killing_the_runtime_process_ends_its_workers(tmp_path: object, mode: st
         assert alive(worker) and alive(child)
         driver.kill()
         driver.wait()
-        assert wait_until(lambda: not alive(worker) and not alive(child), timeout=5)
+        gone = wait_until(lambda: not alive(worker) and not alive(child), timeout=10)
+        assert gone, f"still alive after 10 s: worker {alive(worker)}, its child {alive(child)}"
     finally:
         driver.kill()
         driver.wait()
