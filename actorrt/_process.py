@@ -38,7 +38,6 @@ THREAD_VARIABLES = (
     "OPENBLAS_NUM_THREADS",
     "NUMEXPR_NUM_THREADS",
     "VECLIB_MAXIMUM_THREADS",
-    "TORCH_NUM_THREADS",
 )
 
 
@@ -61,7 +60,9 @@ class WorkerKey:
             sys_path=tuple(sys.path),
             cuda_visible_devices=cuda_visible_devices,
             thread_variables=tuple(
-                (name, os.environ[name]) for name in THREAD_VARIABLES if name in os.environ
+                (name, worker_env.get(name) or os.environ[name])
+                for name in THREAD_VARIABLES
+                if name in worker_env or name in os.environ
             ),
             worker_env=tuple(sorted(worker_env.items())),
         )

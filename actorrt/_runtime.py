@@ -239,8 +239,9 @@ class Runtime:
             grant = await self._acquire(actor_id, options, parent) if needs_grant else None
             cell: Any
             if in_process:
+                cpus = grant.placement.resources.to_dict().get("CPU", 0.0) if grant else 0.0
                 cell = self.workers.new_process_actor(
-                    actor_class, args, kwargs, parent, actor_id, gpu_ids(grant)
+                    actor_class, args, kwargs, parent, actor_id, gpu_ids(grant), cpus
                 )
             else:
                 cell = ActorCell(self, actor_class, args, kwargs, parent, actor_id)

@@ -20,7 +20,7 @@ from ._codec import Codec
 from ._context import current_cell
 from ._errors import ActorDiedError
 from ._host import Host
-from ._process import WorkerKey, WorkerPool
+from ._process import THREAD_VARIABLES, WorkerKey, WorkerPool
 from ._process_actor import ProcessActor
 from ._ref import ActorRef
 from ._remote import DeadTarget, RelayTarget
@@ -69,9 +69,16 @@ class Workers:
     def worker_connected(self, worker_id: str, conn: Connection) -> bool:
         return self._pool is not None and self._pool.connected(worker_id, conn)
 
-    def worker_key(self, actor_class: ActorClass[Any], gpus: tuple[str, ...]) -> WorkerKey:
+    def worker_key(
+        self, actor_class: ActorClass[Any], gpus: tuple[str, ...], cpus: float
+    ) -> WorkerKey:
         env = dict(self.worker_env)
         env.update(actor_class.actor_options.worker_env)
+        # Thread pools sized to the grant's whole CPUs (at least 1), unless the user chose.
+        threads = str(max(1, int(cpus)))
+        for name in THREAD_VARIABLES:
+            if name not in env and name not in os.environ:
+                env[name] = threads
         # The devices of the actor's own grant; "" when it has none, so it sees no GPU.
         cuda = None if os.environ.get(NOSET_CUDA) == "1" else ",".join(gpus)
         return WorkerKey.current(env, cuda)
@@ -84,8 +91,9 @@ class Workers:
         parent: Any,
         actor_id: str,
         gpus: tuple[str, ...],
+        cpus: float,
     ) -> ProcessActor:
-        key = self.worker_key(actor_class, gpus)
+        key = self.worker_key(actor_class, gpus, cpus)
         return ProcessActor(self.runtime, actor_class, args, kwargs, parent, actor_id, key)
 
     async def close(self) -> None:
