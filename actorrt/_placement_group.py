@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._context import current_cell
 from ._errors import ResourceError
-from .resources import Granted, GroupTarget, parse_bundles, parse_strategy
+from .resources import Granted, GroupTarget, Resources, parse_bundles, parse_strategy
 
 if TYPE_CHECKING:
     from ._runtime import Runtime
@@ -29,31 +29,36 @@ class PlacementGroup:
         self,
         runtime: Runtime,
         group_id: str,
-        bundles: list[dict[str, float]],
+        bundles: tuple[Resources, ...],
         strategy: str,
         future: asyncio.Future[Granted],
         holder: str,
     ) -> None:
         self._runtime = runtime
         self.id = group_id
-        self.bundle_specs = bundles
+        self._bundles = bundles
         self.strategy = strategy
         self._future = future
         self._holder = holder
         self._removed = False
 
     @property
+    def bundle_specs(self) -> list[dict[str, float]]:
+        """The bundles, as resource dicts."""
+        return [bundle.to_dict() for bundle in self._bundles]
+
+    @property
     def bundle_count(self) -> int:
-        return len(self.bundle_specs)
+        return len(self._bundles)
 
     def bundle(self, index: int) -> BundleRef:
         """Bundle ``index`` of this group, as a ``placement``."""
         if isinstance(index, bool) or not isinstance(index, int):
             raise TypeError(f"a bundle index is an int, got {index!r}")
-        if not 0 <= index < len(self.bundle_specs):
+        if not 0 <= index < len(self._bundles):
             raise ValueError(
                 f"bundle index {index} is out of range: the group has "
-                f"{len(self.bundle_specs)} bundle(s), 0..{len(self.bundle_specs) - 1}"
+                f"{len(self._bundles)} bundle(s), 0..{len(self._bundles) - 1}"
             )
         return BundleRef(self.id, index)
 
@@ -74,6 +79,9 @@ class PlacementGroup:
         """
         if self._removed:
             raise ResourceError(f"placement group {self.id} was removed")
+        future = self._future
+        if future.done() and not future.cancelled() and future.exception() is None:
+            return  # reserved at once: nothing to wait for
         runtime = self._runtime
         if asyncio.get_running_loop() is not runtime.loop:
             await runtime.call_on_loop(self.ready(timeout))
@@ -93,6 +101,7 @@ class PlacementGroup:
         except asyncio.CancelledError:
             self._removed = True
             runtime.grants.cancel(self.id)  # withdrawn (a no-op if the wait already did it)
+            runtime.forget_group(self.id)
             raise
 
     async def remove(self) -> None:
@@ -105,6 +114,7 @@ class PlacementGroup:
             return
         self._removed = True
         runtime.grants.cancel(self.id)
+        runtime.forget_group(self.id)
         await runtime.wait_revoked(self.id)
 
     def __repr__(self) -> str:
@@ -131,6 +141,23 @@ def _requester() -> str | None:
     return cell.actor_id if cell is not None else None
 
 
+_PARSED: dict[Any, tuple[Resources, ...]] = {}
+
+
+def _parsed(bundles: Sequence[Mapping[str, Any]]) -> tuple[Resources, ...]:
+    """``parse_bundles``, remembered for the bundle lists a program keeps asking for."""
+    try:
+        key = tuple(tuple(b.items()) for b in bundles)
+        hit = _PARSED.get(key)
+    except (AttributeError, TypeError):  # not dicts, or unhashable amounts: parse says why
+        return parse_bundles(bundles)
+    if hit is None:
+        hit = parse_bundles(bundles)
+        if len(_PARSED) < 1024:
+            _PARSED[key] = hit
+    return hit
+
+
 def placement_group(
     bundles: Sequence[Mapping[str, Any]], strategy: str = "PACK"
 ) -> PlacementGroup:
@@ -143,7 +170,7 @@ def placement_group(
     """
     from ._runtime import current_runtime
 
-    parsed = parse_bundles(bundles)
+    parsed = _parsed(bundles)
     chosen = parse_strategy(strategy)
     runtime = current_runtime()
     cell = current_cell.get()

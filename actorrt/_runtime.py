@@ -111,7 +111,8 @@ class Runtime:
         )
         self._grants: Grants | None = None
         self._revoking: dict[Any, list[asyncio.Future[Any]]] = {}
-        self._group_specs: dict[Any, tuple[list[dict[str, float]], str]] = {}
+        self._group_specs: dict[Any, tuple[tuple[Resources, ...], str]] = {}
+        self._held_groups: dict[str, Any] = {}  # actor id -> the group it reserved
         ActorOptions().merged(worker_env=worker_env)  # validates it
         self._worker_env = dict(worker_env or {})
         self._workers: Workers | None = None
@@ -251,6 +252,7 @@ class Runtime:
         except BaseException:
             if actor_id not in self._actors:
                 self.grants.release(actor_id)
+                self._group_specs.pop(self._held_groups.pop(actor_id, None), None)
             raise
 
     async def _acquire(self, actor_id: str, options: ActorOptions, parent: Any) -> Granted:
@@ -269,7 +271,8 @@ class Runtime:
                 allow_empty_head=True,
             )
             bundles = parse_bundles(options.placement_group, allow_empty_head=True)
-            self._group_specs[group_id] = ([b.to_dict() for b in bundles], options.strategy)
+            self._group_specs[group_id] = (bundles, options.strategy)
+            self._held_groups[actor_id] = group_id
             await grants.wait(group_id, reserved, parent_id)
             placement = GroupTarget(group_id, 0)
         elif not isinstance(placement, str | GroupTarget):
@@ -319,9 +322,11 @@ class Runtime:
         future = self.grants.submit(
             group_id, owner, bundles=list(bundles), strategy=strategy, placement="cluster"
         )
-        specs = [b.to_dict() for b in bundles]
-        self._group_specs[group_id] = (specs, strategy)
-        return PlacementGroup(self, group_id, specs, strategy, future, owner)
+        self._group_specs[group_id] = (bundles, strategy)
+        return PlacementGroup(self, group_id, bundles, strategy, future, owner)
+
+    def forget_group(self, group_id: Any) -> None:
+        self._group_specs.pop(group_id, None)
 
     def grant_info(self, grant: Granted | None) -> tuple[dict[str, float], Any] | None:
         """What an actor may learn of its grant: its resources and its group and bundle."""
@@ -330,7 +335,8 @@ class Runtime:
         placement = grant.placement
         info = None
         if placement.group is not None and placement.group in self._group_specs:
-            specs, strategy = self._group_specs[placement.group]
+            bundles, strategy = self._group_specs[placement.group]
+            specs = [bundle.to_dict() for bundle in bundles]
             info = PlacementInfo(str(placement.group), specs, strategy, placement.bundle_index)
         return placement.resources.to_dict(), info
 
@@ -418,6 +424,9 @@ class Runtime:
         self._actors.pop(cell.actor_id, None)
         if self._grants is not None:
             self._grants.release(cell.actor_id)
+        group = self._held_groups.pop(cell.actor_id, None)
+        if group is not None:
+            self._group_specs.pop(group, None)
         name = cell.name
         if name is not None and self._names.get(name) is cell:
             del self._names[name]

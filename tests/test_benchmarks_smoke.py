@@ -20,3 +20,14 @@ def test_core_benchmark_runs_and_writes_json(tmp_path: Path) -> None:
     names = {f["name"] for f in data["figures"]}
     assert names == {"inline tell", "inline ask"}
     assert all(f["baseline_median"] > 0 and f["ratio"] > 0 for f in data["figures"])
+
+
+def test_broker_benchmark_runs_and_writes_json(tmp_path: Path) -> None:
+    env = os.environ | {"ACTORRT_BENCH_RESULTS": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.broker", "--quick", "--reps", "1"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=True,
+    ).stdout
+    assert "placement group reserve+release" in out
+    data = json.loads((tmp_path / "broker.json").read_text())
+    assert all(f["median"] > 0 for f in data["figures"])
