@@ -13,6 +13,7 @@ nobody asked for looks like the kernel's out-of-memory killer.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
@@ -113,7 +114,7 @@ class ProcessActor(RemoteActor):
                     logger.warning("a tell to %s was lost at restart: %s", self.describe(), exc)
             elif not own.done():
                 sent = super()._submit(method, args, kwargs)
-                sent.add_done_callback(lambda f, own=own: self._relay(f, own))
+                sent.add_done_callback(functools.partial(self._relay, own=own))
 
     def _relay(self, sent: asyncio.Future[Any], own: asyncio.Future[Any]) -> None:
         """Answer an ask held during a restart from the reply to its late send."""

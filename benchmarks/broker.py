@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import time
 
 import actorrt
@@ -71,7 +70,8 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3, help="samples per figure")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke run)")
     args = parser.parse_args()
-    cycles, nodes, pending, steps = (200, 50, 500, 50) if args.quick else (5_000, 1_000, 10_000, 200)
+    sizes = (200, 50, 500, 50) if args.quick else (5_000, 1_000, 10_000, 200)
+    cycles, nodes, pending, steps = sizes
     pg_rates, decision_rates = [], []
     for _ in range(args.reps):
         pg_rates.append(pg_cycles(cycles))
