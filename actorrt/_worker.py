@@ -68,7 +68,11 @@ def main() -> None:
     os.close(devnull)
     sys.path[:] = [str(p) for p in boot["sys_path"]]
     watch_owner(int(boot["owner_pid"]))
-    uvloop.run(serve(boot))
+    try:
+        uvloop.run(serve(boot))
+    finally:
+        # The owner is gone or let us go: nothing this worker started may outlive it.
+        os.killpg(os.getpgid(0), signal.SIGKILL)
 
 
 if __name__ == "__main__":
