@@ -24,7 +24,7 @@ from actorrt.resources import (
 U = 10_000
 NODE_SPECS = {"n0": {"CPU": 2, "GPU": 2, "x": 1}, "n1": {"CPU": 1.5, "GPU": 1}}
 SETTINGS = settings(
-    max_examples=120, deadline=None, derandomize=True,
+    max_examples=300, deadline=None, derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )  # fmt: skip
 
