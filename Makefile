@@ -25,11 +25,13 @@ lint: install
 test: install lint
 	$(PY) -m pytest
 
+BENCHMARKS := core wire processes broker broker_sim
+
 bench: install
-	$(PY) -m benchmarks.core
+	for b in $(BENCHMARKS); do $(PY) -m benchmarks.$$b || exit 1; done
 
 bench-check: install
-	$(PY) -m benchmarks.core --check
+	status=0; for b in $(BENCHMARKS); do $(PY) -m benchmarks.$$b --check || status=1; done; exit $$status
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache
