@@ -144,7 +144,9 @@ class RemoteActor:
         if context is None:
             context = self._contexts[method] = f"the arguments of {self.cls_name}.{method}()"
         try:
-            return conn.request(("call", self.actor_id, method, args, kwargs), context=context)
+            # Arguments travel as a list: msgpack packs lists natively, a tuple costs a hook.
+            payload = ("call", self.actor_id, method, list(args), kwargs)
+            return conn.request(payload, context=context)
         except ConnectionLostError as exc:
             lost: asyncio.Future[Any] = self.loop.create_future()
             lost.set_exception(exc)
@@ -174,7 +176,7 @@ class RemoteActor:
             )
         try:
             conn.notify(
-                ("tell", self.actor_id, method, args, kwargs),
+                ("tell", self.actor_id, method, list(args), kwargs),
                 context=f"the arguments of {self.cls_name}.{method}()",
             )
         except ConnectionLostError as exc:
@@ -196,7 +198,7 @@ class RemoteActor:
         if conn is None:
             raise self.death_error()
         conn.notify(
-            ("tell", self.actor_id, method, args, kwargs),
+            ("tell", self.actor_id, method, list(args), kwargs),
             context=f"the arguments of {self.cls_name}.{method}()",
         )
         return conn.drain()
