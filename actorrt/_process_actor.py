@@ -78,14 +78,18 @@ class ProcessActor(RemoteActor):
     def _usable_conn(self) -> Connection | None:
         return self.conn if self.state == "running" else None
 
-    def _submit(
+    @property
+    def running(self) -> bool:  # type: ignore[override]
+        return self.state == "running"
+
+    def _unusable(
         self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> asyncio.Future[Any]:
         if self.state in ("starting", "restarting"):
             own: asyncio.Future[Any] = self.loop.create_future()
             self._held.append((method, args, kwargs, own))
             return own
-        return super()._submit(method, args, kwargs)
+        return super()._unusable(method, args, kwargs)
 
     def tell(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if self.state in ("starting", "restarting"):

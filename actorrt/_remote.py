@@ -72,6 +72,7 @@ class RemoteActor:
 
     inline = False
     accepting = False  # refs' inline fast path never applies; see ``inline``
+    running = True  # calls go out on ``conn`` (a process actor clears it while restarting)
 
     def __init__(
         self,
@@ -135,11 +136,9 @@ class RemoteActor:
     ) -> asyncio.Future[Any]:
         """Send the ask; the future gets the answer, or a ``ConnectionLostError`` that the
         handle turns into the actor's death (see ``lost()``)."""
-        conn = self._usable_conn()
+        conn = self.conn if self.running else None
         if conn is None:
-            failed: asyncio.Future[Any] = self.loop.create_future()
-            failed.set_exception(self.death_error())
-            return failed
+            return self._unusable(method, args, kwargs)
         context = self._contexts.get(method)
         if context is None:
             context = self._contexts[method] = f"the arguments of {self.cls_name}.{method}()"
@@ -151,6 +150,14 @@ class RemoteActor:
             lost: asyncio.Future[Any] = self.loop.create_future()
             lost.set_exception(exc)
             return lost
+
+    def _unusable(
+        self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> asyncio.Future[Any]:
+        """An ask made while there is no connection to send it on: it fails."""
+        failed: asyncio.Future[Any] = self.loop.create_future()
+        failed.set_exception(self.death_error())
+        return failed
 
     async def lost(self) -> ActorDiedError:
         """Why the connection of a pending ask went away: the actor's death."""
