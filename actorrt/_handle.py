@@ -64,8 +64,10 @@ class AskHandle(Generic[T]):
         if self._deadline is not None:
             return self._await_deadline().__await__()
         waiter = current_cell.get()
-        if waiter is None and self._cell.inline:
-            return fut.__await__()
+        if waiter is None and (
+            self._cell.inline or (fut.done() and not fut.cancelled() and fut.exception() is None)
+        ):
+            return fut.__await__()  # nothing to record and nothing to translate
         return self._await_recorded(waiter)
 
     def _await_recorded(self, waiter: ActorCell | None) -> Generator[Any, None, T]:
