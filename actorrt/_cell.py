@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from ._actor_thread import ActorThread, ThreadPoolRunner
 from ._context import current_cell
 from ._errors import ActorDiedError, MailboxFullError, RuntimeClosedError
-from ._handle import AskHandle
+from ._handle import AskHandle, ThreadWait
 from ._mailbox import STOP, Envelope, Mailbox
 
 if TYPE_CHECKING:
@@ -191,7 +191,13 @@ class ActorCell:
         self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Awaitable[None]:
         if _running_loop() is not self.loop:
-            return self._tell_wait_from_thread(method, args, kwargs)
+            self._check_runtime()
+
+            async def on_loop() -> None:
+                await self.tell_wait(method, args, kwargs)
+
+            # Handed to the loop now (in call order); the returned handle waits for room.
+            return ThreadWait(asyncio.run_coroutine_threadsafe(on_loop(), self.loop))
         admitted: asyncio.Future[None] = self.loop.create_future()
         if not self.accepting:
             self._check_runtime()
@@ -199,16 +205,6 @@ class ActorCell:
         else:
             self.mailbox.put_waiting((method, args, kwargs, None), admitted)
         return admitted
-
-    async def _tell_wait_from_thread(
-        self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> None:
-        self._check_runtime()
-
-        async def on_loop() -> None:
-            await self.tell_wait(method, args, kwargs)
-
-        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(on_loop(), self.loop))
 
     def _check_runtime(self) -> None:
         if self.runtime.closed:
@@ -352,6 +348,9 @@ class ActorCell:
             )
         for envelope in self.mailbox.drain(error):
             settle(envelope[3], None, error)
+        for reply in self._orphans:  # messages the crash cut short
+            settle(reply, None, error)
+        self._orphans.clear()
         await self._end_children(kill=True)
         await self._call_hook("on_stop")
         self.instance = None
@@ -556,7 +555,7 @@ class ActorCell:
     async def _serve_concurrently(self, instance: Any) -> None:
         mailbox = self.mailbox
         slots = asyncio.Semaphore(self.max_concurrency)
-        running: set[asyncio.Task[None]] = set()
+        running: dict[asyncio.Task[None], Envelope] = {}
         crashed: asyncio.Future[_Crash] = self.loop.create_future()
         try:
             while not crashed.done():
@@ -567,16 +566,22 @@ class ActorCell:
                 if envelope[0] is STOP:
                     break
                 await _first(slots.acquire(), crashed)
+                if crashed.done():
+                    mailbox.queue.appendleft(envelope)  # taken, never started: still queued
+                    break
                 task = self.loop.create_task(self._one(instance, envelope, slots, crashed))
-                running.add(task)
-                task.add_done_callback(running.discard)
+                running[task] = envelope
+                task.add_done_callback(lambda t: running.pop(t, None))
             if running and not crashed.done():
-                await asyncio.wait(running)
+                await asyncio.wait(list(running))
         finally:
-            for task in running:
+            left = dict(running)
+            for task in left:
                 task.cancel()
-            if running:
-                await asyncio.wait(running)
+            if left:
+                await asyncio.wait(list(left))
+            # Messages cut short (or never started) get the actor's death or crash error.
+            self._orphans.extend(envelope[3] for envelope in left.values())
         if crashed.done():
             raise crashed.result()
 

@@ -167,3 +167,22 @@ def _bridge(fut: asyncio.Future[T]) -> concurrent.futures.Future[T]:
     loop = fut.get_loop()
     loop.call_soon_threadsafe(lambda: fut.add_done_callback(copy))
     return cf
+
+
+class ThreadWait:
+    """An awaitable (also for ``actorrt.get``) over work already handed to the runtime's loop
+    from another thread."""
+
+    __slots__ = ("_cf",)
+
+    def __init__(self, cf: concurrent.futures.Future[Any]) -> None:
+        self._cf = cf
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return asyncio.wrap_future(self._cf).__await__()
+
+    def result_blocking(self, timeout: float | None) -> Any:
+        return self._cf.result(timeout)
+
+    def done(self) -> bool:
+        return self._cf.done()

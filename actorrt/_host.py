@@ -92,7 +92,7 @@ class Host:
                 reply.set_exception(target.death_error())
             return
         handle = target.ask(method, args, kwargs, None)
-        handle._fut.add_done_callback(_reply_from(conn, request_id))
+        self._answer(conn, request_id, _await(handle))
 
     def _tell(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
         _, actor_id, method, args, kwargs = msg
@@ -102,10 +102,18 @@ class Host:
                            actor_id, method)
             return
         if not target.inline:
+            # Passed on to another process: stop reading here until it has gone out there,
+            # so flow control reaches from the sender to the far actor.
             try:
-                target.tell(method, args, kwargs)
+                sent = target.tell_wait(method, args, kwargs)
             except Exception as exc:
                 logger.warning("a tell to %s was dropped: %s", target.describe(), exc)
+                return
+            conn.pause_reading()
+            task = asyncio.ensure_future(sent)
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            task.add_done_callback(lambda t: _relayed(t, conn, target))
             return
         if not target.accepting:
             logger.warning("a tell to %s was dropped: it has ended", target.describe())
@@ -213,6 +221,16 @@ class Host:
             task.cancel()
         if self._tasks:
             await asyncio.wait(list(self._tasks))
+
+
+def _relayed(task: asyncio.Task[Any], conn: Connection, target: Any) -> None:
+    conn.resume_reading()
+    if not task.cancelled() and task.exception() is not None:
+        logger.warning("a tell to %s was dropped: %s", target.describe(), task.exception())
+
+
+async def _await(handle: Any) -> Any:
+    return await handle
 
 
 def _reply_from(

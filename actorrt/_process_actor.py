@@ -23,7 +23,7 @@ from ._errors import ActorDiedError
 from ._handle import AskHandle
 from ._process import WorkerKey, WorkerProcess, describe_exit
 from ._remote import RemoteActor
-from ._wire_connection import Connection
+from ._wire_connection import Connection, ConnectionLostError
 
 if TYPE_CHECKING:
     from ._actor import ActorClass
@@ -183,21 +183,30 @@ class ProcessActor(RemoteActor):
             self._lost = self.loop.create_future()
         self.conn = worker.conn
         assert self.conn is not None
-        await self.conn.request(
-            (
-                "spawn",
-                self.actor_id,
-                self.actor_class,
-                self.args,
-                self.kwargs,
-                self.restart_count,
-                self.grant_info,
-            ),
-            context=f"the class and constructor arguments of {self.cls_name}",
-        )
+        try:
+            await self.conn.request(
+                (
+                    "spawn",
+                    self.actor_id,
+                    self.actor_class,
+                    self.args,
+                    self.kwargs,
+                    self.restart_count,
+                    self.grant_info,
+                ),
+                context=f"the class and constructor arguments of {self.cls_name}",
+            )
+        except ConnectionLostError:
+            # The process died under the constructor: say how it died.
+            raise await self.lost() from None
+        except Exception:
+            worker.tainted = True  # a failed constructor may have left anything behind
+            raise
         self._ended = self.loop.create_future()
         self.state = "running"
         self._send_held()
+        if self._stop_requested:
+            self.loop.create_task(self._graceful_stop())
 
     async def _supervise(self, started: asyncio.Future[None]) -> None:
         error: ActorDiedError | None = None
@@ -208,32 +217,36 @@ class ProcessActor(RemoteActor):
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
+                    error = self._crash_error(exc)
                     if not started.done():
                         started.set_exception(exc)
-                        error = self._crash_error(exc)
                         break
-                    error = self._crash_error(exc)
+                    # A constructor that fails at a restart is one more crash.
                 else:
                     if not started.done():
                         started.set_result(None)
                     assert self._ended is not None
                     error = await self._ended
-                if self._stop_requested or self._kill_requested:
-                    break
-                if error.reason != "process died":
-                    break  # it crashed in its worker with no restarts left there
-                if not await self._after_crash(error):
+                    if self._stop_requested or self._kill_requested:
+                        break
+                    if error.reason != "process died":
+                        if self.worker is not None:
+                            self.worker.tainted = True  # never reused after a crash
+                        break  # it crashed in its worker with no restarts left there
+                if self._kill_requested or not await self._after_crash(error):
                     break
         except asyncio.CancelledError:
             task = asyncio.current_task()
             ours = self._kill_requested and task is not None and task.uncancel() == 0
+            if self.worker is not None:
+                self.worker.tainted = True  # cut off mid-way: what runs there is unknown
             if not started.done():
                 started.set_exception(self._make_error("killed"))
             if not ours:
                 self._end_reason = self._end_reason or ("runtime shut down", None)
                 raise
         finally:
-            await self._end_children()
+            await self._end_children(kill=self._kill_requested)
             self._release_worker()
             if self._end_reason is not None:
                 error = self._make_error(*self._end_reason)
@@ -244,8 +257,11 @@ class ProcessActor(RemoteActor):
     async def _after_crash(self, error: ActorDiedError) -> bool:
         self.state = "restarting"
         await self._end_children(kill=True)
-        if self.worker is not None and (not self.worker.alive or error.reason == "process died"):
-            self.runtime.workers.started_pool().release(self.worker)
+        worker = self.worker
+        if worker is not None and (
+            not worker.alive or worker.tainted or error.reason == "process died"
+        ):
+            self.runtime.workers.started_pool().release(worker)
             self.worker = None
         can_restart = self.max_restarts < 0 or self.restart_count < self.max_restarts
         if not can_restart:
@@ -327,14 +343,16 @@ class ProcessActor(RemoteActor):
         return await asyncio.shield(self.died)
 
     async def _graceful_stop(self) -> None:
+        if self.state in ("starting", "restarting"):
+            return  # sent once the new instance runs: what was sent before the stop runs first
         if self.state != "running" or self.conn is None or self._ended is None:
-            if self.task is not None:
-                self.task.cancel()
             return
         self.state = "stopping"
         try:
             error = await self.conn.request(("stop", self.actor_id))
-        except Exception as exc:  # the process died under the stop
+        except ConnectionLostError:  # the process died under the stop: say how
+            error = await self.lost()
+        except Exception as exc:
             error = self._crash_error(exc)
         if not self._ended.done():
             self._ended.set_result(error)

@@ -22,7 +22,7 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from ._errors import ActorDiedError, MailboxFullError, RuntimeClosedError
-from ._handle import AskHandle
+from ._handle import AskHandle, ThreadWait
 from ._wire_connection import DEFAULT_WRITE_LIMITS, Connection, ConnectionLostError
 
 if TYPE_CHECKING:
@@ -199,7 +199,7 @@ class RemoteActor:
             async def on_loop() -> None:
                 await self.tell_wait(method, args, kwargs)
 
-            return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(on_loop(), self.loop))
+            return ThreadWait(asyncio.run_coroutine_threadsafe(on_loop(), self.loop))
         self._check_loop()
         conn = self._usable_conn()
         if conn is None:

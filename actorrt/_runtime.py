@@ -238,6 +238,9 @@ class Runtime:
         actor_id = self._new_id()
         try:
             grant = await self._acquire(actor_id, options, parent) if needs_grant else None
+            if parent is not None and parent.died.done():
+                # Its parent ended while it waited: it must not outlive it.
+                raise parent.died.result()
             cell: Any
             if in_process:
                 cpus = grant.placement.resources.to_dict().get("CPU", 0.0) if grant else 0.0

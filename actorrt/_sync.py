@@ -21,7 +21,7 @@ import anyio.from_thread
 import uvloop
 
 from ._errors import AskTimeoutError, RuntimeAlreadyRunningError
-from ._handle import AskHandle
+from ._handle import AskHandle, ThreadWait
 from ._runtime import Runtime, current_runtime
 
 T = TypeVar("T")
@@ -112,13 +112,21 @@ def get(awaitable: Any, *, timeout: float | None = None) -> Any:
         )
     deadline = None if timeout is None else time.monotonic() + timeout
     if isinstance(awaitable, list | tuple):
-        return [_get_one(item, deadline) for item in awaitable]
+        results = []
+        try:
+            for item in awaitable:
+                results.append(_get_one(item, deadline))
+        finally:
+            for rest in awaitable[len(results) + 1 :]:
+                if inspect.iscoroutine(rest):
+                    rest.close()  # never started: close it rather than leak it
+        return results
     return _get_one(awaitable, deadline)
 
 
 def _get_one(awaitable: Any, deadline: float | None) -> Any:
     left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-    if isinstance(awaitable, AskHandle):
+    if isinstance(awaitable, AskHandle | ThreadWait):
         try:
             return awaitable.result_blocking(left)
         except AskTimeoutError:

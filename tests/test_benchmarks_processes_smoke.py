@@ -20,6 +20,7 @@ def test_processes_benchmark_runs_and_writes_json(tmp_path: Path) -> None:
     figures = {f["name"]: f for f in data["figures"]}
     assert set(figures) == {
         "process ask, sequential",
+        "process ask, sequential, async method",
         "process calls, pipelined 1000",
         "start+stop, warm worker",
         "cold worker start",
