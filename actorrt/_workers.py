@@ -7,6 +7,7 @@ server: the worker's refs to actors elsewhere go through it.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 from typing import TYPE_CHECKING, Any
@@ -50,17 +51,25 @@ class Workers:
         self._dir: str | None = None
         self._server: WireServer | None = None
         self._pool: WorkerPool | None = None
+        self._opening: asyncio.Future[None] | None = None
 
     # ----------------------------------------------------------- the owner side
 
     async def pool(self) -> WorkerPool:
+        """The worker pool, its socket opened on first use (once, however many ask)."""
         if self._pool is None:
-            self._dir = make_private_dir()
-            secret = _auth.new_secret()
-            path = os.path.join(self._dir, "rt.sock")
-            self._server = await serve_unix(path, self.host.handle, secret, codec=self.codec)
-            self._pool = WorkerPool(path, _auth.secret_to_text(secret))
+            if self._opening is None:
+                self._opening = asyncio.ensure_future(self._open())
+            await asyncio.shield(self._opening)
+        assert self._pool is not None
         return self._pool
+
+    async def _open(self) -> None:
+        self._dir = make_private_dir()
+        secret = _auth.new_secret()
+        path = os.path.join(self._dir, "rt.sock")
+        self._server = await serve_unix(path, self.host.handle, secret, codec=self.codec)
+        self._pool = WorkerPool(path, _auth.secret_to_text(secret))
 
     def started_pool(self) -> WorkerPool:
         assert self._pool is not None

@@ -1,5 +1,6 @@
 """The worker pool, worker environments, and worker output reaching the driver."""
 
+import asyncio
 import os
 import signal
 
@@ -68,3 +69,8 @@ async def test_worker_output_reaches_the_driver_prefixed(
     out, err = capfd.readouterr()
     assert f"(Probe(id={ref.actor_id} name='talker') pid={pid}) hello from the worker" in out
     assert f"pid={pid}) err: hello from the worker" in err
+
+
+async def test_first_spawns_at_once_share_one_pool(actorrt_runtime: actorrt.Runtime) -> None:
+    refs = await asyncio.gather(*(Probe.spawn() for _ in range(3)))
+    assert len({await r.pid() for r in refs}) == 3
