@@ -1,0 +1,53 @@
+"""actorrt.train: data-parallel training on a gang of worker-process actors (Ray Train's API).
+
+Built only on the public ``actorrt`` API (DESIGN.md §2); it does not import
+``actorrt.tune``, which knows a trainer only through
+``ScalingConfig.as_placement_group_factory()``.
+
+- ``ScalingConfig``: how many workers and what each needs.
+- ``RunConfig``, ``FailureConfig``, ``CheckpointConfig``: where a run writes, how often it
+  restarts after a failure, which checkpoints it keeps.
+- ``DataParallelTrainer``: runs a training function on every worker; ``fit()`` returns a
+  ``Result``. ``actorrt.train.torch.TorchTrainer`` adds ``torch.distributed``.
+- In the training function: ``report``, ``get_checkpoint``, ``get_context``.
+"""
+
+from ._checkpoint import Checkpoint as Checkpoint
+from ._result import Result as Result
+from ._result import TrainingFailedError as TrainingFailedError
+from ._run_config import CheckpointConfig as CheckpointConfig
+from ._run_config import FailureConfig as FailureConfig
+from ._run_config import RunConfig as RunConfig
+from ._scaling import PlacementGroupSpec as PlacementGroupSpec
+from ._scaling import ScalingConfig as ScalingConfig
+from ._session import TrainContext as TrainContext
+from ._session import get_checkpoint as get_checkpoint
+from ._session import get_context as get_context
+from ._session import report as report
+from ._trainer import DataParallelTrainer as DataParallelTrainer
+
+__all__ = [
+    "Checkpoint",
+    "CheckpointConfig",
+    "DataParallelTrainer",
+    "FailureConfig",
+    "PlacementGroupSpec",
+    "Result",
+    "RunConfig",
+    "ScalingConfig",
+    "TrainContext",
+    "TrainingFailedError",
+    "get_checkpoint",
+    "get_context",
+    "report",
+]
+
+# Public objects show their public module in tracebacks and reprs.
+for _name in __all__:
+    _obj = globals()[_name]
+    if getattr(_obj, "__module__", "").startswith("actorrt.train._"):
+        try:
+            _obj.__module__ = "actorrt.train"
+        except (AttributeError, TypeError):
+            pass
+del _name, _obj

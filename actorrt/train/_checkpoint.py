@@ -1,0 +1,90 @@
+"""A checkpoint is a directory: whatever files the training function wrote into it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+
+class Checkpoint:
+    """A directory of files that a training function can resume from.
+
+    Make one from a directory the training function wrote, and pass it to
+    ``train.report(metrics, checkpoint=...)``: the files are copied into the run's folder
+    before ``report`` returns, so the directory may be reused or deleted afterwards.
+    ``train.get_checkpoint()`` and ``Result.checkpoint`` give back checkpoints whose
+    ``path`` is that copy in the run's folder.
+
+    Attributes:
+        path: the directory, as an absolute path string.
+
+    Example::
+
+        with tempfile.TemporaryDirectory() as d:
+            torch.save(model.state_dict(), os.path.join(d, "model.pt"))
+            train.report({"loss": loss}, checkpoint=train.Checkpoint.from_directory(d))
+    """
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.path.abspath(os.fspath(path))
+
+    @classmethod
+    def from_directory(cls, path: str | os.PathLike[str]) -> Checkpoint:
+        """A checkpoint of the existing directory ``path``.
+
+        Raises:
+            FileNotFoundError: ``path`` is not a directory.
+        """
+        if not os.path.isdir(path):
+            raise FileNotFoundError(f"a checkpoint is a directory; {os.fspath(path)!r} is not one")
+        return cls(path)
+
+    def to_directory(self, path: str | os.PathLike[str] | None = None) -> str:
+        """Copy the checkpoint's files into ``path`` (a new temporary directory if
+        ``None``) and return that directory; existing files there are overwritten."""
+        target = tempfile.mkdtemp(prefix="checkpoint-") if path is None else os.fspath(path)
+        shutil.copytree(self.path, target, dirs_exist_ok=True)
+        return os.path.abspath(target)
+
+    @contextlib.contextmanager
+    def as_directory(self) -> Iterator[str]:
+        """The checkpoint's own directory, to read from without copying.
+
+        Do not modify it: it is the run's stored copy.
+        """
+        yield self.path
+
+    def __fspath__(self) -> str:
+        return self.path
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Checkpoint) and other.path == self.path
+
+    def __hash__(self) -> int:
+        return hash(self.path)
+
+    def __repr__(self) -> str:
+        return f"Checkpoint(path={self.path!r})"
+
+
+def store(source: Checkpoint, run_dir: Path, index: int) -> Checkpoint:
+    """Copy ``source`` into ``run_dir/checkpoint_<index>`` atomically; return the copy.
+
+    The files go to a hidden sibling first and are renamed into place, so a reader (or a
+    restart after a crash mid-copy) never sees half a checkpoint.
+    """
+    final = run_dir / f"checkpoint_{index:06d}"
+    if Path(source.path) == final:
+        return Checkpoint(final)
+    staging = run_dir / f".checkpoint_{index:06d}.tmp-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(source.path, staging)
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(staging, final)
+    return Checkpoint(final)

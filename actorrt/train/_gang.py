@@ -1,0 +1,274 @@
+"""One attempt's workers: spawned together, ranked, run, and ended together.
+
+The gang is placed on bundles the caller already holds (a placement group it reserved, or
+a Tune trial's own bundles), so a restart spawns a new gang on the same reservation. When
+any worker fails, the others are killed at once: they would wait forever in the next
+collective for the one that is gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, cast
+
+import actorrt
+
+from ._backend import WorkerSetup
+from ._worker import Report, RunSpec, TrainWorker
+
+logger = logging.getLogger("actorrt.train")
+
+MASTER_ADDR = "127.0.0.1"  # one node for now: the rendezvous is local
+DRAIN_TIMEOUT = 1.0  # seconds a failed attempt waits for rank 0's last reports
+DEATH_GRACE = 0.5  # seconds a failure waits for a peer's death, its likelier cause
+
+
+class GangFailed(Exception):
+    """A worker of the gang failed; ``__cause__`` is what it raised or how it died."""
+
+    def __init__(self, rank: int, error: BaseException) -> None:
+        super().__init__(f"worker {rank} failed: {type(error).__name__}: {error}")
+        self.rank = rank
+        self.error = error
+
+
+@dataclass
+class _Member:
+    ref: actorrt.ActorRef[Any]
+    pid: int
+    node: str
+    gpus: list[str]
+
+
+def actor_resources(bundle: dict[str, float]) -> dict[str, Any]:
+    """A bundle dict as spawn options (``num_cpus``, ``num_gpus``, ``memory``, ``resources``)."""
+    rest = {k: v for k, v in bundle.items() if k not in ("CPU", "GPU", "memory")}
+    options: dict[str, Any] = {
+        "num_cpus": bundle.get("CPU", 0),
+        "num_gpus": bundle.get("GPU", 0),
+        "resources": rest,
+    }
+    if "memory" in bundle:
+        options["memory"] = int(bundle["memory"])
+    return options
+
+
+def free_port() -> int:
+    """A TCP port free on this host now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((MASTER_ADDR, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class Gang:
+    """The workers of one attempt.
+
+    Args:
+        placements: one ``placement`` per worker (``pg.bundle(i)``, or ``"auto"``).
+        bundle: what each worker asks for (the runtime sizes its thread pools from it).
+    """
+
+    def __init__(self, placements: Sequence[Any], bundle: dict[str, float]) -> None:
+        self.placements = list(placements)
+        self.bundle = bundle
+        self.members: list[_Member] = []
+        self.fresh_process = False
+        self._acked = 0
+
+    async def start(self) -> None:
+        """Spawn every worker at once; if one fails to start, end the others and raise."""
+        # mypy does not apply class decorators: TrainWorker is an ActorClass at run time.
+        worker_class = cast("actorrt.ActorClass[TrainWorker]", TrainWorker)
+        cls = worker_class.options(**actor_resources(self.bundle))
+        # The first alone, then the rest together: concurrent first spawns in a runtime
+        # race to start its worker pool (a core issue); once one is up, this costs one
+        # round trip.
+        first = await cls.options(placement=self.placements[0]).spawn()
+        spawns = [cls.options(placement=p).spawn() for p in self.placements[1:]]
+        refs = [first, *await asyncio.gather(*spawns, return_exceptions=True)]
+        started = [r for r in refs if isinstance(r, actorrt.ActorRef)]
+        errors = [r for r in refs if isinstance(r, BaseException)]
+        try:
+            if errors:
+                raise errors[0]
+            facts = await asyncio.gather(*(r.describe() for r in started))
+        except BaseException:
+            await asyncio.gather(*(r.kill() for r in started), return_exceptions=True)
+            raise
+        self.members = [
+            _Member(ref, f["pid"], f["node"], list(f["gpus"]))
+            for ref, f in zip(started, facts, strict=True)
+        ]
+
+    def setups(self, master_port: int) -> list[tuple[WorkerSetup, dict[str, str]]]:
+        """Each member's ranks and environment variables (§7), in member order.
+
+        Ranks follow spawn order within a node, nodes in order of first appearance.
+        Workers of one node see the union of their GPUs and pick theirs by position.
+        """
+        nodes: dict[str, list[int]] = {}
+        for i, member in enumerate(self.members):
+            nodes.setdefault(member.node, []).append(i)
+        order = [i for members in nodes.values() for i in members]
+        world = len(self.members)
+        out: list[tuple[WorkerSetup, dict[str, str]]] = [None] * world  # type: ignore[list-item]
+        for node_rank, indices in enumerate(nodes.values()):
+            union = sorted({g for i in indices for g in self.members[i].gpus}, key=_gpu_key)
+            for local_rank, i in enumerate(indices):
+                own = self.members[i].gpus
+                setup = WorkerSetup(
+                    world_rank=order.index(i),
+                    local_rank=local_rank,
+                    world_size=world,
+                    local_world_size=len(indices),
+                    node_rank=node_rank,
+                    master_addr=MASTER_ADDR,
+                    master_port=master_port,
+                    device_index=union.index(own[0]) if own else None,
+                )
+                env = {
+                    "MASTER_ADDR": MASTER_ADDR,
+                    "MASTER_PORT": str(master_port),
+                    "RANK": str(setup.world_rank),
+                    "LOCAL_RANK": str(local_rank),
+                    "WORLD_SIZE": str(world),
+                    "LOCAL_WORLD_SIZE": str(len(indices)),
+                    "NODE_RANK": str(node_rank),
+                }
+                if union:
+                    env["CUDA_VISIBLE_DEVICES"] = ",".join(union)
+                out[i] = (setup, env)
+        return out
+
+    async def run(
+        self, spec: RunSpec, on_report: Callable[[dict[str, Any], str | None], None]
+    ) -> None:
+        """Run the training function on every worker; return once all have finished.
+
+        Rank 0's reports go to ``on_report`` as they come, in order.
+
+        Raises:
+            GangFailed: a worker raised or died; every other worker has been killed.
+        """
+        setups = self.setups(free_port())
+        runs: list[asyncio.Future[Any]] = []
+        rank0 = self.members[0]
+        for member, (setup, env) in zip(self.members, setups, strict=True):
+            if setup.world_rank == 0:
+                rank0 = member
+            one = replace(spec, setup=setup, env=env)
+            runs.append(asyncio.ensure_future(_awaited(member.ref.run(one))))
+        poll = asyncio.ensure_future(self._poll(rank0.ref, on_report))
+        try:
+            await self._wait_all(runs, setups)
+            await poll
+        except GangFailed:
+            poll.cancel()
+            with contextlib.suppress(BaseException):
+                await poll
+            # Rank 0's loop answers even while its thread waits in a collective: take its
+            # last reports first, then end everyone (the survivors would wait forever).
+            await self._drain(rank0.ref, on_report)
+            await self.kill()
+            raise
+        finally:
+            for run in runs:
+                if run.done() and not run.cancelled():
+                    run.exception()  # retrieved: a second failure is not logged as lost
+                else:
+                    run.cancel()
+        self.fresh_process = any(r.result()["fresh_process"] for r in runs)
+
+    async def _wait_all(
+        self, runs: list[asyncio.Future[Any]], setups: list[tuple[WorkerSetup, dict[str, str]]]
+    ) -> None:
+        pending = set(runs)
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_EXCEPTION)
+            failed = [f for f in done if f.exception() is not None]
+            if not failed:
+                continue
+            if pending and not any(_died(f) for f in failed):
+                # A peer's death often reaches the survivors (a collective's connection
+                # reset) before the owner has reaped the dead process: give the death a
+                # moment to arrive, so the error names the cause, not a symptom.
+                more, pending = await asyncio.wait(pending, timeout=DEATH_GRACE)
+                failed += [f for f in more if f.exception() is not None and _died(f)]
+            cause = next((f for f in failed if _died(f)), failed[0])
+            rank = setups[runs.index(cause)][0].world_rank
+            error = cause.exception()
+            assert error is not None
+            raise GangFailed(rank, error) from error
+
+    async def _poll(
+        self,
+        rank0: actorrt.ActorRef[Any],
+        on_report: Callable[[dict[str, Any], str | None], None],
+    ) -> None:
+        while True:
+            batch, finished = await rank0.next_reports(self._acked)
+            self._take(batch, on_report)
+            if finished:
+                return
+
+    async def _drain(
+        self,
+        rank0: actorrt.ActorRef[Any],
+        on_report: Callable[[dict[str, Any], str | None], None],
+    ) -> None:
+        """After a failure: rank 0's reports not yet taken, if rank 0 still answers."""
+        try:
+            batch, _ = await rank0.next_reports.options(timeout=DRAIN_TIMEOUT)(
+                self._acked, False
+            )
+        except Exception:
+            return
+        self._take(batch, on_report)
+
+    def _take(
+        self, batch: list[Report], on_report: Callable[[dict[str, Any], str | None], None]
+    ) -> None:
+        for seq, metrics, checkpoint in batch:
+            if seq > self._acked:
+                self._acked = seq
+                on_report(metrics, checkpoint)
+
+    def _kill_processes(self) -> None:
+        # SIGKILL at once rather than ref.kill()'s grace period: a worker stuck in a
+        # collective cannot cancel anything, and the grace would only delay the restart.
+        for member in self.members:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(member.pid, signal.SIGKILL)
+
+    async def kill(self) -> None:
+        """End every worker now; return once each has ended (its grant is back)."""
+        self._kill_processes()
+        await asyncio.gather(*(m.ref.kill() for m in self.members), return_exceptions=True)
+
+    async def stop(self) -> None:
+        """End every worker gracefully (their processes go back to the pool), or kill them
+        if their process must not be reused."""
+        if self.fresh_process:
+            await asyncio.gather(*(m.ref.kill() for m in self.members), return_exceptions=True)
+            return
+        await asyncio.gather(*(m.ref.stop() for m in self.members), return_exceptions=True)
+
+
+def _died(future: asyncio.Future[Any]) -> bool:
+    return isinstance(future.exception(), actorrt.ActorDiedError)
+
+
+async def _awaited(handle: Any) -> Any:
+    return await handle
+
+
+def _gpu_key(gpu: str) -> tuple[int, int | str]:
+    return (0, int(gpu)) if gpu.isdigit() else (1, gpu)

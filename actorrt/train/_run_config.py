@@ -1,0 +1,112 @@
+"""Where a run writes, how it retries, which checkpoints it keeps (Ray Train's names)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_STORAGE = "~/actorrt_results"
+
+
+@dataclass(frozen=True)
+class FailureConfig:
+    """How many times a run restarts after a failure.
+
+    A failure is any worker ending early: its process dying (a crash, a SIGKILL, the
+    out-of-memory killer) or the training function raising. The surviving workers are
+    killed (they would hang in the next collective) and the whole gang restarts from the
+    latest checkpoint, on the same reservation.
+
+    Args:
+        max_failures: restarts allowed; ``0`` (default): none; ``-1``: unlimited.
+
+    Raises:
+        ValueError: ``max_failures < -1``.
+    """
+
+    max_failures: int = 0
+
+    def __post_init__(self) -> None:
+        n = self.max_failures
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError(f"max_failures must be an int, got {n!r} ({type(n).__name__})")
+        if n < -1:
+            raise ValueError(f"max_failures must be -1 (unlimited) or >= 0, got {n}")
+
+
+@dataclass(frozen=True)
+class CheckpointConfig:
+    """Which of the reported checkpoints stay on disk.
+
+    Args:
+        num_to_keep: keep at most this many (``None``: all). Without a score attribute the
+            most recent are kept; with one, the best. The latest checkpoint is kept in
+            any case, since a restart resumes from it, so a run may hold
+            ``num_to_keep + 1`` while its latest is not among the best.
+        checkpoint_score_attribute: a metric reported with each checkpoint, used to rank
+            them; ``train.report`` raises ``ValueError`` when a checkpoint comes without it.
+        checkpoint_score_order: ``"max"`` (higher is better) or ``"min"``.
+
+    Raises:
+        ValueError: ``num_to_keep < 1`` or an unknown order.
+    """
+
+    num_to_keep: int | None = None
+    checkpoint_score_attribute: str | None = None
+    checkpoint_score_order: str = "max"
+
+    def __post_init__(self) -> None:
+        n = self.num_to_keep
+        if n is not None:
+            if isinstance(n, bool) or not isinstance(n, int):
+                raise TypeError(f"num_to_keep must be an int or None, got {n!r}")
+            if n < 1:
+                raise ValueError(f"num_to_keep must be at least 1 (or None: keep all), got {n}")
+        attr = self.checkpoint_score_attribute
+        if attr is not None and (not isinstance(attr, str) or not attr):
+            raise TypeError(f"checkpoint_score_attribute must be a metric name, got {attr!r}")
+        if self.checkpoint_score_order not in ("max", "min"):
+            raise ValueError(
+                f"checkpoint_score_order must be 'max' or 'min', "
+                f"got {self.checkpoint_score_order!r}"
+            )
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """A run's name, where it writes, and its failure and checkpoint policies.
+
+    Args:
+        name: the run's folder under ``storage_path`` (default: the trainer's class name
+            and a timestamp).
+        storage_path: where runs are written (default ``~/actorrt_results``).
+        failure_config: restarts after failures (default: none).
+        checkpoint_config: which checkpoints are kept (default: all).
+    """
+
+    name: str | None = None
+    storage_path: str | os.PathLike[str] | None = None
+    failure_config: FailureConfig = field(default_factory=FailureConfig)
+    checkpoint_config: CheckpointConfig = field(default_factory=CheckpointConfig)
+
+    def __post_init__(self) -> None:
+        if self.name is not None and (not isinstance(self.name, str) or not self.name
+                                      or "/" in self.name):
+            raise ValueError(f"name must be a non-empty folder name without '/', got "
+                             f"{self.name!r}")
+        if self.failure_config is None:
+            object.__setattr__(self, "failure_config", FailureConfig())
+        if self.checkpoint_config is None:
+            object.__setattr__(self, "checkpoint_config", CheckpointConfig())
+        if not isinstance(self.failure_config, FailureConfig):
+            raise TypeError(f"failure_config must be a FailureConfig, got "
+                            f"{self.failure_config!r}")
+        if not isinstance(self.checkpoint_config, CheckpointConfig):
+            raise TypeError(f"checkpoint_config must be a CheckpointConfig, got "
+                            f"{self.checkpoint_config!r}")
+
+    def run_dir(self, default_name: str) -> Path:
+        """The run's folder: ``storage_path / name`` (not created here)."""
+        root = Path(os.path.expanduser(os.fspath(self.storage_path or DEFAULT_STORAGE)))
+        return root / (self.name or default_name)

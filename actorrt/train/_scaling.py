@@ -1,0 +1,213 @@
+"""How many training workers, what each needs, and the bundles that describe them.
+
+``ScalingConfig`` is Ray Train's: ``num_workers`` workers of ``resources_per_worker`` each,
+placed with ``placement_strategy``, plus ``trainer_resources`` for the driver when the
+trainer runs as a Tune trial. ``as_placement_group_factory()`` gives the bundles
+``[trainer bundle, worker bundle x num_workers]`` (DESIGN.md §7) as a small object of this
+package's own (``train`` does not import ``tune``); Tune accepts it by its shape (``bundles``,
+``strategy``, ``required_resources``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+
+# Tune-style lower-case spellings of the two well-known resources.
+_ALIASES = {"cpu": "CPU", "gpu": "GPU"}
+
+
+def normalize_resources(value: Mapping[str, Any] | None, what: str) -> dict[str, float]:
+    """A resource dict with ``cpu``/``gpu`` spelled ``CPU``/``GPU`` and zero amounts dropped.
+
+    Args:
+        value: the dict the user gave (``None``: empty).
+        what: the argument's name, for error messages.
+
+    Raises:
+        TypeError: not a mapping of strings to numbers.
+        ValueError: a negative, infinite or NaN amount, or both spellings disagreeing.
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(
+            f"{what} must be a dict of resource name to amount, got {value!r} "
+            f"({type(value).__name__})"
+        )
+    out: dict[str, float] = {}
+    for key, amount in value.items():
+        if not isinstance(key, str) or not key:
+            raise TypeError(f"{what}: resource names are non-empty strings, got {key!r}")
+        if isinstance(amount, bool) or not isinstance(amount, int | float):
+            raise TypeError(
+                f"{what}[{key!r}] must be a number, got {amount!r} ({type(amount).__name__})"
+            )
+        if not math.isfinite(amount) or amount < 0:
+            raise ValueError(f"{what}[{key!r}] must be finite and >= 0, got {amount!r}")
+        name = _ALIASES.get(key, key)
+        if name in out and out[name] != float(amount):
+            raise ValueError(
+                f"{what} gives {name} twice with different amounts ({out[name]} and "
+                f"{amount}); use one spelling"
+            )
+        out[name] = float(amount)
+    return {k: v for k, v in out.items() if v != 0}
+
+
+class PlacementGroupSpec:
+    """The bundles a Train run needs: the trainer's, then one per worker.
+
+    The shape Tune's ``PlacementGroupFactory`` has, so ``tune.with_resources`` accepts a
+    ``ScalingConfig``: ``bundles`` (a list of resource dicts), ``strategy`` and
+    ``required_resources`` (their sum). The head bundle may be empty (``trainer_resources={}``).
+
+    Attributes:
+        bundles: ``[trainer bundle, worker bundle, ...]``, fresh dicts.
+        strategy: ``PACK``, ``SPREAD``, ``STRICT_PACK`` or ``STRICT_SPREAD``.
+    """
+
+    __slots__ = ("bundles", "strategy")
+
+    def __init__(self, bundles: list[dict[str, float]], strategy: str) -> None:
+        self.bundles = [dict(b) for b in bundles]
+        self.strategy = strategy
+
+    @property
+    def head_bundle_is_empty(self) -> bool:
+        """Whether the trainer's own bundle reserves nothing."""
+        return not self.bundles[0]
+
+    @property
+    def required_resources(self) -> dict[str, float]:
+        """Everything the bundles hold together."""
+        total: dict[str, float] = {}
+        for bundle in self.bundles:
+            for key, amount in bundle.items():
+                total[key] = total.get(key, 0.0) + amount
+        return total
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PlacementGroupSpec):
+            return NotImplemented
+        return self.bundles == other.bundles and self.strategy == other.strategy
+
+    def __hash__(self) -> int:
+        return hash((repr(self.bundles), self.strategy))
+
+    def __repr__(self) -> str:
+        return f"PlacementGroupSpec(bundles={self.bundles!r}, strategy={self.strategy!r})"
+
+
+@dataclass(frozen=True)
+class ScalingConfig:
+    """How a data-parallel run scales: its workers and what each one needs.
+
+    Args:
+        num_workers: training workers (one process each), at least 1.
+        use_gpu: give each worker a GPU (``{"GPU": 1}`` unless ``resources_per_worker``
+            says otherwise) and use NCCL.
+        resources_per_worker: one worker's bundle, e.g. ``{"CPU": 2, "GPU": 1}``. Default
+            ``{"CPU": 1}``, or ``{"GPU": 1}`` with ``use_gpu``. ``cpu``/``gpu`` are accepted
+            for ``CPU``/``GPU``; other keys are custom resources.
+        placement_strategy: how the worker bundles are spread over nodes (``PACK``,
+            ``SPREAD``, ``STRICT_PACK``, ``STRICT_SPREAD``).
+        trainer_resources: the driver's bundle when the run is a Tune trial (the head of
+            ``as_placement_group_factory()``); default ``{"CPU": 1}``; ``{}`` reserves
+            nothing for it. A standalone ``fit()`` does not reserve it.
+
+    Raises:
+        ValueError: ``num_workers < 1``; ``use_gpu`` disagreeing with
+            ``resources_per_worker["GPU"]``; an unknown strategy; a bad amount.
+        TypeError: a value of the wrong type.
+
+    Example::
+
+        ScalingConfig(num_workers=4, use_gpu=True)
+        ScalingConfig(num_workers=2, resources_per_worker={"CPU": 2})
+    """
+
+    num_workers: int = 1
+    use_gpu: bool = False
+    resources_per_worker: Mapping[str, float] | None = None
+    placement_strategy: str = "PACK"
+    trainer_resources: Mapping[str, float] | None = None
+
+    def __post_init__(self) -> None:
+        n = self.num_workers
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise TypeError(f"num_workers must be an int, got {n!r} ({type(n).__name__})")
+        if n < 1:
+            raise ValueError(f"num_workers must be at least 1, got {n}")
+        if not isinstance(self.use_gpu, bool):
+            raise TypeError(f"use_gpu must be True or False, got {self.use_gpu!r}")
+        if self.placement_strategy not in STRATEGIES:
+            raise ValueError(
+                f"placement_strategy must be one of {', '.join(STRATEGIES)}, "
+                f"got {self.placement_strategy!r}"
+            )
+        per_worker = normalize_resources(self.resources_per_worker, "resources_per_worker")
+        normalize_resources(self.trainer_resources, "trainer_resources")
+        given = self.resources_per_worker is not None
+        gpus = per_worker.get("GPU", 0.0)
+        if self.use_gpu and given and _mentions_gpu(self.resources_per_worker) and gpus == 0:
+            raise ValueError(
+                "use_gpu=True but resources_per_worker sets GPU to 0 "
+                f"({dict(self.resources_per_worker or {})!r}); give each worker a GPU amount "
+                "above 0, or set use_gpu=False"
+            )
+        if not self.use_gpu and gpus > 0:
+            raise ValueError(
+                f"use_gpu=False but resources_per_worker asks for {gpus:g} GPU per worker "
+                f"({dict(self.resources_per_worker or {})!r}); set use_gpu=True, or remove "
+                "GPU from resources_per_worker"
+            )
+        if given and not per_worker and not self.use_gpu:
+            raise ValueError(
+                f"resources_per_worker={dict(self.resources_per_worker or {})!r} reserves "
+                "nothing for a worker; give it at least one positive amount, or leave it "
+                "None for {'CPU': 1}"
+            )
+
+    def worker_bundle(self) -> dict[str, float]:
+        """One worker's bundle, normalised (what each worker actor is spawned with)."""
+        if self.resources_per_worker is None:
+            return {"GPU": 1.0} if self.use_gpu else {"CPU": 1.0}
+        bundle = normalize_resources(self.resources_per_worker, "resources_per_worker")
+        if self.use_gpu:
+            bundle.setdefault("GPU", 1.0)
+        return bundle
+
+    def trainer_bundle(self) -> dict[str, float]:
+        """The trainer's (driver's) bundle, normalised; may be empty."""
+        if self.trainer_resources is None:
+            return {"CPU": 1.0}
+        return normalize_resources(self.trainer_resources, "trainer_resources")
+
+    @property
+    def num_cpus_per_worker(self) -> float:
+        return self.worker_bundle().get("CPU", 0.0)
+
+    @property
+    def num_gpus_per_worker(self) -> float:
+        return self.worker_bundle().get("GPU", 0.0)
+
+    @property
+    def total_resources(self) -> dict[str, float]:
+        """The trainer's bundle plus every worker's."""
+        return self.as_placement_group_factory().required_resources
+
+    def as_placement_group_factory(self) -> PlacementGroupSpec:
+        """``[trainer bundle, worker bundle x num_workers]`` with ``placement_strategy``."""
+        worker = self.worker_bundle()
+        return PlacementGroupSpec(
+            [self.trainer_bundle()] + [worker] * self.num_workers, self.placement_strategy
+        )
+
+
+def _mentions_gpu(resources: Mapping[str, Any] | None) -> bool:
+    return resources is not None and any(k in ("GPU", "gpu") for k in resources)

@@ -1,0 +1,189 @@
+"""The training function's side: ``train.report``, ``get_checkpoint``, ``get_context``.
+
+A training worker process runs one training function at a time, so the session is a
+module global set by the worker around the call (not a context variable: user code may
+start its own threads and report from them).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._checkpoint import Checkpoint, store
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """Where one worker sits in the gang (sent by the coordinator)."""
+
+    world_rank: int
+    local_rank: int
+    world_size: int
+    local_world_size: int
+    node_rank: int
+
+
+class TrainContext:
+    """Where this training worker sits in the gang (``train.get_context()``)."""
+
+    __slots__ = ("_experiment", "_info")
+
+    def __init__(self, info: WorkerInfo, experiment_name: str) -> None:
+        self._info = info
+        self._experiment = experiment_name
+
+    def get_world_rank(self) -> int:
+        """This worker's rank among all workers, ``0..world_size-1``."""
+        return self._info.world_rank
+
+    def get_local_rank(self) -> int:
+        """This worker's rank among the workers on its node."""
+        return self._info.local_rank
+
+    def get_world_size(self) -> int:
+        """How many workers the gang has."""
+        return self._info.world_size
+
+    def get_local_world_size(self) -> int:
+        """How many workers of the gang run on this node."""
+        return self._info.local_world_size
+
+    def get_node_rank(self) -> int:
+        """The rank of this worker's node among the gang's nodes."""
+        return self._info.node_rank
+
+    def get_experiment_name(self) -> str:
+        """The run's name (its folder under ``storage_path``)."""
+        return self._experiment
+
+    def __repr__(self) -> str:
+        i = self._info
+        return (
+            f"TrainContext(world_rank={i.world_rank}, local_rank={i.local_rank}, "
+            f"world_size={i.world_size}, local_world_size={i.local_world_size}, "
+            f"node_rank={i.node_rank})"
+        )
+
+
+class Session:
+    """One training function's run in one worker."""
+
+    def __init__(
+        self,
+        context: TrainContext,
+        run_dir: Path,
+        restore: Checkpoint | None,
+        next_index: int,
+        score_attribute: str | None,
+        push: Callable[[dict[str, Any], str | None], None],
+    ) -> None:
+        self.context = context
+        self.run_dir = run_dir
+        self.restore = restore
+        self.next_index = next_index
+        self.score_attribute = score_attribute
+        self.push = push
+        self.reports = 0
+        self.lock = threading.Lock()
+
+    def report(self, metrics: Mapping[str, Any], checkpoint: Checkpoint | None) -> None:
+        plain = _plain_metrics(metrics)
+        if checkpoint is not None and not isinstance(checkpoint, Checkpoint):
+            raise TypeError(
+                "checkpoint must be a train.Checkpoint (Checkpoint.from_directory(path)), "
+                f"got {checkpoint!r}"
+            )
+        attr = self.score_attribute
+        if checkpoint is not None and attr is not None:
+            score = plain.get(attr)
+            if isinstance(score, bool) or not isinstance(score, int | float):
+                raise ValueError(
+                    f"CheckpointConfig ranks checkpoints by {attr!r}, so a report with a "
+                    f"checkpoint needs that metric as a number; got "
+                    f"{attr}={score!r} among {sorted(plain)}"
+                )
+        with self.lock:
+            self.reports += 1
+            if self.context.get_world_rank() != 0:
+                return  # only rank 0's metrics and checkpoints are kept
+            stored = None
+            if checkpoint is not None:
+                stored = store(checkpoint, self.run_dir, self.next_index).path
+                self.next_index += 1
+            self.push(plain, stored)
+
+
+_session: Session | None = None
+
+
+def set_session(session: Session | None) -> None:
+    global _session
+    _session = session
+
+
+def _current(what: str) -> Session:
+    if _session is None:
+        raise RuntimeError(
+            f"train.{what}() works inside a training function run by a trainer "
+            "(DataParallelTrainer / TorchTrainer), not here"
+        )
+    return _session
+
+
+def report(metrics: Mapping[str, Any], checkpoint: Checkpoint | None = None) -> None:
+    """Report metrics (and optionally a checkpoint) from the training function.
+
+    Every worker may call it; rank 0's metrics become the run's results and are forwarded
+    to the coordinator as they come (without waiting for it), and rank 0's checkpoint is
+    copied into the run's folder before this returns and kept per ``CheckpointConfig``.
+    Other ranks' metrics and checkpoints are not kept.
+
+    Args:
+        metrics: a dict of metric name to value; numpy and torch scalars become floats.
+        checkpoint: a ``Checkpoint`` to keep (``Checkpoint.from_directory(d)``).
+
+    Raises:
+        RuntimeError: called outside a training function.
+        TypeError: metrics that are not a dict with string keys, or a bad checkpoint.
+        ValueError: a checkpoint without the ``checkpoint_score_attribute`` metric.
+    """
+    _current("report").report(metrics, checkpoint)
+
+
+def get_checkpoint() -> Checkpoint | None:
+    """The checkpoint to resume from: the latest one rank 0 reported before this attempt
+    (after a failure), or ``None`` on a fresh start. Every rank gets the same one."""
+    return _current("get_checkpoint").restore
+
+
+def get_context() -> TrainContext:
+    """This worker's ranks and sizes in the gang."""
+    return _current("get_context").context
+
+
+def _plain_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(metrics, Mapping):
+        raise TypeError(f"metrics must be a dict of name to value, got {metrics!r}")
+    plain: dict[str, Any] = {}
+    for key, value in metrics.items():
+        if not isinstance(key, str):
+            raise TypeError(f"metric names are strings, got {key!r} in {dict(metrics)!r}")
+        plain[key] = _plain(value)
+    return plain
+
+
+def _plain(value: Any) -> Any:
+    """numpy / torch scalars (anything whose ``item()`` works) as Python numbers."""
+    if isinstance(value, bool | int | float | str) or value is None:
+        return value
+    item = getattr(value, "item", None)
+    if callable(item):
+        try:
+            return item()
+        except (ValueError, RuntimeError, TypeError):  # more than one element
+            return value
+    return value

@@ -1,0 +1,143 @@
+"""The training worker: one worker-process actor per rank, running the training function.
+
+``run`` is a sync method, so it runs on the actor's own thread and may take hours, while
+the worker's event loop keeps answering messages: ``next_reports`` (async, on the loop)
+hands rank 0's reports to the coordinator as they come. Reports stay in the worker until
+the coordinator acknowledges them (``after``), so a report is never lost between a poll
+and a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import actorrt
+
+from ._backend import Backend, WorkerSetup
+from ._checkpoint import Checkpoint
+from ._session import Session, TrainContext, WorkerInfo, set_session
+
+logger = logging.getLogger("actorrt.train")
+
+Report = tuple[int, dict[str, Any], str | None]  # (sequence number, metrics, checkpoint dir)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything one worker needs for one attempt (sent with ``run``)."""
+
+    train_fn: Callable[..., Any]
+    pass_config: bool
+    config: dict[str, Any]
+    setup: WorkerSetup
+    env: dict[str, str]
+    backend: Backend
+    run_dir: str
+    experiment_name: str
+    restore: str | None
+    next_index: int
+    score_attribute: str | None
+
+
+@actorrt.actor(process=True, max_concurrency=3)
+class TrainWorker:
+    """One rank of the gang. Three messages at once: ``run`` on the actor's thread,
+    ``next_reports`` polls and a final drain on the loop."""
+
+    def __init__(self) -> None:
+        self._reports: list[Report] = []
+        self._seq = 0
+        self._finished = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._changed: asyncio.Event | None = None
+
+    async def on_start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._changed = asyncio.Event()
+
+    async def describe(self) -> dict[str, Any]:
+        """Where this worker runs: pid, node, and the GPUs of its own grant."""
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+        return {
+            "pid": os.getpid(),
+            "node": socket.gethostname(),
+            "gpus": [g.strip() for g in visible.split(",") if g.strip()],
+        }
+
+    def run(self, spec: RunSpec) -> dict[str, Any]:
+        """Run the training function once; return what the coordinator must know after."""
+        saved = {key: os.environ.get(key) for key in spec.env}
+        os.environ.update(spec.env)
+        setup = spec.setup
+        info = WorkerInfo(
+            setup.world_rank, setup.local_rank, setup.world_size,
+            setup.local_world_size, setup.node_rank,
+        )
+        session = Session(
+            TrainContext(info, spec.experiment_name),
+            Path(spec.run_dir),
+            Checkpoint(spec.restore) if spec.restore else None,
+            spec.next_index,
+            spec.score_attribute,
+            self._push,
+        )
+        set_session(session)
+        started = False
+        try:
+            spec.backend.on_start(setup)
+            started = True
+            if spec.pass_config:
+                spec.train_fn(spec.config)
+            else:
+                spec.train_fn()
+        finally:
+            if started:
+                try:
+                    spec.backend.on_shutdown()
+                except Exception:
+                    logger.exception("the training backend's shutdown failed")
+            set_session(None)
+            for key, old in saved.items():
+                if old is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = old
+            self._call_on_loop(self._finish)
+        return {"reports": session.reports, "fresh_process": spec.backend.needs_fresh_process()}
+
+    async def next_reports(self, after: int, wait: bool = True) -> tuple[list[Report], bool]:
+        """Reports after sequence number ``after`` (those up to it are dropped: the
+        coordinator has them), and whether ``run`` has ended. With ``wait``, waits until
+        there is one or the run ends."""
+        assert self._changed is not None
+        self._reports = [r for r in self._reports if r[0] > after]
+        while wait and not self._reports and not self._finished:
+            self._changed.clear()
+            await self._changed.wait()
+        return list(self._reports), self._finished
+
+    # Called on the training thread by train.report (rank 0 only).
+    def _push(self, metrics: dict[str, Any], checkpoint: str | None) -> None:
+        self._call_on_loop(self._add, metrics, checkpoint)
+
+    def _call_on_loop(self, func: Callable[..., None], *args: Any) -> None:
+        assert self._loop is not None
+        self._loop.call_soon_threadsafe(func, *args)
+
+    def _add(self, metrics: dict[str, Any], checkpoint: str | None) -> None:
+        self._seq += 1
+        self._reports.append((self._seq, metrics, checkpoint))
+        assert self._changed is not None
+        self._changed.set()
+
+    def _finish(self) -> None:
+        self._finished = True
+        assert self._changed is not None
+        self._changed.set()

@@ -1,0 +1,83 @@
+"""``TorchConfig`` and the backend that starts ``torch.distributed`` in each worker."""
+
+from __future__ import annotations
+
+import datetime
+import math
+from dataclasses import dataclass
+
+from .._backend import Backend, WorkerSetup
+
+BACKENDS = (None, "gloo", "nccl")
+
+# This worker's device, set while a training function runs (read by get_device()).
+current_device_index: int | None = None
+
+
+@dataclass(frozen=True)
+class TorchConfig:
+    """How ``TorchTrainer`` sets up ``torch.distributed``.
+
+    Args:
+        backend: ``"gloo"``, ``"nccl"``, or ``None`` (default): NCCL when the worker has a
+            GPU that CUDA can use, else gloo.
+        timeout_s: seconds a collective (and the rendezvous) may wait before failing.
+
+    Raises:
+        ValueError: an unknown backend or a non-positive timeout.
+    """
+
+    backend: str | None = None
+    timeout_s: float = 1800
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ValueError(
+                f"backend must be None, 'gloo' or 'nccl', got {self.backend!r}"
+            )
+        t = self.timeout_s
+        if isinstance(t, bool) or not isinstance(t, int | float):
+            raise TypeError(f"timeout_s must be a number of seconds, got {t!r}")
+        if not math.isfinite(t) or t <= 0:
+            raise ValueError(f"timeout_s must be a positive number of seconds, got {t!r}")
+
+
+class TorchBackend(Backend):
+    """Joins the gang's process group before the training function, leaves it after."""
+
+    def __init__(self, config: TorchConfig) -> None:
+        self.config = config
+        self._cuda_used = False
+
+    def on_start(self, setup: WorkerSetup) -> None:
+        global current_device_index
+        import torch
+        import torch.distributed as dist
+
+        on_gpu = setup.device_index is not None and torch.cuda.is_available()
+        backend = self.config.backend or ("nccl" if on_gpu else "gloo")
+        if on_gpu:
+            assert setup.device_index is not None
+            torch.cuda.set_device(setup.device_index)
+            current_device_index = setup.device_index
+            self._cuda_used = True
+        dist.init_process_group(
+            backend=backend,
+            init_method=f"tcp://{setup.master_addr}:{setup.master_port}",
+            rank=setup.world_rank,
+            world_size=setup.world_size,
+            timeout=datetime.timedelta(seconds=self.config.timeout_s),
+        )
+
+    def on_shutdown(self) -> None:
+        global current_device_index
+        import torch.distributed as dist
+
+        current_device_index = None
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+    def needs_fresh_process(self) -> bool:
+        # CUDA started under the node's union of devices: a later actor in this process
+        # would see that list, not its own grant's.
+        return self._cuda_used
