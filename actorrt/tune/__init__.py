@@ -1,0 +1,140 @@
+"""actorrt.tune: Ray Tune's API on actorrt's actors and broker (DESIGN.md §6).
+
+A Ray Tune script ports by changing ``from ray import tune`` to ``from actorrt import tune``.
+Every trial is a trial-driver actor in a worker process holding its resources as one
+placement group, so a trial and the workers it declares are reserved atomically, and an
+undeclared request that can never be met is an error in the results, not a hang.
+
+This package is a library layer: it uses only the public ``actorrt`` API (and the pure
+``actorrt.resources`` layer, for GPU discovery). Submodules mirror Ray's:
+``actorrt.tune.schedulers``, ``actorrt.tune.search``, ``actorrt.tune.stopper``,
+``actorrt.tune.utils``.
+
+Names are imported on first use (PEP 562): a trial's worker process imports this package to
+run a trainable, and needs only the trial-side modules, not the controller's. Every trial
+process pays for what this package imports, so it stays small.
+"""
+
+import importlib as _importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from . import schedulers as schedulers
+    from . import search as search
+    from . import stopper as stopper
+    from . import utils as utils
+    from ._checkpoint import Checkpoint as Checkpoint
+    from ._config import CheckpointConfig as CheckpointConfig
+    from ._config import FailureConfig as FailureConfig
+    from ._config import RunConfig as RunConfig
+    from ._config import TuneConfig as TuneConfig
+    from ._resources import PlacementGroupFactory as PlacementGroupFactory
+    from ._resources import with_resources as with_resources
+    from ._result import Result as Result
+    from ._result import ResultGrid as ResultGrid
+    from ._sample import Domain as Domain
+    from ._sample import choice as choice
+    from ._sample import grid_search as grid_search
+    from ._sample import lograndint as lograndint
+    from ._sample import loguniform as loguniform
+    from ._sample import qloguniform as qloguniform
+    from ._sample import qrandint as qrandint
+    from ._sample import qrandn as qrandn
+    from ._sample import quniform as quniform
+    from ._sample import randint as randint
+    from ._sample import randn as randn
+    from ._sample import sample_from as sample_from
+    from ._sample import uniform as uniform
+    from ._schedulers import TrialScheduler as TrialScheduler
+    from ._session import StopTrial as StopTrial
+    from ._session import TuneContext as TuneContext
+    from ._session import get_checkpoint as get_checkpoint
+    from ._session import get_context as get_context
+    from ._session import report as report
+    from ._trainable import Trainable as Trainable
+    from ._tuner import Tuner as Tuner
+
+__all__ = [
+    "Checkpoint",
+    "CheckpointConfig",
+    "Domain",
+    "FailureConfig",
+    "PlacementGroupFactory",
+    "Result",
+    "ResultGrid",
+    "RunConfig",
+    "StopTrial",
+    "Trainable",
+    "TrialScheduler",
+    "TuneConfig",
+    "TuneContext",
+    "Tuner",
+    "choice",
+    "get_checkpoint",
+    "get_context",
+    "grid_search",
+    "lograndint",
+    "loguniform",
+    "qloguniform",
+    "qrandint",
+    "qrandn",
+    "quniform",
+    "randint",
+    "randn",
+    "report",
+    "sample_from",
+    "uniform",
+    "with_resources",
+]
+
+_SUBMODULES = frozenset({"stopper", "utils", "schedulers", "search"})
+_WHERE = {
+    "Checkpoint": "._checkpoint",
+    "CheckpointConfig": "._config",
+    "FailureConfig": "._config",
+    "RunConfig": "._config",
+    "TuneConfig": "._config",
+    "PlacementGroupFactory": "._resources",
+    "with_resources": "._resources",
+    "Result": "._result",
+    "ResultGrid": "._result",
+    "Domain": "._sample",
+    "choice": "._sample",
+    "grid_search": "._sample",
+    "lograndint": "._sample",
+    "loguniform": "._sample",
+    "qloguniform": "._sample",
+    "qrandint": "._sample",
+    "qrandn": "._sample",
+    "quniform": "._sample",
+    "randint": "._sample",
+    "randn": "._sample",
+    "sample_from": "._sample",
+    "uniform": "._sample",
+    "TrialScheduler": "._schedulers",
+    "StopTrial": "._session",
+    "TuneContext": "._session",
+    "get_checkpoint": "._session",
+    "get_context": "._session",
+    "report": "._session",
+    "Trainable": "._trainable",
+    "Tuner": "._tuner",
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    if name in _SUBMODULES:
+        value: _typing.Any = _importlib.import_module(f"{__name__}.{name}")
+    elif name in _WHERE:
+        value = getattr(_importlib.import_module(_WHERE[name], __name__), name)
+        # Public objects show their public module in reprs and tracebacks.
+        if isinstance(value, type) and value.__module__.startswith(f"{__name__}._"):
+            value.__module__ = __name__
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__) | _SUBMODULES)

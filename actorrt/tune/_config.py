@@ -1,0 +1,204 @@
+"""Configuration objects: ``TuneConfig``, ``RunConfig``, ``FailureConfig``, ``CheckpointConfig``.
+
+Each validates its values where it is built, so a bad value fails at the line that wrote it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from ._schedulers import TrialScheduler
+from ._search import ConcurrencyLimiter, Searcher
+
+__all__ = ["CheckpointConfig", "FailureConfig", "RunConfig", "TuneConfig"]
+
+
+def _mode(mode: str | None) -> None:
+    if mode not in (None, "min", "max"):
+        raise ValueError(f"mode must be 'min', 'max' or None, got {mode!r}")
+
+
+@dataclasses.dataclass
+class TuneConfig:
+    """How to search (Ray Tune's ``TuneConfig``).
+
+    Attributes:
+        metric: the metric that ``get_best_result``, schedulers and searchers optimise.
+        mode: ``"min"`` or ``"max"``.
+        search_alg: a :class:`Searcher`; default random/grid search
+            (:class:`BasicVariantGenerator`).
+        scheduler: a :class:`TrialScheduler`; default FIFO (never stops a trial early).
+        num_samples: samples of the param space (each expands its grid); for a searcher
+            that does not count samples itself, the number of trials.
+        max_concurrent_trials: at most this many trials started and unfinished; ``None``
+            or ``0``: no limit (resources still bound it). Wraps the search algorithm in a
+            :class:`ConcurrencyLimiter`.
+        time_budget_s: stop the experiment after this many seconds (running trials are
+            stopped, and count as finished).
+        seed: an actorrt addition: seeds the default search algorithm's sampling, so the
+            same seed gives the same configs.
+        trial_name_creator, trial_dirname_creator: ``trial -> str`` for names and folders.
+    """
+
+    metric: str | None = None
+    mode: str | None = None
+    search_alg: Searcher | None = None
+    scheduler: TrialScheduler | None = None
+    num_samples: int = 1
+    max_concurrent_trials: int | None = None
+    time_budget_s: float | None = None
+    seed: int | None = None
+    trial_name_creator: Callable[[Any], str] | None = None
+    trial_dirname_creator: Callable[[Any], str] | None = None
+
+    def __post_init__(self) -> None:
+        _mode(self.mode)
+        if isinstance(self.num_samples, bool) or not isinstance(self.num_samples, int):
+            raise ValueError(f"num_samples must be an int, got {self.num_samples!r}")
+        if self.num_samples < 1:
+            raise ValueError(f"num_samples must be at least 1, got {self.num_samples!r}")
+        limit = self.max_concurrent_trials
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+            raise ValueError(
+                f"max_concurrent_trials must be an int or None, got {limit!r}"
+            )
+        if limit is not None and limit < 0:
+            raise ValueError(
+                f"max_concurrent_trials must be None or 0 (no limit) or positive, got {limit}"
+            )
+        if self.time_budget_s is not None and not self.time_budget_s > 0:
+            raise ValueError(f"time_budget_s must be positive, got {self.time_budget_s!r}")
+        if self.search_alg is not None and not isinstance(self.search_alg, Searcher):
+            raise ValueError(f"search_alg must be a tune Searcher, got {self.search_alg!r}")
+        if self.scheduler is not None and not isinstance(self.scheduler, TrialScheduler):
+            raise ValueError(f"scheduler must be a TrialScheduler, got {self.scheduler!r}")
+        # Fail here, not at fit(), when the limit contradicts a limiter already given.
+        limited_search_alg(self.search_alg, self.max_concurrent_trials, warn=False)
+
+
+def limited_search_alg(
+    search_alg: Searcher | None, limit: int | None, *, warn: bool = True
+) -> Searcher | None:
+    """``search_alg`` wrapped in a ``ConcurrencyLimiter`` when ``limit`` asks for one."""
+    if not limit:
+        return search_alg
+    if isinstance(search_alg, ConcurrencyLimiter):
+        if search_alg.max_concurrent != limit:
+            raise ValueError(
+                f"max_concurrent_trials={limit} contradicts the search algorithm's "
+                f"ConcurrencyLimiter(max_concurrent={search_alg.max_concurrent}); give one "
+                "limit: drop max_concurrent_trials or the ConcurrencyLimiter"
+            )
+        if warn:
+            warnings.warn(
+                f"max_concurrent_trials={limit} repeats the ConcurrencyLimiter's limit; "
+                "only one is needed",
+                stacklevel=4,
+            )
+        return search_alg
+    if search_alg is None:
+        return None  # the controller wraps the default searcher it makes
+    return ConcurrencyLimiter(search_alg, limit)
+
+
+@dataclasses.dataclass
+class FailureConfig:
+    """What to do when a trial fails.
+
+    Attributes:
+        max_failures: retries per trial, from its last checkpoint (``-1``: no limit). A
+            trial whose error is a resource configuration error (``ResourceDeadlockError``,
+            ``InfeasibleResourceError``) is never retried: it would fail the same way.
+        fail_fast: stop the whole experiment at the first trial error.
+    """
+
+    max_failures: int = 0
+    fail_fast: bool = False
+
+    def __post_init__(self) -> None:
+        value = self.max_failures
+        if isinstance(value, bool) or not isinstance(value, int) or value < -1:
+            raise ValueError(f"max_failures must be an int >= -1, got {value!r}")
+
+
+@dataclasses.dataclass
+class CheckpointConfig:
+    """Which checkpoints to take and keep.
+
+    Attributes:
+        num_to_keep: keep at most this many per trial (``None``: all); the latest is always
+            kept, since a retry restarts from it.
+        checkpoint_score_attribute: rank checkpoints by this metric for deletion (default:
+            by age).
+        checkpoint_score_order: ``"max"`` or ``"min"``: which scores are better.
+        checkpoint_frequency: class trainables: checkpoint every N iterations (``0``: never).
+        checkpoint_at_end: class trainables: checkpoint when the trial ends.
+    """
+
+    num_to_keep: int | None = None
+    checkpoint_score_attribute: str | None = None
+    checkpoint_score_order: str = "max"
+    checkpoint_frequency: int = 0
+    checkpoint_at_end: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.num_to_keep is not None and (
+            isinstance(self.num_to_keep, bool)
+            or not isinstance(self.num_to_keep, int)
+            or self.num_to_keep < 1
+        ):
+            raise ValueError(
+                f"num_to_keep must be None or a positive int, got {self.num_to_keep!r}"
+            )
+        if self.checkpoint_score_order not in ("max", "min"):
+            order = self.checkpoint_score_order
+            raise ValueError(f"checkpoint_score_order must be 'max' or 'min', got {order!r}")
+        if self.checkpoint_frequency < 0:
+            raise ValueError(
+                f"checkpoint_frequency must be >= 0, got {self.checkpoint_frequency!r}"
+            )
+
+
+@dataclasses.dataclass
+class RunConfig:
+    """Where and how long to run (Ray's ``RunConfig``).
+
+    Attributes:
+        name: the experiment's folder name (default: trainable name and time).
+        storage_path: where experiment folders go (default ``~/actorrt_results``).
+        stop: when a trial stops: a dict ``{"training_iteration": 10}`` (stop when any
+            metric reaches its value), a callable ``(trial_id, result) -> bool``, or a
+            ``tune.stopper.Stopper``.
+        failure_config: retries, see :class:`FailureConfig`.
+        checkpoint_config: see :class:`CheckpointConfig`.
+        callbacks: accepted for Ray compatibility; not called yet.
+        verbose: ``0`` silent; ``1`` a periodic status line, trial errors and retries, and
+            a final table; ``2`` also a line per trial status change; ``3`` also a line per
+            result.
+    """
+
+    name: str | None = None
+    storage_path: str | None = None
+    stop: Any = None
+    failure_config: FailureConfig | None = None
+    checkpoint_config: CheckpointConfig | None = None
+    callbacks: list[Any] | None = None
+    verbose: int = 1
+
+    def __post_init__(self) -> None:
+        if self.verbose not in (0, 1, 2, 3):
+            raise ValueError(f"verbose must be 0, 1, 2 or 3, got {self.verbose!r}")
+        if self.name is not None and (not self.name or "/" in self.name):
+            raise ValueError(f"name must be a non-empty folder name, got {self.name!r}")
+        if not (
+            self.stop is None
+            or isinstance(self.stop, dict)
+            or callable(self.stop)
+        ):
+            raise ValueError(
+                f"stop must be a dict, a callable (trial_id, result) -> bool, or a Stopper; "
+                f"got {self.stop!r}"
+            )

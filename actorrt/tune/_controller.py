@@ -1,0 +1,419 @@
+"""The controller: makes trials, runs each as a trial-driver actor, and collects results.
+
+It runs on the runtime's event loop, in the driver process. Each trial is one asyncio task
+that spawns the trial's driver actor with the trial's factory as its own placement group
+(``placement_group=bundles``, ``process=True``): the broker, not the controller, decides
+when a trial's resources are free, so parallelism is exactly what the resources allow, and
+a trial's declared workers are reserved atomically with it. Results come back through an
+inline report-bus actor: each ``tune.report`` is one ask whose answer is the scheduler's
+decision.
+
+Up to ``max_pending`` trials wait for resources at a time (Ray's pending-trial limit): enough
+to fill the cluster as soon as anything frees, without drawing every sample up front.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import os
+import secrets
+import socket
+import time
+from typing import Any
+
+import actorrt
+
+from ._bus import ReportBusActor, TrialDriverActor
+from ._config import CheckpointConfig, FailureConfig, RunConfig, TuneConfig, limited_search_alg
+from ._progress import ProgressReporter
+from ._resources import resolve_resources
+from ._result import ResultGrid, grid_of
+from ._schedulers import FIFOScheduler, TrialScheduler
+from ._search import BasicVariantGenerator, ConcurrencyLimiter, Searcher
+from ._session import CONTINUE, STOP
+from ._stopper import to_stopper
+from ._storage import ExperimentStorage, copy_dir_atomic
+from ._trial import ERROR, PENDING, RUNNING, TERMINATED, Trial
+from ._trial_actor import error_outcome, load_error
+
+__all__ = ["TuneController"]
+
+logger = logging.getLogger("actorrt.tune")
+
+STOP_GRACE_S = 2.0  # a trial told to stop gets this long to reach its next report
+MAX_PENDING_ENV = "ACTORRT_TUNE_MAX_PENDING_TRIALS"
+DEFAULT_STORAGE = os.path.join("~", "actorrt_results")
+
+
+def trainable_name(trainable: Any) -> str:
+    name = getattr(trainable, "__name__", None) or type(trainable).__name__
+    return str(name)
+
+
+class TuneController:
+    """Runs one experiment to its end; see the module docstring."""
+
+    def __init__(
+        self,
+        trainable: Any,
+        param_space: dict[str, Any],
+        tune_config: TuneConfig,
+        run_config: RunConfig,
+    ) -> None:
+        self.trainable = trainable
+        self.param_space = param_space
+        self.tune_config = tune_config
+        self.run_config = run_config
+        self.failure = run_config.failure_config or FailureConfig()
+        self.checkpoint_config = run_config.checkpoint_config or CheckpointConfig()
+        name = run_config.name or (
+            f"{trainable_name(trainable)}_{time.strftime('%Y-%m-%d_%H-%M-%S')}"
+        )
+        self.storage = ExperimentStorage(run_config.storage_path or DEFAULT_STORAGE, name)
+        self.name = name
+        self.searcher = self._make_searcher()
+        self.scheduler: TrialScheduler = tune_config.scheduler or FIFOScheduler()
+        self.scheduler.set_search_properties(tune_config.metric, tune_config.mode)
+        self.stopper = to_stopper(run_config.stop)
+        self.progress = ProgressReporter(run_config.verbose, tune_config.metric, tune_config.mode)
+        self.trials: list[Trial] = []
+        self._by_id: dict[str, Trial] = {}
+        self._tasks: dict[asyncio.Task[None], Trial] = {}
+        self._refs: dict[str, Any] = {}
+        self._kills: set[asyncio.Future[Any]] = set()
+        self._tag = secrets.token_hex(3)[:5]
+        self._pending = 0
+        self._search_done = False
+        self._stopping = False
+        self._warned_pause = False
+        self._hostname = socket.gethostname()
+        self._changed: asyncio.Event | None = None
+        self.bus: Any = None
+
+    def _make_searcher(self) -> Searcher:
+        config = self.tune_config
+        searcher = limited_search_alg(config.search_alg, config.max_concurrent_trials)
+        if searcher is None:
+            searcher = BasicVariantGenerator()
+            if config.max_concurrent_trials:
+                searcher = ConcurrencyLimiter(searcher, config.max_concurrent_trials)
+        searcher.set_search_properties(
+            config.metric, config.mode, self.param_space,
+            num_samples=config.num_samples, seed=config.seed,
+        )
+        return searcher
+
+    def _max_pending(self) -> int:
+        if os.environ.get(MAX_PENDING_ENV):
+            return max(1, int(os.environ[MAX_PENDING_ENV]))
+        inner = self.searcher.searcher if isinstance(self.searcher, ConcurrencyLimiter) else None
+        if not isinstance(inner or self.searcher, BasicVariantGenerator):
+            return 1  # an adaptive searcher learns from results: suggest late
+        cpus = actorrt.cluster_resources().get("CPU", 1.0)
+        return max(16, math.ceil(cpus * 1.1))
+
+    # ------------------------------------------------------------------ the loop
+
+    async def run(self) -> ResultGrid:
+        """Run every trial to its end and return the results."""
+        loop = asyncio.get_running_loop()
+        self._changed = asyncio.Event()
+        max_pending = self._max_pending()
+        self.bus = await ReportBusActor.options(process=False).spawn(self)
+        timers: list[asyncio.TimerHandle] = []
+        status_task: asyncio.Task[None] | None = None
+        if self.tune_config.time_budget_s is not None:
+            timers.append(
+                loop.call_later(self.tune_config.time_budget_s, self.stop_all, "time budget")
+            )
+        if self.run_config.verbose >= 1:
+            status_task = asyncio.create_task(self._status_loop())
+        try:
+            while True:
+                self._launch(max_pending)
+                if not self._tasks and (self._search_done or self._stopping):
+                    break
+                await self._changed.wait()
+                self._changed.clear()
+        finally:
+            for timer in timers:
+                timer.cancel()
+            if status_task is not None:
+                status_task.cancel()
+                await asyncio.gather(status_task, return_exceptions=True)
+            await self._cancel_all()
+            if self._kills:
+                await asyncio.gather(*self._kills, return_exceptions=True)
+            await self.bus.stop()
+            self.storage.close()
+        self.progress.final(self.trials, self.storage.path)
+        return self.result_grid()
+
+    async def _status_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.progress.interval)
+            self.progress.status(self.trials)
+
+    async def _cancel_all(self) -> None:
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _notify(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+
+    def _launch(self, max_pending: int) -> None:
+        while not self._search_done and not self._stopping and self._pending < max_pending:
+            counted = self.searcher.counts_samples
+            if not counted and len(self.trials) >= self.tune_config.num_samples:
+                self._search_done = True
+                return
+            trial_id = f"{self._tag}_{len(self.trials):05d}"
+            config = self.searcher.suggest(trial_id)
+            if config == Searcher.FINISHED:
+                self._search_done = True
+                return
+            if not isinstance(config, dict):
+                return  # not now: a limiter is full
+            self._start(trial_id, config)
+
+    def _start(self, trial_id: str, config: dict[str, Any]) -> None:
+        name = f"{trainable_name(self.trainable)}_{trial_id}"
+        trial = Trial(trial_id, name, config, None, "")
+        creator = self.tune_config.trial_name_creator
+        if creator is not None:
+            trial.trial_name = str(creator(trial))
+        dirname = self.tune_config.trial_dirname_creator
+        trial.path = self.storage.trial_dir(str(dirname(trial)) if dirname else trial.trial_name)
+        self.storage.write_params(trial.path, config)
+        self.trials.append(trial)
+        self._by_id[trial_id] = trial
+        self.scheduler.on_trial_add(self, trial)
+        self.progress.trial_status(trial)
+        try:
+            trial.resources = resolve_resources(self.trainable, config)
+        except Exception as exc:  # a bad resources callable or dict: this trial's error
+            self._errored(trial, error_outcome(exc) | {"config_error": True}, exc)
+            return
+        self._pending += 1
+        task = asyncio.create_task(self._run_trial(trial), name=f"tune {trial.trial_name}")
+        self._tasks[task] = trial
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.pop(task, None)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("tune: the task of a trial failed", exc_info=task.exception())
+        self._notify()
+
+    # ------------------------------------------------------------------ one trial
+
+    async def _run_trial(self, trial: Trial) -> None:
+        assert trial.resources is not None
+        max_failures = self.failure.max_failures
+        try:
+            ref = await TrialDriverActor.options(
+                process=True,
+                placement_group=trial.resources.bundles,
+                strategy=trial.resources.strategy,
+                max_restarts=-1 if max_failures < 0 else max_failures,
+                # The default name (unique per runtime): trial_name_creator may repeat names.
+                name=f"{trainable_name(self.trainable)}_{trial.trial_id}",
+            ).spawn(self.trainable, self.bus)
+        except Exception as exc:  # infeasible resources, a trainable that does not travel
+            self._errored(trial, error_outcome(exc), exc)
+            return
+        finally:
+            self._pending -= 1
+            self._notify()
+        self._refs[trial.trial_id] = ref
+        ended = False
+        try:
+            trial.status = RUNNING
+            self.progress.trial_status(trial)
+            await self._attempts(trial, ref)
+            ended = True
+        finally:
+            self._refs.pop(trial.trial_id, None)
+            if trial.status == RUNNING:  # cancelled mid-run: the experiment is stopping
+                self._complete(trial)
+            # A trial that ended returns its worker to the pool; one cut off is killed.
+            await (ref.stop() if ended else ref.kill())
+
+    async def _attempts(self, trial: Trial, ref: Any) -> None:
+        while True:
+            try:
+                outcome: dict[str, Any] = await ref.run(self._spec(trial))
+            except actorrt.ActorDiedError as exc:
+                outcome = {"status": "stopped"} if trial.should_stop else error_outcome(exc)
+                outcome["exception"] = exc
+            if outcome["status"] != "error":
+                if trial.restart_with is not None and not (self._stopping or trial.should_stop):
+                    await self._restart(trial)
+                    continue
+                self._complete(trial)
+                return
+            error = outcome.get("exception") or load_error(outcome)
+            trial.num_failures += 1
+            limit = self.failure.max_failures
+            if (
+                outcome.get("config_error")
+                or self._stopping
+                or (limit >= 0 and trial.num_failures > limit)
+            ):
+                self._errored(trial, outcome, error)
+                return
+            where = trial.checkpoint or "the start"
+            self.progress.trial_status(
+                trial, f"failed ({outcome['error_type']}); retry {trial.num_failures} from {where}"
+            )
+
+    def _take_donor_checkpoint(self, trial: Trial) -> None:
+        """PBT's exploit, at the decision: copy the donor's latest checkpoint into this
+        trial's folder now, while it exists (the donor may delete it at its next report).
+        Files are hard-linked where possible (checkpoints are never modified in place), so
+        this costs next to nothing on the driver's loop."""
+        assert trial.restart_with is not None
+        config, (source, score, iteration, time_total) = trial.restart_with
+        dest = os.path.join(trial.path, f"checkpoint_{trial.checkpoint_count:06d}")
+        copy_dir_atomic(source, dest, link=True)
+        trial.checkpoint_count += 1
+        trial.restart_with = (config, (dest, score, iteration, time_total))
+
+    async def _restart(self, trial: Trial) -> None:
+        """Start the next attempt of a trial a scheduler restarted (PBT): its new config,
+        from the checkpoint taken from the donor."""
+        assert trial.restart_with is not None
+        config, record = trial.restart_with
+        trial.restart_with = None
+        trial.checkpoints.append(record)
+        trial.config = config
+        self.storage.write_params(trial.path, config)
+        self.progress.trial_status(trial, f"restarts from {record[0]} with {config}")
+
+    def _spec(self, trial: Trial) -> dict[str, Any]:
+        assert trial.resources is not None
+        spec = {
+            "trial_id": trial.trial_id,
+            "trial_name": trial.trial_name,
+            "experiment_name": self.name,
+            "trial_dir": trial.path,
+            "config": trial.config,
+            "bundles": trial.resources.bundles,
+            "strategy": trial.resources.strategy,
+            "checkpoint_frequency": self.checkpoint_config.checkpoint_frequency,
+            "checkpoint_at_end": self.checkpoint_config.checkpoint_at_end,
+            "checkpoint_count": trial.checkpoint_count,
+        }
+        spec.update(trial.restore_spec())
+        return spec
+
+    def _complete(self, trial: Trial) -> None:
+        trial.status = TERMINATED
+        if trial.last_result:
+            trial.last_result["done"] = True
+        self.scheduler.on_trial_complete(self, trial, trial.last_result)
+        self.searcher.on_trial_complete(trial.trial_id, trial.last_result, error=False)
+        self.storage.close_trial(trial.path)
+        self.progress.trial_status(trial)
+        self._notify()
+
+    def _errored(
+        self, trial: Trial, outcome: dict[str, Any], error: BaseException | None
+    ) -> None:
+        trial.status = ERROR
+        trial.error_text = outcome.get("error_text", "")
+        trial.config_error = bool(outcome.get("config_error"))
+        if error is None:
+            error = actorrt.ActorrtError(f"trial {trial.trial_id} failed: {outcome['error_type']}")
+        if trial.error_text and not getattr(error, "__notes__", None):
+            error.add_note(f"trial {trial.trial_name}: {trial.error_text.rstrip()}")
+        trial.error = error
+        self.scheduler.on_trial_error(self, trial)
+        self.searcher.on_trial_complete(trial.trial_id, trial.last_result, error=True)
+        self.storage.close_trial(trial.path)
+        with open(os.path.join(trial.path, "error.txt"), "w", encoding="utf-8") as f:
+            f.write(trial.error_text or repr(error))
+        self.progress.trial_status(trial, f"{type(error).__name__}: {error}")
+        if self.failure.fail_fast:
+            self.stop_all("fail_fast")
+        self._notify()
+
+    # ------------------------------------------------------------ called by the bus
+
+    def on_result(self, trial_id: str, result: dict[str, Any], checkpoint: str | None) -> str:
+        """A trial's report: record it, and decide whether the trial goes on."""
+        trial = self._by_id.get(trial_id)
+        if trial is None or trial.status != RUNNING:
+            return STOP
+        result["trial_id"] = trial_id
+        result["date"] = time.strftime("%Y-%m-%d_%H-%M-%S")
+        result["hostname"] = self._hostname
+        result["done"] = False
+        trial.pid = result.get("pid")
+        if checkpoint is not None:
+            result["checkpoint_dir_name"] = os.path.basename(checkpoint)
+            trial.add_checkpoint(checkpoint, result, self.checkpoint_config)
+        trial.last_result = result
+        trial.num_results += 1
+        self.storage.append_result(trial.path, {**result, "config": trial.config})
+        self.searcher.on_trial_result(trial_id, result)
+        decision = self.scheduler.on_trial_result(self, trial, result)
+        if decision == TrialScheduler.PAUSE and trial.restart_with is not None:
+            self._take_donor_checkpoint(trial)
+            decision = STOP  # this attempt ends here; _attempts starts the next (PBT)
+        elif decision == TrialScheduler.PAUSE:
+            if not self._warned_pause:
+                logger.warning("tune: PAUSE decisions are not supported yet; the trial goes on")
+                self._warned_pause = True
+            decision = CONTINUE
+        if self.stopper(trial_id, result):
+            decision = STOP
+        if self.stopper.stop_all():
+            self.stop_all("stopper")
+        if trial.should_stop:
+            decision = STOP
+        self.progress.result(trial, result)
+        return STOP if decision == STOP else CONTINUE
+
+    def on_checkpoint(self, trial_id: str, path: str) -> None:
+        trial = self._by_id.get(trial_id)
+        if trial is not None:
+            trial.add_checkpoint(path, trial.last_result, self.checkpoint_config)
+
+    # ------------------------------------------------------------------ stopping
+
+    def stop_all(self, why: str) -> None:
+        """Stop the experiment: no new trials; waiting ones are withdrawn; running ones are
+        told to stop at their next report, and killed if they do not within a grace."""
+        if self._stopping:
+            return
+        self._stopping = True
+        self.progress.note(f"stopping the experiment: {why}")
+        for task, trial in list(self._tasks.items()):
+            if trial.status == PENDING:
+                task.cancel()
+            else:
+                trial.should_stop = True
+        asyncio.get_running_loop().call_later(STOP_GRACE_S, self._kill_running)
+        self._notify()
+
+    def _kill_running(self) -> None:
+        for trial_id, ref in list(self._refs.items()):
+            trial = self._by_id[trial_id]
+            if trial.status == RUNNING and trial.should_stop:
+                kill = asyncio.ensure_future(ref.kill())
+                self._kills.add(kill)
+                kill.add_done_callback(self._kills.discard)
+
+    # ------------------------------------------------------------------ results
+
+    def result_grid(self) -> ResultGrid:
+        return grid_of(
+            self.trials, self.storage.path, self.tune_config.metric, self.tune_config.mode
+        )

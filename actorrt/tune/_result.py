@@ -1,0 +1,202 @@
+"""``Result`` and ``ResultGrid``: what ``Tuner.fit()`` returns."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from ._checkpoint import Checkpoint
+from ._storage import flatten
+
+if TYPE_CHECKING:
+    from ._trial import Trial
+
+__all__ = ["Result", "ResultGrid", "grid_of"]
+
+
+@dataclasses.dataclass
+class Result:
+    """One trial's outcome.
+
+    Attributes:
+        metrics: its last result (reported metrics and Tune's automatic fields, with
+            ``config``); empty if it never reported.
+        config: its config.
+        path: its folder.
+        checkpoint: its latest checkpoint, or ``None``.
+        error: the exception that ended it, or ``None``. Its notes (``__notes__``) carry
+            the traceback from the trial's process.
+        trial_id: its id.
+        status: ``TERMINATED`` or ``ERROR`` (or ``PENDING`` for a trial that never started
+            because the experiment stopped).
+    """
+
+    metrics: dict[str, Any]
+    config: dict[str, Any]
+    path: str
+    checkpoint: Checkpoint | None = None
+    error: BaseException | None = None
+    trial_id: str = ""
+    status: str = ""
+
+    @property
+    def metrics_dataframe(self) -> Any:
+        """Every result the trial reported (a ``pandas.DataFrame`` read from its
+        ``progress.csv``)."""
+        import os
+
+        import pandas  # type: ignore[import-untyped]
+
+        return pandas.read_csv(os.path.join(self.path, "progress.csv"))
+
+    def __repr__(self) -> str:
+        shown = {k: v for k, v in self.metrics.items() if k != "config"}
+        error = f", error={type(self.error).__name__}" if self.error is not None else ""
+        return f"Result(trial_id={self.trial_id!r}, metrics={shown!r}{error})"
+
+
+def _check_mode(mode: str | None) -> None:
+    if mode not in ("min", "max"):
+        raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
+
+
+class ResultGrid:
+    """The results of every trial of an experiment, in the order trials were created."""
+
+    def __init__(
+        self,
+        results: list[Result],
+        experiment_path: str,
+        metric: str | None = None,
+        mode: str | None = None,
+    ) -> None:
+        self._results = results
+        self.experiment_path = experiment_path
+        self._metric = metric
+        self._mode = mode
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+    def __getitem__(self, index: int) -> Result:
+        return self._results[index]
+
+    def __iter__(self) -> Iterator[Result]:
+        return iter(self._results)
+
+    @property
+    def errors(self) -> list[BaseException]:
+        """The exceptions of the trials that errored."""
+        return [r.error for r in self._results if r.error is not None]
+
+    @property
+    def num_errors(self) -> int:
+        """How many trials errored."""
+        return len(self.errors)
+
+    @property
+    def num_terminated(self) -> int:
+        """How many trials ended normally."""
+        return sum(r.status == "TERMINATED" for r in self._results)
+
+    def get_best_result(
+        self,
+        metric: str | None = None,
+        mode: str | None = None,
+        scope: str = "last",
+        filter_nan_and_inf: bool = True,
+    ) -> Result:
+        """The trial whose ``metric`` is best (its last value; ``scope="all"``: any value).
+
+        Raises:
+            ValueError: no metric or mode given here or in ``TuneConfig``, a bad mode or
+                scope, or no trial reported a usable value of ``metric``.
+        """
+        metric = metric or self._metric
+        mode = mode or self._mode
+        if metric is None:
+            raise ValueError(
+                "get_best_result() needs a metric: pass metric= here or TuneConfig(metric=)"
+            )
+        _check_mode(mode)
+        if scope not in ("last", "all"):
+            raise ValueError(f"scope must be 'last' or 'all', got {scope!r}")
+        best: tuple[float, Result] | None = None
+        for result in self._results:
+            for value in self._values(result, metric, scope):
+                if filter_nan_and_inf and not math.isfinite(value):
+                    continue
+                key = value if mode == "max" else -value
+                if best is None or key > best[0]:
+                    best = (key, result)
+        if best is None:
+            raise ValueError(
+                f"no trial reported a usable value of {metric!r}; "
+                f"reported keys: {sorted(self._results[0].metrics) if self._results else []}"
+            )
+        return best[1]
+
+    @staticmethod
+    def _values(result: Result, metric: str, scope: str) -> list[float]:
+        if scope == "all":
+            try:
+                column = result.metrics_dataframe[metric]
+            except (OSError, KeyError, ValueError):
+                return []
+            return [float(v) for v in column]
+        value = flatten(result.metrics).get(metric)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return []
+        return [float(value)]
+
+    def get_dataframe(
+        self, filter_metric: str | None = None, filter_mode: str | None = None
+    ) -> Any:
+        """A ``pandas.DataFrame`` with one row per trial: its last result (or, with
+        ``filter_metric``, its best) and its config as ``config/<key>`` columns."""
+        import pandas
+
+        rows = []
+        for result in self._results:
+            row = dict(result.metrics)
+            if filter_metric is not None:
+                _check_mode(filter_mode)
+                try:
+                    frame = result.metrics_dataframe
+                    column = frame[filter_metric]
+                    index = column.idxmax() if filter_mode == "max" else column.idxmin()
+                    row = {**frame.loc[index].to_dict(), "config": result.config}
+                except (OSError, KeyError, ValueError):
+                    pass
+            row.setdefault("config", result.config)
+            flat = flatten(row)
+            flat["trial_id"] = result.trial_id
+            flat["logdir"] = result.path
+            if result.error is not None:
+                flat["error"] = f"{type(result.error).__name__}: {result.error}"
+            rows.append(flat)
+        return pandas.DataFrame(rows)
+
+    def __repr__(self) -> str:
+        return f"ResultGrid<{len(self)} results, {self.num_errors} errors>"
+
+
+def grid_of(
+    trials: list[Trial], path: str, metric: str | None, mode: str | None
+) -> ResultGrid:
+    """The results of ``trials``, in order."""
+    results = [
+        Result(
+            metrics={**t.last_result, "config": t.config} if t.last_result else {},
+            config=t.config,
+            path=t.path,
+            checkpoint=Checkpoint(t.checkpoint) if t.checkpoint else None,
+            error=t.error,
+            trial_id=t.trial_id,
+            status=t.status,
+        )
+        for t in trials
+    ]
+    return ResultGrid(results, path, metric, mode)

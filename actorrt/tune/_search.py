@@ -1,0 +1,235 @@
+"""Search algorithms: who decides the next trial's config.
+
+The controller asks ``suggest(trial_id)`` whenever it could start a trial. A searcher answers
+a config, ``None`` ("not now": e.g. a :class:`ConcurrencyLimiter` at its limit), or
+``Searcher.FINISHED``. It hears every result and every trial's end.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Iterator
+from typing import Any
+
+from ._variants import count_grid_points, resolve_one, resolve_variants
+
+__all__ = ["BasicVariantGenerator", "ConcurrencyLimiter", "Searcher"]
+
+logger = logging.getLogger("actorrt.tune")
+
+
+class Searcher:
+    """The base of every search algorithm (Ray Tune's ``Searcher`` interface).
+
+    Subclasses override :meth:`suggest` and, to learn, :meth:`on_trial_complete`. A searcher
+    that does not know how many trials to make is stopped by ``TuneConfig(num_samples)``.
+    """
+
+    FINISHED = "FINISHED"
+
+
+    def __init__(self, metric: str | None = None, mode: str | None = None) -> None:
+        self._metric = metric
+        self._mode = mode
+
+    @property
+    def counts_samples(self) -> bool:
+        """Whether the searcher itself honours ``num_samples`` (and answers FINISHED)."""
+        return False
+
+    @property
+    def metric(self) -> str | None:
+        """The metric optimised, or ``None``."""
+        return self._metric
+
+    @property
+    def mode(self) -> str | None:
+        """``"min"`` or ``"max"``, or ``None``."""
+        return self._mode
+
+    def set_search_properties(
+        self, metric: str | None, mode: str | None, config: dict[str, Any], **spec: Any
+    ) -> bool:
+        """Receive the experiment's metric, mode and param space; return whether accepted.
+
+        ``spec`` carries ``num_samples`` and ``seed``. Values the searcher was built with win.
+        """
+        self._metric = self._metric or metric
+        self._mode = self._mode or mode
+        return True
+
+    def suggest(self, trial_id: str) -> dict[str, Any] | str | None:
+        """The config of trial ``trial_id``, ``None`` for not now, or ``FINISHED``."""
+        raise NotImplementedError
+
+    def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
+        """A trial reported ``result``. Called on the controller's event loop; keep it quick."""
+
+    def on_trial_complete(
+        self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
+    ) -> None:
+        """A trial ended, with its last result (``error``: it failed)."""
+
+
+class BasicVariantGenerator(Searcher):
+    """Random and grid search over the param space (Ray Tune's default).
+
+    Makes ``num_samples`` samples of the space; each expands every ``grid_search`` into one
+    trial per grid point and draws every other domain at random. ``points_to_evaluate``
+    (partial configs) replace the first samples: their keys win, the rest is drawn.
+
+    Args:
+        points_to_evaluate: configs to try first.
+        max_concurrent: at most this many live trials (``0``: no limit).
+        random_state: a seed (int) or a ``random.Random``, for a reproducible sweep.
+    """
+
+    def __init__(
+        self,
+        points_to_evaluate: list[dict[str, Any]] | None = None,
+        max_concurrent: int = 0,
+        random_state: int | random.Random | None = None,
+    ) -> None:
+        super().__init__()
+        if max_concurrent < 0:
+            raise ValueError(f"max_concurrent must be >= 0, got {max_concurrent!r}")
+        self.points_to_evaluate = list(points_to_evaluate or [])
+        self.max_concurrent = max_concurrent
+        self._rng = (
+            random_state if isinstance(random_state, random.Random)
+            else random.Random(random_state)
+        )
+        self._seeded = random_state is not None
+        self._space: dict[str, Any] = {}
+        self._num_samples = 1
+        self._variants: Iterator[dict[str, Any]] | None = None
+        self._live: set[str] = set()
+        self.total_trials = 0
+
+    def set_search_properties(
+        self, metric: str | None, mode: str | None, config: dict[str, Any], **spec: Any
+    ) -> bool:
+        super().set_search_properties(metric, mode, config)
+        self._space = config
+        self._num_samples = int(spec.get("num_samples", 1))
+        seed = spec.get("seed")
+        if seed is not None and not self._seeded:
+            self._rng = random.Random(seed)
+        points = len(self.points_to_evaluate)
+        grid = count_grid_points(config)
+        self.total_trials = max(self._num_samples, points) * grid
+        return True
+
+    @property
+    def counts_samples(self) -> bool:
+        return True
+
+    def _generate(self) -> Iterator[dict[str, Any]]:
+        for i in range(max(self._num_samples, len(self.points_to_evaluate))):
+            if i < len(self.points_to_evaluate):
+                space = _overlay(self._space, self.points_to_evaluate[i])
+            else:
+                space = self._space
+            yield from resolve_variants(space, self._rng)
+
+    def suggest(self, trial_id: str) -> dict[str, Any] | str | None:
+        if self.max_concurrent and len(self._live) >= self.max_concurrent:
+            return None
+        if self._variants is None:
+            self._variants = self._generate()
+        config = next(self._variants, None)
+        if config is None:
+            return Searcher.FINISHED
+        self._live.add(trial_id)
+        return config
+
+    def on_trial_complete(
+        self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
+    ) -> None:
+        self._live.discard(trial_id)
+
+
+def _overlay(space: dict[str, Any], point: dict[str, Any]) -> dict[str, Any]:
+    out = dict(space)
+    for key, value in point.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _overlay(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+class ConcurrencyLimiter(Searcher):
+    """Let a searcher have at most ``max_concurrent`` live (suggested, unfinished) trials.
+
+    ``TuneConfig(max_concurrent_trials=N)`` wraps the search algorithm in one of these. The
+    limit is on trials started; resources may allow fewer to run at once.
+
+    Args:
+        searcher: the searcher to limit.
+        max_concurrent: a positive int.
+        batch: wait until the whole batch of ``max_concurrent`` trials has ended before
+            suggesting more.
+    """
+
+    def __init__(self, searcher: Searcher, max_concurrent: int, batch: bool = False) -> None:
+        if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int):
+            raise ValueError(f"max_concurrent must be a positive int, got {max_concurrent!r}")
+        if max_concurrent < 1:
+            raise ValueError(f"max_concurrent must be at least 1, got {max_concurrent!r}")
+        if not isinstance(searcher, Searcher):
+            raise ValueError(f"ConcurrencyLimiter wraps a Searcher, got {searcher!r}")
+        super().__init__()
+        self.searcher = searcher
+        self.max_concurrent = max_concurrent
+        self.batch = batch
+        self._live: set[str] = set()
+        self._batch_full = False
+
+    @property
+    def counts_samples(self) -> bool:
+        return self.searcher.counts_samples
+
+    @property
+    def metric(self) -> str | None:
+        return self.searcher.metric
+
+    @property
+    def mode(self) -> str | None:
+        return self.searcher.mode
+
+    def set_search_properties(
+        self, metric: str | None, mode: str | None, config: dict[str, Any], **spec: Any
+    ) -> bool:
+        return self.searcher.set_search_properties(metric, mode, config, **spec)
+
+    def suggest(self, trial_id: str) -> dict[str, Any] | str | None:
+        if len(self._live) >= self.max_concurrent or self._batch_full:
+            return None
+        config = self.searcher.suggest(trial_id)
+        if isinstance(config, dict):
+            self._live.add(trial_id)
+            self._batch_full = self.batch and len(self._live) >= self.max_concurrent
+        return config
+
+    def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
+        self.searcher.on_trial_result(trial_id, result)
+
+    def on_trial_complete(
+        self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
+    ) -> None:
+        self._live.discard(trial_id)
+        self.searcher.on_trial_complete(trial_id, result, error)
+        if not self._live:
+            self._batch_full = False
+
+    def __repr__(self) -> str:
+        return f"ConcurrencyLimiter({self.searcher!r}, max_concurrent={self.max_concurrent})"
+
+
+def resolve_point(space: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    """One config of ``space`` with no grid (for searchers that sample a single point)."""
+    config = resolve_one(space, {}, rng)
+    assert isinstance(config, dict)
+    return config

@@ -1,0 +1,194 @@
+"""The trial side of Tune: ``tune.report``, ``tune.get_checkpoint``, ``tune.get_context``.
+
+These run in a trial's worker process, on the trial's own thread. One trial runs per worker
+process at a time, so the current session is a module global set by the trial driver for
+the length of one run. ``report`` is a blocking ask to the controller's report bus: the
+answer says whether to go on. When the answer is "stop" (a scheduler decision, a stop
+criterion, the time budget), ``report`` raises :class:`StopTrial`, a ``BaseException`` so that
+``except Exception`` in user code lets it through. Do not catch it: the trial ends cleanly
+with it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import actorrt
+
+from ._checkpoint import Checkpoint
+from ._resources import PlacementGroupFactory
+
+__all__ = ["StopTrial", "TuneContext", "get_checkpoint", "get_context", "report"]
+
+CONTINUE = "CONTINUE"
+STOP = "STOP"
+
+
+class StopTrial(BaseException):
+    """Raised by ``tune.report`` when the trial was told to stop; do not catch it."""
+
+
+class TuneContext:
+    """What a trial can learn about itself (``tune.get_context()``)."""
+
+    def __init__(self, spec: Mapping[str, Any]) -> None:
+        self._spec = spec
+
+    def get_trial_id(self) -> str:
+        """The trial's id (``"a1b2c_00003"``)."""
+        return str(self._spec["trial_id"])
+
+    def get_trial_name(self) -> str:
+        """The trial's name (trainable name and id)."""
+        return str(self._spec["trial_name"])
+
+    def get_trial_dir(self) -> str:
+        """The trial's folder in the experiment folder."""
+        return str(self._spec["trial_dir"])
+
+    def get_experiment_name(self) -> str:
+        """The experiment's name (``RunConfig(name)``)."""
+        return str(self._spec["experiment_name"])
+
+    def get_trial_resources(self) -> PlacementGroupFactory:
+        """What the trial reserved: its placement group factory."""
+        return PlacementGroupFactory(self._spec["bundles"], self._spec["strategy"])
+
+    def get_world_rank(self) -> int:
+        """Always 0: a Tune trial is a single driver (Train's contexts have real ranks)."""
+        return 0
+
+    def __repr__(self) -> str:
+        return f"TuneContext(trial_id={self.get_trial_id()!r})"
+
+
+def _plain(value: Any) -> Any:
+    """Numpy and torch scalars as Python numbers, so results travel and serialise."""
+    item = getattr(value, "item", None)
+    if item is not None and getattr(value, "ndim", None) == 0:
+        return item()
+    return value
+
+
+class Session:
+    """One run of one trial in this process."""
+
+    def __init__(self, spec: Mapping[str, Any], bus: Any) -> None:
+        self.spec = spec
+        self.bus = bus
+        self.trial_id: str = spec["trial_id"]
+        self.trial_dir: str = spec["trial_dir"]
+        self.iteration: int = int(spec.get("iteration", 0))
+        self.time_total: float = float(spec.get("time_total_s", 0.0))
+        self.checkpoint_count: int = int(spec.get("checkpoint_count", 0))
+        restore = spec.get("checkpoint")
+        self.checkpoint: Checkpoint | None = Checkpoint(restore) if restore else None
+        self.context = TuneContext(spec)
+        self.started = self.last = time.monotonic()
+        self.restored_iteration = self.iteration
+        self.pid = os.getpid()
+        self.thread = threading.get_ident()
+
+    def new_checkpoint_dir(self) -> str:
+        """A fresh directory name in the trial folder for the next checkpoint."""
+        path = os.path.join(self.trial_dir, f"checkpoint_{self.checkpoint_count:06d}")
+        self.checkpoint_count += 1
+        return path
+
+    def persist(self, checkpoint: Checkpoint) -> str:
+        """Copy a user's checkpoint directory into the trial folder, atomically."""
+        src = os.path.abspath(checkpoint.path)
+        if os.path.dirname(src) == os.path.abspath(self.trial_dir):
+            return src  # already ours (a class trainable's, or one written in place)
+        dest = self.new_checkpoint_dir()
+        tmp = f"{dest}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(src, tmp)
+        os.replace(tmp, dest)
+        return dest
+
+    def send(self, metrics: Mapping[str, Any], checkpoint_path: str | None) -> str:
+        """Report one result to the controller; return its decision."""
+        if not isinstance(metrics, Mapping):
+            raise TypeError(f"tune.report() takes a dict of metrics, got {metrics!r}")
+        now = time.monotonic()
+        this_iter = now - self.last
+        self.last = now
+        self.iteration += 1
+        self.time_total += this_iter
+        result = {str(k): _plain(v) for k, v in metrics.items()}
+        result.update(
+            training_iteration=self.iteration,
+            time_this_iter_s=this_iter,
+            time_total_s=self.time_total,
+            time_since_restore=now - self.started,
+            iterations_since_restore=self.iteration - self.restored_iteration,
+            timestamp=int(time.time()),
+            pid=self.pid,
+        )
+        if checkpoint_path is not None:
+            self.checkpoint = Checkpoint(checkpoint_path)
+        decision: str = actorrt.get(self.bus.report(self.trial_id, result, checkpoint_path))
+        return decision
+
+    def report(self, metrics: Mapping[str, Any], checkpoint: Checkpoint | None) -> None:
+        path = self.persist(checkpoint) if checkpoint is not None else None
+        if self.send(metrics, path) == STOP:
+            raise StopTrial(f"trial {self.trial_id} was told to stop")
+
+
+_current: Session | None = None
+
+
+def set_session(session: Session | None) -> None:
+    """Install (or clear) the session of the trial this process runs."""
+    global _current
+    _current = session
+
+
+def _session(call: str) -> Session:
+    if _current is None:
+        raise RuntimeError(
+            f"tune.{call}() was called outside a Tune trial; call it from a trainable that "
+            "Tuner.fit() runs"
+        )
+    return _current
+
+
+def report(metrics: Mapping[str, Any], *, checkpoint: Checkpoint | None = None) -> None:
+    """Report one iteration's metrics (and optionally a checkpoint) from a trial.
+
+    Blocks until the controller has taken the result (and written it), so a report is
+    never lost. ``training_iteration`` counts reports.
+
+    Args:
+        metrics: a dict of numbers and short values.
+        checkpoint: ``Checkpoint.from_directory(d)``; its files are copied into the trial's
+            folder before this returns.
+
+    Raises:
+        StopTrial: the trial was told to stop (scheduler, stop criterion, time budget);
+            let it propagate.
+        RuntimeError: called outside a trial.
+    """
+    _session("report").report(metrics, checkpoint)
+
+
+def get_checkpoint() -> Checkpoint | None:
+    """The trial's latest checkpoint: the one it restarts from after a failure, then the
+    last one it reported. ``None`` when it has none (or outside a trial)."""
+    return _current.checkpoint if _current is not None else None
+
+
+def get_context() -> TuneContext:
+    """The running trial's context: id, name, folder, resources.
+
+    Raises:
+        RuntimeError: called outside a trial.
+    """
+    return _session("get_context").context

@@ -1,0 +1,75 @@
+"""The class trainable API: subclass ``tune.Trainable``.
+
+A trial of a class trainable runs in its trial-driver process: the class is built with the
+trial's config (``setup(config)`` runs), then ``step()`` is called once per iteration; each
+returned dict is one reported result. Checkpoints are taken every
+``CheckpointConfig.checkpoint_frequency`` iterations and at the end when
+``checkpoint_at_end`` is set; a retried trial calls ``load_checkpoint`` first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._resources import PlacementGroupFactory
+
+__all__ = ["Trainable"]
+
+
+class Trainable:
+    """Base class for class trainables (Ray Tune's ``tune.Trainable``).
+
+    Override :meth:`setup`, :meth:`step`, and for checkpointing :meth:`save_checkpoint`
+    and :meth:`load_checkpoint`; optionally :meth:`cleanup`. Every hook runs in the trial's
+    worker process, on the trial's own thread (it may block). An exception from any hook
+    errors the trial (retried per ``FailureConfig``).
+
+    Attributes:
+        config: the trial's config.
+        iteration: iterations completed (``training_iteration`` of the last result).
+        trial_id, trial_name, trial_dir: where the trial is.
+    """
+
+    def __init__(self, config: dict[str, Any] | None = None, **info: Any) -> None:
+        self.config: dict[str, Any] = dict(config or {})
+        self.iteration = int(info.get("iteration", 0))
+        self.trial_id: str = info.get("trial_id", "")
+        self.trial_name: str = info.get("trial_name", "")
+        self.trial_dir: str = info.get("trial_dir", "")
+        self.setup(dict(self.config))
+
+    @property
+    def training_iteration(self) -> int:
+        """Ray's name for :attr:`iteration`."""
+        return self.iteration
+
+    @property
+    def logdir(self) -> str:
+        """The trial's directory (Ray's older name)."""
+        return self.trial_dir
+
+    def setup(self, config: dict[str, Any]) -> None:
+        """Prepare the trial (load data, build a model). Runs once, before the first step."""
+
+    def step(self) -> dict[str, Any]:
+        """Run one iteration and return its metrics. Put ``done: True`` in it to finish."""
+        raise NotImplementedError(f"{type(self).__name__} must override step()")
+
+    def save_checkpoint(self, checkpoint_dir: str) -> dict[str, Any] | None:
+        """Save the state into ``checkpoint_dir`` (or return a dict, pickled for you)."""
+        return None
+
+    def load_checkpoint(self, checkpoint: dict[str, Any] | str) -> None:
+        """Restore from what :meth:`save_checkpoint` saved: its directory, or its dict."""
+
+    def cleanup(self) -> None:
+        """Release what :meth:`setup` acquired. Runs when the trial ends, however it ends."""
+
+    @classmethod
+    def default_resource_request(cls, config: dict[str, Any]) -> PlacementGroupFactory | None:
+        """What a trial with ``config`` reserves; ``None`` means ``{"CPU": 1}``.
+
+        ``tune.with_resources`` returns a subclass that overrides this.
+        """
+        return None

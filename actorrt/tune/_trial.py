@@ -1,0 +1,101 @@
+"""A trial as the controller sees it: config, resources, status, results, checkpoints."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from typing import Any
+
+from ._config import CheckpointConfig
+from ._resources import PlacementGroupFactory
+
+__all__ = ["Trial"]
+
+PENDING, RUNNING, TERMINATED, ERROR = "PENDING", "RUNNING", "TERMINATED", "ERROR"
+
+
+class Trial:
+    """One trial: a config and everything that happened to it.
+
+    Attributes:
+        trial_id: ``"<experiment tag>_<index>"``.
+        trial_name: shown in output; names the actor.
+        config: the resolved config.
+        resources: what it reserves.
+        status: ``PENDING`` (waiting for its resources), ``RUNNING``, ``TERMINATED`` (ended
+            normally, or stopped) or ``ERROR``.
+        last_result: its latest result, with Tune's automatic fields.
+        path: its folder.
+        error: the exception that ended it, when it errored.
+        error_text: the exception with its traceback (from the trial's process).
+        num_failures: failed attempts so far.
+    """
+
+    def __init__(
+        self,
+        trial_id: str,
+        trial_name: str,
+        config: dict[str, Any],
+        resources: PlacementGroupFactory | None,
+        path: str,
+    ) -> None:
+        self.trial_id = trial_id
+        self.trial_name = trial_name
+        self.config = config
+        self.resources = resources
+        self.path = path
+        self.status = PENDING
+        self.last_result: dict[str, Any] = {}
+        self.num_results = 0
+        self.error: BaseException | None = None
+        self.error_text = ""
+        self.config_error = False
+        self.num_failures = 0
+        self.should_stop = False
+        self.checkpoints: list[tuple[str, float, int, float]] = []  # path, score, iter, time
+        self.checkpoint_count = 0
+        self.pid: int | None = None
+        self.restart_with: tuple[dict[str, Any], tuple[str, float, int, float]] | None = None
+
+    @property
+    def checkpoint(self) -> str | None:
+        """The latest checkpoint's folder."""
+        return self.checkpoints[-1][0] if self.checkpoints else None
+
+    def add_checkpoint(
+        self, path: str, result: dict[str, Any], keep: CheckpointConfig | None
+    ) -> None:
+        """Record a persisted checkpoint; delete the worst beyond ``num_to_keep``."""
+        attr = keep.checkpoint_score_attribute if keep else None
+        score = float(result.get(attr, math.nan)) if attr else float(len(self.checkpoints))
+        if keep and keep.checkpoint_score_order == "min" and attr:
+            score = -score
+        self.checkpoints.append(
+            (path, score, int(result.get("training_iteration", 0)),
+             float(result.get("time_total_s", 0.0)))
+        )
+        self.checkpoint_count += 1
+        if keep is None or keep.num_to_keep is None:
+            return
+        while len(self.checkpoints) > keep.num_to_keep:
+            older = self.checkpoints[:-1]  # the latest is kept: a retry restarts from it
+            worst = min(older, key=lambda c: (not math.isnan(c[1]), c[1]))
+            self.checkpoints.remove(worst)
+            shutil.rmtree(worst[0], ignore_errors=True)
+
+    def restart_from(self, config: dict[str, Any], donor: Trial) -> None:
+        """Restart this trial (same actor, same reservation) with ``config`` from ``donor``'s
+        latest checkpoint (PBT's exploit); takes effect at its next report."""
+        if not donor.checkpoints:
+            raise ValueError(f"trial {donor.trial_id} has no checkpoint to restart from")
+        self.restart_with = (config, donor.checkpoints[-1])
+
+    def restore_spec(self) -> dict[str, Any]:
+        """Where a (re)started attempt begins: the latest checkpoint, its iteration."""
+        if not self.checkpoints:
+            return {"checkpoint": None, "iteration": 0, "time_total_s": 0.0}
+        path, _, iteration, time_total = self.checkpoints[-1]
+        return {"checkpoint": path, "iteration": iteration, "time_total_s": time_total}
+
+    def __repr__(self) -> str:
+        return f"Trial({self.trial_name}, {self.status})"

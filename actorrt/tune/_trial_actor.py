@@ -1,0 +1,159 @@
+"""The trial-driver actor: one per trial, in a worker process, holding the trial's group.
+
+The controller spawns it with ``placement_group=`` the trial's factory bundles, so the actor
+runs in bundle 0 and its workers (spawned from the trainable) are captured into bundles 1..n.
+``run(spec)`` is one attempt at the trial: it installs the session, runs the function (or the
+class's step loop) on the actor's thread, and returns an outcome dict rather than raising,
+so that any exception, even one whose class the driver cannot import, reaches the
+controller with its traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import traceback
+from collections.abc import Mapping
+from typing import Any
+
+import cloudpickle
+
+import actorrt
+
+from ._session import STOP, Session, StopTrial, set_session
+from ._trainable import Trainable
+
+__all__ = ["TrialDriver", "error_outcome", "is_config_error", "load_error"]
+
+DICT_CHECKPOINT_FILE = "_dict_checkpoint.pkl"
+
+
+def is_config_error(exc: BaseException | None) -> bool:
+    """Whether ``exc`` (or what caused it) says the trial's resources are declared wrongly:
+    retrying cannot help, so such a trial is not retried."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, actorrt.ResourceDeadlockError | actorrt.InfeasibleResourceError):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def error_outcome(exc: BaseException) -> dict[str, Any]:
+    """An exception as data: pickled when it can be, always with its traceback text."""
+    try:
+        blob: bytes | None = cloudpickle.dumps(exc)
+    except Exception:
+        blob = None
+    return {
+        "status": "error",
+        "error": blob,
+        "error_type": type(exc).__name__,
+        "error_text": "".join(traceback.format_exception(exc)),
+        "config_error": is_config_error(exc),
+    }
+
+
+def load_error(outcome: Mapping[str, Any]) -> BaseException | None:
+    """The exception of an error outcome, when it can be rebuilt here (else ``None``)."""
+    blob = outcome.get("error")
+    if blob is None:
+        return None
+    try:
+        error = cloudpickle.loads(blob)
+    except Exception:  # its class is not importable here: the text stands in for it
+        return None
+    return error if isinstance(error, BaseException) else None
+
+
+@actorrt.actor
+class TrialDriver:
+    """Runs attempts of one trial; see the module docstring."""
+
+    def __init__(self, trainable: Any, bus: Any) -> None:
+        self.trainable = trainable
+        self.bus = bus
+
+    def pid(self) -> int:
+        """The worker process's id."""
+        return os.getpid()
+
+    def run(self, spec: Mapping[str, Any]) -> dict[str, Any]:
+        """One attempt at the trial, from ``spec["checkpoint"]`` if given."""
+        session = Session(spec, self.bus)
+        set_session(session)
+        try:
+            if isinstance(self.trainable, type) and issubclass(self.trainable, Trainable):
+                _run_class(self.trainable, session)
+            else:
+                final = self.trainable(dict(spec["config"]))
+                if isinstance(final, Mapping):
+                    session.send(final, None)  # Ray reports a returned dict as the last result
+            return {"status": "done"}
+        except StopTrial:
+            return {"status": "stopped"}
+        except Exception as exc:
+            return error_outcome(exc)
+        finally:
+            set_session(None)
+
+
+
+def _load(path: str) -> dict[str, Any] | str:
+    blob = os.path.join(path, DICT_CHECKPOINT_FILE)
+    if os.path.exists(blob):
+        with open(blob, "rb") as f:
+            loaded: dict[str, Any] = pickle.load(f)
+        return loaded
+    return path
+
+
+def _save(obj: Trainable, session: Session) -> str:
+    """Take a class trainable's checkpoint into the trial folder, atomically."""
+    dest = session.new_checkpoint_dir()
+    tmp = f"{dest}.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    state = obj.save_checkpoint(tmp)
+    if state is not None:
+        with open(os.path.join(tmp, DICT_CHECKPOINT_FILE), "wb") as f:
+            pickle.dump(state, f)
+    os.replace(tmp, dest)
+    return dest
+
+
+def _run_class(cls: type[Trainable], session: Session) -> None:
+    spec = session.spec
+    frequency = int(spec.get("checkpoint_frequency") or 0)
+    at_end = bool(spec.get("checkpoint_at_end"))
+    obj = cls(
+        dict(spec["config"]),
+        iteration=session.iteration,
+        trial_id=session.trial_id,
+        trial_name=spec["trial_name"],
+        trial_dir=session.trial_dir,
+    )
+    try:
+        if session.checkpoint is not None:
+            obj.load_checkpoint(_load(session.checkpoint.path))
+        while True:
+            metrics = obj.step()
+            if not isinstance(metrics, Mapping):
+                raise TypeError(f"{cls.__name__}.step() must return a dict, got {metrics!r}")
+            obj.iteration = session.iteration + 1
+            done = bool(metrics.get("done"))
+            save = (frequency and obj.iteration % frequency == 0) or (done and at_end)
+            path = _save(obj, session) if save else None
+            decision = session.send(metrics, path)
+            if decision == STOP or done:
+                if at_end and path is None:
+                    actorrt.get(
+                        session.bus.checkpoint(session.trial_id, _save(obj, session))
+                    )
+                return
+    finally:
+        obj.cleanup()
+
+

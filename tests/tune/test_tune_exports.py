@@ -1,0 +1,38 @@
+"""actorrt.tune's public surface is exactly its ``__all__``, shown under its public module."""
+
+from __future__ import annotations
+
+from actorrt import tune
+
+EXPECTED = {
+    "Checkpoint", "CheckpointConfig", "Domain", "FailureConfig", "PlacementGroupFactory",
+    "Result", "ResultGrid", "RunConfig", "StopTrial", "Trainable", "TrialScheduler",
+    "TuneConfig", "TuneContext", "Tuner", "choice", "get_checkpoint", "get_context",
+    "grid_search", "lograndint", "loguniform", "qloguniform", "qrandint", "qrandn",
+    "quniform", "randint", "randn", "report", "sample_from", "uniform", "with_resources",
+}
+SUBMODULES = {"schedulers", "search", "stopper", "utils"}
+
+
+def test_all_is_exactly_the_public_surface() -> None:
+    assert set(tune.__all__) == EXPECTED
+    public = {name for name in dir(tune) if not name.startswith("_")}
+    assert public - SUBMODULES == EXPECTED
+
+
+def test_public_classes_name_their_public_module() -> None:
+    assert repr(tune.Tuner) == "<class 'actorrt.tune.Tuner'>"
+    for name in tune.__all__:
+        obj = getattr(tune, name)
+        if isinstance(obj, type):
+            assert obj.__module__ == "actorrt.tune", name
+
+
+def test_ray_style_submodules() -> None:
+    from actorrt.tune.schedulers import ASHAScheduler, AsyncHyperBandScheduler
+    from actorrt.tune.search import BasicVariantGenerator, ConcurrencyLimiter
+    from actorrt.tune.stopper import Stopper
+    from actorrt.tune.utils import wait_for_gpu
+
+    assert ASHAScheduler is AsyncHyperBandScheduler
+    assert callable(wait_for_gpu) and Stopper and BasicVariantGenerator and ConcurrencyLimiter
