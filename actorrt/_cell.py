@@ -548,6 +548,7 @@ class ActorCell:
                 raise _Crash(value, f"{name}() (called by tell)")
 
     def _failed(self, reply: Any, method: str, exc: BaseException) -> None:
+        exc = _as_error(exc, method)
         if reply is None:
             raise _Crash(exc, f"{method}() (called by tell)")
         settle(reply, None, exc)
@@ -616,6 +617,7 @@ class ActorCell:
     def _failed_concurrent(
         self, envelope: Envelope, exc: BaseException, crashed: asyncio.Future[_Crash]
     ) -> None:
+        exc = _as_error(exc, envelope[0])
         if envelope[3] is None:
             if not crashed.done():
                 crashed.set_result(_Crash(exc, f"{envelope[0]}() (called by tell)"))
@@ -649,6 +651,16 @@ def settle(reply: Any, result: Any, error: BaseException | None) -> None:
         reply.set_result(result)
     else:
         reply.set_exception(error)
+
+
+def _as_error(exc: BaseException, method: str) -> BaseException:
+    """A method that raised ``CancelledError`` itself (the actor was not cancelled) failed:
+    its caller must not take that for a cancellation of its own wait."""
+    if isinstance(exc, asyncio.CancelledError):
+        error = RuntimeError(f"{method}() raised CancelledError (the actor was not cancelled)")
+        error.__cause__ = exc
+        return error
+    return exc
 
 
 def _being_cancelled() -> bool:

@@ -199,6 +199,10 @@ class WorkerProcess:
         self.kill_group()
 
     @property
+    def has_reaper(self) -> bool:
+        return bool(self._tasks)
+
+    @property
     def alive(self) -> bool:
         return self.proc is not None and not self.exited.done()
 
@@ -231,6 +235,7 @@ class WorkerPool:
         self.max_uses = max_uses
         self._idle: dict[WorkerKey, list[WorkerProcess]] = {}
         self._all: dict[str, WorkerProcess] = {}
+        self._reaping: set[asyncio.Future[int]] = set()
         self._count = 0
 
     def worker(self, worker_id: str) -> WorkerProcess | None:
@@ -255,6 +260,14 @@ class WorkerPool:
             )
         except BaseException:
             worker.kill()
+            if not worker.has_reaper:  # it failed before its reaper began: nothing will reap
+                self._all.pop(worker.worker_id, None)
+                if worker.proc is not None:
+                    reaping = asyncio.ensure_future(worker.proc.wait())
+                    self._reaping.add(reaping)
+                    reaping.add_done_callback(self._reaping.discard)
+                if not worker.exited.done():
+                    worker.exited.set_result(-9)
             raise
         worker.uses = 1
         return worker

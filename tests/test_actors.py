@@ -219,3 +219,20 @@ async def test_refs_are_values(actorrt_runtime: actorrt.Runtime) -> None:
     assert len({counter, again, counter}) == 2
     with pytest.raises(AttributeError, match="immutable"):
         counter.incr = None  # type: ignore[method-assign]
+
+
+async def test_a_method_raising_cancelled_error_is_not_the_callers_cancellation(
+    actorrt_runtime: actorrt.Runtime,
+) -> None:
+    @actorrt.actor
+    class Odd:
+        def weird(self) -> None:
+            raise asyncio.CancelledError()
+
+        def fine(self) -> str:
+            return "fine"
+
+    ref = await Odd.spawn()
+    with pytest.raises(RuntimeError, match=r"weird\(\) raised CancelledError"):
+        await ref.weird()
+    assert await ref.fine() == "fine"
