@@ -18,6 +18,9 @@ operation         sent by                     what it does
 ``died``          worker (notification)       the hosted actor ended without being asked
 ``restarted``     worker (notification)       the hosted actor crashed and restarts there
 ``wait_edge``     worker (notification)       an actor there began or ended awaiting another
+``reserve_group`` worker (request)            ``placement_group()`` in a worker: reserve it
+``group_ready``   worker (request)            reply once that group is reserved
+``group_remove``  worker (request/notif.)     give that group back, stopping its actors
 ================  ==========================  ===============================================
 """
 
@@ -59,6 +62,9 @@ class Host:
             "died": self._died,
             "restarted": self._restarted,
             "wait_edge": self._wait_edge,
+            "reserve_group": self._reserve_group,
+            "group_ready": self._group_ready,
+            "group_remove": self._group_remove,
         }
 
     def handle(self, conn: Connection, request_id: int | None, payload: Any) -> None:
@@ -196,6 +202,19 @@ class Host:
         target = self.runtime.lookup(msg[1])
         if target is not None and hasattr(target, "remote_restarted"):
             target.remote_restarted()
+
+    def _reserve_group(
+        self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]
+    ) -> None:
+        _, group_id, specs, strategy, holder = msg
+        reserve = self.runtime.reserve_for_worker(group_id, specs, strategy, holder)
+        self._answer(conn, request_id, reserve)
+
+    def _group_ready(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
+        self._answer(conn, request_id, self.runtime.ready_for_worker(msg[1], msg[2]))
+
+    def _group_remove(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
+        self._answer(conn, request_id, self.runtime.remove_for_worker(msg[1]))
 
     def _wait_edge(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
         _, waiter, target, added = msg

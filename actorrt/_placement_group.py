@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._context import current_cell
 from ._errors import ResourceError
-from .resources import Granted, GroupTarget, Resources, parse_bundles, parse_strategy
+from .resources import GroupTarget, Resources, parse_bundles, parse_strategy
 
 if TYPE_CHECKING:
     from ._runtime import Runtime
@@ -31,7 +31,7 @@ class PlacementGroup:
         group_id: str,
         bundles: tuple[Resources, ...],
         strategy: str,
-        future: asyncio.Future[Granted],
+        future: asyncio.Future[Any],
         holder: str,
     ) -> None:
         self._runtime = runtime
@@ -79,6 +79,9 @@ class PlacementGroup:
         """
         if self._removed:
             raise ResourceError(f"placement group {self.id} was removed")
+        if self._owner_conn() is not None:
+            await self._ready_via_owner(timeout)
+            return
         future = self._future
         if future.done() and not future.cancelled() and future.exception() is None:
             return  # reserved at once: nothing to wait for
@@ -86,7 +89,7 @@ class PlacementGroup:
         if asyncio.get_running_loop() is not runtime.loop:
             await runtime.call_on_loop(self.ready(timeout))
             return
-        requester = _requester()
+        requester = _requester() if timeout is None else None  # a timed wait ends by itself
         try:
             await asyncio.wait_for(
                 runtime.grants.wait(self.id, self._future, requester), timeout
@@ -104,9 +107,37 @@ class PlacementGroup:
             runtime.forget_group(self.id)
             raise
 
+    def _owner_conn(self) -> Any:
+        workers = self._runtime._workers
+        return workers.head if workers is not None else None
+
+    async def _ready_via_owner(self, timeout: float | None) -> None:  # noqa: ASYNC109
+        """In a worker: the owning runtime holds the group; wait there, as this actor."""
+        head = self._owner_conn()
+        try:
+            await self._future  # accepted by the owner (or infeasible: raised here)
+            # A wait with a timeout ends by itself: it is no blocking edge (DESIGN.md §4).
+            requester = _requester() if timeout is None else None
+            await asyncio.wait_for(head.request(("group_ready", self.id, requester)), timeout)
+        except TimeoutError:
+            await self.remove()
+            raise TimeoutError(
+                f"placement group {self.id} was not ready within {timeout} s and was withdrawn"
+            ) from None
+        except asyncio.CancelledError:
+            self._removed = True
+            head.notify(("group_remove", self.id))
+            raise
+
     async def remove(self) -> None:
         """Give the bundles back; actors placed in the group are stopped."""
         runtime = self._runtime
+        head = self._owner_conn()
+        if head is not None:
+            if not self._removed:
+                self._removed = True
+                await head.request(("group_remove", self.id))
+            return
         if asyncio.get_running_loop() is not runtime.loop:
             await runtime.call_on_loop(self.remove())
             return

@@ -23,6 +23,7 @@ from ._context import PlacementInfo, current_cell
 from ._errors import (
     ActorNotFoundError,
     NoRuntimeError,
+    ResourceError,
     RuntimeAlreadyRunningError,
     RuntimeClosedError,
 )
@@ -113,6 +114,7 @@ class Runtime:
         self._revoking: dict[Any, list[asyncio.Future[Any]]] = {}
         self._group_specs: dict[Any, tuple[tuple[Resources, ...], str]] = {}
         self._held_groups: dict[str, Any] = {}  # actor id -> the group it reserved
+        self._worker_groups: dict[str, asyncio.Future[Granted]] = {}  # reserved for workers
         ActorOptions().merged(worker_env=worker_env)  # validates it
         self._worker_env = dict(worker_env or {})
         self._workers: Workers | None = None
@@ -320,6 +322,9 @@ class Runtime:
                 return self.reserve_group(bundles, strategy, holder)
 
             return asyncio.run_coroutine_threadsafe(on_loop(), self.loop).result()
+        head = self._workers.head if self._workers is not None else None
+        if head is not None:
+            return self._reserve_via_owner(head, bundles, strategy, holder)
         group_id = self.grants.new_request_id()
         owner = holder if holder is not None else DRIVER
         future = self.grants.submit(
@@ -327,6 +332,47 @@ class Runtime:
         )
         self._group_specs[group_id] = (bundles, strategy)
         return PlacementGroup(self, group_id, bundles, strategy, future, owner)
+
+    def _reserve_via_owner(
+        self, head: Any, bundles: tuple[Resources, ...], strategy: str, holder: str | None
+    ) -> PlacementGroup:
+        """In a worker: the owning runtime reserves the group, held by this worker's actor
+        (so the group goes when that actor ends)."""
+        cell = self.lookup(holder) if holder is not None else None
+        while cell is not None and cell.parent is not None:
+            cell = cell.parent  # the actor the owner placed here, which it knows
+        owner = cell.actor_id if cell is not None else None
+        group_id = f"{self.runtime_id}-g{next(self._ids)}"
+        specs = [bundle.to_dict() for bundle in bundles]
+        accepted = head.request(("reserve_group", group_id, specs, strategy, owner))
+        return PlacementGroup(self, group_id, bundles, strategy, accepted, owner or DRIVER)
+
+    async def reserve_for_worker(
+        self, group_id: str, specs: list[dict[str, float]], strategy: str, holder: str | None
+    ) -> None:
+        """In the owner: a worker's ``placement_group()``. Raises at once if infeasible."""
+        bundles = parse_bundles(specs)
+        future = self.grants.submit(
+            group_id,
+            holder if holder is not None else DRIVER,
+            bundles=list(bundles),
+            strategy=strategy,
+            placement="cluster",
+        )
+        self._group_specs[group_id] = (bundles, strategy)
+        self._worker_groups[group_id] = future
+
+    async def ready_for_worker(self, group_id: str, requester: str | None) -> None:
+        future = self._worker_groups.get(group_id)
+        if future is None:
+            raise ResourceError(f"placement group {group_id} was removed")
+        await self.grants.wait(group_id, future, requester)
+
+    async def remove_for_worker(self, group_id: str) -> None:
+        self._worker_groups.pop(group_id, None)
+        self.grants.cancel(group_id)
+        self.forget_group(group_id)
+        await self.wait_revoked(group_id)
 
     def forget_group(self, group_id: Any) -> None:
         self._group_specs.pop(group_id, None)

@@ -272,3 +272,33 @@ async def test_an_actor_learns_its_grant_and_places_children_in_its_bundles(
     assert leafs.actor_class == "Leaf" and leafs.placement is not None
     assert leafs.placement.bundle_index == 1 and leafs.assigned_resources == {"CPU": 2.0}
     assert actorrt.available_resources()["CPU"] == 1  # the leaf drew from the group only
+
+
+@pytest.mark.actorrt(num_cpus=4)
+async def test_placement_groups_made_in_a_worker_are_held_by_its_actor(
+    actorrt_runtime: actorrt.Runtime,
+) -> None:
+    @actorrt.actor(num_cpus=1)
+    class Planner:
+        async def plan(self) -> str | None:
+            pg = actorrt.placement_group([{"CPU": 1}, {"CPU": 1}])
+            await pg.ready(timeout=10)
+            worker = await Trial.options(num_cpus=1, placement=pg.bundle(1)).spawn()
+            return await worker.visible_gpus()
+
+        async def too_big(self) -> None:
+            await actorrt.placement_group([{"CPU": 8}]).ready()
+
+        async def forever(self) -> None:
+            await actorrt.placement_group([{"CPU": 4}]).ready(timeout=0.2)
+
+    planner = await Planner.spawn()
+    assert await planner.plan() == ""
+    assert actorrt.available_resources().get("CPU", 0) == 1  # 1 for it, 2 in its group
+    with pytest.raises(actorrt.InfeasibleResourceError):
+        await planner.too_big()
+    with pytest.raises(TimeoutError):
+        await planner.forever()
+    assert actorrt.available_resources().get("CPU", 0) == 1  # the timed-out one withdrew
+    await planner.stop()  # its group goes with it
+    assert actorrt.available_resources()["CPU"] == 4
