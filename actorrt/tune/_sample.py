@@ -12,6 +12,7 @@ values are multiples of ``q`` and, unlike Ray's, never fall outside ``[lower, up
 
 from __future__ import annotations
 
+import abc
 import math
 import random
 from collections.abc import Callable, Sequence
@@ -38,12 +39,12 @@ __all__ = [
 ]
 
 
-class Domain:
+class Domain(abc.ABC):
     """Something a config value is sampled from, once per trial."""
 
+    @abc.abstractmethod
     def sample(self, rng: random.Random) -> Any:
         """Draw one value with ``rng``."""
-        raise NotImplementedError
 
 
 def _number(name: str, value: object) -> float:

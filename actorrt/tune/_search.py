@@ -7,6 +7,7 @@ a config, ``None`` ("not now": e.g. a :class:`ConcurrencyLimiter` at its limit),
 
 from __future__ import annotations
 
+import abc
 import logging
 import random
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ __all__ = ["BasicVariantGenerator", "ConcurrencyLimiter", "Searcher"]
 logger = logging.getLogger("actorrt.tune")
 
 
-class Searcher:
+class Searcher(abc.ABC):
     """The base of every search algorithm (Ray Tune's ``Searcher`` interface).
 
     Subclasses override :meth:`suggest` and, to learn, :meth:`on_trial_complete`. A searcher
@@ -59,14 +60,14 @@ class Searcher:
         self._mode = self._mode or mode
         return True
 
+    @abc.abstractmethod
     def suggest(self, trial_id: str) -> dict[str, Any] | str | None:
         """The config of trial ``trial_id``, ``None`` for not now, or ``FINISHED``."""
-        raise NotImplementedError
 
-    def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
+    def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:  # noqa: B027 (an optional hook: no-op by default)
         """A trial reported ``result``. Called on the controller's event loop; keep it quick."""
 
-    def on_trial_complete(
+    def on_trial_complete(  # noqa: B027 (an optional hook)
         self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
     ) -> None:
         """A trial ended, with its last result (``error``: it failed)."""
