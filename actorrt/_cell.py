@@ -448,10 +448,10 @@ class ActorCell:
     # ----------------------------------------------------------------- serving
 
     async def _serve_one_at_a_time(self, instance: Any) -> None:
+        """Serve an inline actor: sync methods on the loop (worker-process actors batch)."""
         mailbox = self.mailbox
         queue = mailbox.queue
         methods = self.methods
-        executor = self.executor
         while True:
             if not queue:
                 await mailbox.wait()
@@ -463,12 +463,9 @@ class ActorCell:
                 return
             try:
                 func, is_async = methods[name]
+                result = func(instance, *args, **kwargs)
                 if is_async:
-                    result = await func(instance, *args, **kwargs)
-                elif executor is None:
-                    result = func(instance, *args, **kwargs)
-                else:
-                    result = await self._off_loop(func, instance, *args, **kwargs)
+                    result = await result
             except asyncio.CancelledError as exc:
                 if _being_cancelled():
                     self._orphans.append(reply)  # answered with the death error at the end
