@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
-EXTRAS ?= dev,tune,train
+EXTRAS ?= dev,tune,train,optuna,plots
 
 .PHONY: install demo test lint bench bench-check clean
 
