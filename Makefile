@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml constraints.txt
 install: $(STAMP)
 
 demo: install
-	$(PY) examples/demo.py
+	$(PY) -m actorrt.examples.digits
 
 lint: install
 	$(VENV)/bin/ruff check actorrt tests benchmarks examples

@@ -1,4 +1,4 @@
-"""A small tour of actorrt's inline actors: run with `make demo`.
+"""A small tour of actorrt's inline actors: `python examples/demo.py`.
 
 A bank of account actors takes concurrent transfers from a teller; one account crashes
 on a bad message and is restarted by its supervisor; everything shuts down cleanly.

@@ -1,0 +1,1 @@
+"""Runnable jobs that ship with the package (``python -m actorrt.examples.digits``)."""
