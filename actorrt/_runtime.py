@@ -14,12 +14,14 @@ import math
 import os
 import secrets
 import threading
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._cell import ActorCell
 from ._context import PlacementInfo, current_cell
+from ._control import StatusServer
 from ._errors import (
     ActorNotFoundError,
     NoRuntimeError,
@@ -85,6 +87,11 @@ class Runtime:
         worker_env: environment variables for every worker process (an actor's own
             ``worker_env`` option adds to them).
 
+    While it runs, the runtime can be inspected from another shell with ``actorrt status``:
+    entering it opens a status socket and registers it in a per-user directory, and
+    leaving it removes both (``actorrt._control``, ``docs/cli.md``; ``ACTORRT_DISCOVERY=0``
+    turns this off).
+
     Example::
 
         async with actorrt.Runtime() as rt:
@@ -128,6 +135,12 @@ class Runtime:
         self._names: dict[str, Any] = {}
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
+        # Spawns waiting for their grant: actor id -> (class name, name, parent id).
+        self._spawning: dict[str, tuple[str, str | None, str | None]] = {}
+        self.started_at: float | None = None
+        # Whether `actorrt status` can find this runtime; worker processes turn it off.
+        self.discoverable = True
+        self._status_server: StatusServer | None = None
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -151,6 +164,16 @@ class Runtime:
         self._loop = asyncio.get_running_loop()
         self._grants = Grants(self, self._node)
         self.waits.listener = self._grants.blocked_on_holder
+        self.started_at = time.time()
+        if self.discoverable:
+            try:
+                self._status_server = await StatusServer.start(self)
+            except BaseException:  # cancelled while opening: this runtime never ran
+                self._grants.close()
+                self.closed = True
+                with _current_lock:
+                    _current = None
+                raise
         return self
 
     async def __aexit__(
@@ -173,6 +196,8 @@ class Runtime:
             if self._workers is not None:
                 await self._workers.close()
         finally:
+            if self._status_server is not None:
+                await self._status_server.close()
             if self._grants is not None:
                 self._grants.close()
             self.closed = True
@@ -238,6 +263,10 @@ class Runtime:
             # In a worker, resources and processes come from the owning runtime.
             return await self.workers.spawn_via_owner(actor_class, args, kwargs)
         actor_id = self._new_id()
+        if needs_grant:
+            self._spawning[actor_id] = (
+                actor_class.cls.__name__, options.name, parent.actor_id if parent else None
+            )
         try:
             grant = await self._acquire(actor_id, options, parent) if needs_grant else None
             if parent is not None and parent.died.done():
@@ -259,6 +288,8 @@ class Runtime:
                 self.grants.release(actor_id)
                 self._group_specs.pop(self._held_groups.pop(actor_id, None), None)
             raise
+        finally:
+            self._spawning.pop(actor_id, None)
 
     async def _acquire(self, actor_id: str, options: ActorOptions, parent: Any) -> Granted:
         """Reserve what a new actor needs (its group first, if it has one)."""
@@ -411,6 +442,10 @@ class Runtime:
 
     def pending_requests(self) -> list[PendingRequest]:
         return self.grants.pending()
+
+    def spawning(self) -> dict[str, tuple[str, str | None, str | None]]:
+        """Spawns that wait for resources: actor id -> (class name, name, parent id)."""
+        return dict(self._spawning)
 
     @property
     def workers(self) -> Workers:
