@@ -1,6 +1,7 @@
 """Faults: killed workers, killed runtimes, and processes that must not outlive them."""
 
 import asyncio
+import glob
 import os
 import signal
 import subprocess
@@ -116,11 +117,14 @@ def test_killing_the_runtime_process_ends_its_workers(tmp_path: object, mode: st
     script = os.path.join(str(tmp_path), "driver.py")
     with open(script, "w") as f:
         f.write(DRIVER)
+    tmp = os.path.join(str(tmp_path), "t")  # where the runtime makes its socket's folder
+    os.mkdir(tmp)
     driver = subprocess.Popen(
         [sys.executable, script, mode.split()[0]],
         stdout=subprocess.PIPE,
         text=True,
         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        env={**os.environ, "TMPDIR": tmp},
     )
     try:
         assert driver.stdout is not None
@@ -130,6 +134,9 @@ def test_killing_the_runtime_process_ends_its_workers(tmp_path: object, mode: st
         driver.wait()
         gone = wait_until(lambda: not alive(worker) and not alive(child), timeout=10)
         assert gone, f"still alive after 10 s: worker {alive(worker)}, its child {alive(child)}"
+        # The killed runtime could not remove its socket: its workers did, on the way out.
+        sockets = glob.glob(os.path.join(tmp, "actorrt-*", "rt.sock"))
+        assert sockets == [], f"the dead runtime's socket was left behind: {sockets}"
     finally:
         driver.kill()
         driver.wait()
