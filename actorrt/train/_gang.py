@@ -3,7 +3,8 @@
 The gang is placed on bundles the caller already holds (a placement group it reserved, or
 a Tune trial's own bundles), so a restart spawns a new gang on the same reservation. When
 any worker fails, the others are killed at once: they would wait forever in the next
-collective for the one that is gone.
+collective for the one that is gone. When the coordinator's report handler says stop (a
+Tune trial told to stop), every worker is killed the same way.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import logging
 import os
 import signal
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
@@ -28,6 +29,10 @@ logger = logging.getLogger("actorrt.train")
 MASTER_ADDR = "127.0.0.1"  # one node for now: the rendezvous is local
 DRAIN_TIMEOUT = 1.0  # seconds a failed attempt waits for rank 0's last reports
 DEATH_GRACE = 0.5  # seconds a failure waits for a peer's death, its likelier cause
+
+# What the coordinator does with one of rank 0's reports (metrics, stored checkpoint);
+# it answers whether the run goes on.
+OnReport = Callable[[dict[str, Any], str | None], Awaitable[bool]]
 
 
 class GangFailed(Exception):
@@ -148,12 +153,14 @@ class Gang:
                 out[i] = (setup, env)
         return out
 
-    async def run(
-        self, spec: RunSpec, on_report: Callable[[dict[str, Any], str | None], None]
-    ) -> None:
-        """Run the training function on every worker; return once all have finished.
+    async def run(self, spec: RunSpec, on_report: OnReport) -> bool:
+        """Run the training function on every worker until all have finished.
 
-        Rank 0's reports go to ``on_report`` as they come, in order.
+        Rank 0's reports go to ``on_report`` as they come, one at a time, in order.
+
+        Returns:
+            ``True`` when every worker finished; ``False`` when ``on_report`` answered
+            stop: no later report is handed over, and every worker has been killed.
 
         Raises:
             GangFailed: a worker raised or died; every other worker has been killed.
@@ -166,26 +173,48 @@ class Gang:
                 rank0 = member
             one = replace(spec, setup=setup, env=env)
             runs.append(asyncio.ensure_future(_awaited(member.ref.run(one))))
-        poll = asyncio.ensure_future(self._poll(rank0.ref, on_report))
+        halt: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        poll = asyncio.ensure_future(self._poll(rank0.ref, on_report, halt))
+        waiting = asyncio.ensure_future(self._wait_all(runs, setups))
         try:
-            await self._wait_all(runs, setups)
-            await poll
-        except GangFailed:
-            poll.cancel()
-            with contextlib.suppress(BaseException):
-                await poll
-            # Rank 0's loop answers even while its thread waits in a collective: take its
-            # last reports first, then end everyone (the survivors would wait forever).
-            await self._drain(rank0.ref, on_report)
-            await self.kill()
-            raise
+            await asyncio.wait({poll, waiting}, return_when=asyncio.FIRST_COMPLETED)
+            if poll.done() and not poll.result():  # result() raises on_report's error
+                await self._stop_waiting(waiting)
+                await self.kill()
+                return False
+            try:
+                await waiting
+            except GangFailed:
+                # Let the poll finish the report it is handing over, then take rank 0's
+                # last reports (its loop answers even while its thread waits in a
+                # collective), then end everyone: the survivors would wait forever.
+                halt.set_result(None)
+                if await poll:
+                    await self._drain(rank0.ref, on_report)
+                await self.kill()
+                raise
+            if not await poll:
+                await self.kill()
+                return False
         finally:
+            for task in (poll, waiting):
+                await self._stop_waiting(task)
             for run in runs:
                 if run.done() and not run.cancelled():
                     run.exception()  # retrieved: a second failure is not logged as lost
                 else:
                     run.cancel()
         self.fresh_process = any(r.result()["fresh_process"] for r in runs)
+        return True
+
+    @staticmethod
+    async def _stop_waiting(task: asyncio.Future[Any]) -> None:
+        """Cancel a helper task and wait for it; its outcome is retrieved, not raised."""
+        if not task.done():
+            task.cancel()
+        await asyncio.wait({task})
+        if not task.cancelled():
+            task.exception()
 
     async def _wait_all(
         self, runs: list[asyncio.Future[Any]], setups: list[tuple[WorkerSetup, dict[str, str]]]
@@ -209,21 +238,32 @@ class Gang:
             raise GangFailed(rank, error) from error
 
     async def _poll(
-        self,
-        rank0: actorrt.ActorRef[Any],
-        on_report: Callable[[dict[str, Any], str | None], None],
-    ) -> None:
+        self, rank0: actorrt.ActorRef[Any], on_report: OnReport, halt: asyncio.Future[None]
+    ) -> bool:
+        """Hand rank 0's reports to ``on_report`` until rank 0's run ends, rank 0 is gone,
+        or ``halt`` is set (``True``), or ``on_report`` says stop (``False``). Only the
+        wait for new reports is interrupted by ``halt``, never a report being handed over."""
         while True:
-            batch, finished = await rank0.next_reports(self._acked)
-            self._take(batch, on_report)
+            fetch = asyncio.ensure_future(_awaited(rank0.next_reports(self._acked)))
+            try:
+                await asyncio.wait({fetch, halt}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                if not fetch.done():
+                    await self._stop_waiting(fetch)
+            if halt.done():
+                if not fetch.cancelled():
+                    fetch.exception()  # retrieved; what it had stays queued for the drain
+                return True
+            try:
+                batch, finished = fetch.result()
+            except actorrt.ActorError:
+                return True  # rank 0 is gone or failed: its run's outcome says how
+            if not await self._take(batch, on_report):
+                return False
             if finished:
-                return
+                return True
 
-    async def _drain(
-        self,
-        rank0: actorrt.ActorRef[Any],
-        on_report: Callable[[dict[str, Any], str | None], None],
-    ) -> None:
+    async def _drain(self, rank0: actorrt.ActorRef[Any], on_report: OnReport) -> None:
         """After a failure: rank 0's reports not yet taken, if rank 0 still answers."""
         try:
             batch, _ = await rank0.next_reports.options(timeout=DRAIN_TIMEOUT)(
@@ -231,15 +271,16 @@ class Gang:
             )
         except Exception:
             return
-        self._take(batch, on_report)
+        await self._take(batch, on_report)
 
-    def _take(
-        self, batch: list[Report], on_report: Callable[[dict[str, Any], str | None], None]
-    ) -> None:
+    async def _take(self, batch: list[Report], on_report: OnReport) -> bool:
         for seq, metrics, checkpoint in batch:
             if seq > self._acked:
-                self._acked = seq
-                on_report(metrics, checkpoint)
+                go_on = await on_report(metrics, checkpoint)
+                self._acked = seq  # acknowledged once handled: rank 0 may go on
+                if not go_on:
+                    return False
+        return True
 
     def _kill_processes(self) -> None:
         # SIGKILL at once rather than ref.kill()'s grace period: a worker stuck in a

@@ -8,46 +8,35 @@ bundles and the workers go there. Inside an actor whose group holds only its own
 the trainer reserves the worker gang from the cluster, as one request that the broker's
 deadlock rule covers. Any other shape is a ``ValueError`` showing both.
 
-From inside an actor the gang is reserved by a child, ``GangHolder``, spawned with the
-worker bundles as its own placement group (after an empty head bundle): one atomic
-request, whose wait the broker sees as the calling actor's, and a reservation that ends
-with the caller if the caller ends first. (``actorrt.placement_group()`` called in a worker
-process does not reach the owning runtime yet; the holder needs only spawn options.)
+A gang is reserved with ``actorrt.placement_group()``, from the driver program or from
+inside an actor alike: called in an actor (also in a worker process) the group is
+reserved by the owning runtime and held by that actor, so it ends with the caller if the
+caller ends first, and the wait in ``ready()`` is the caller's wait for the deadlock check.
+Called inside a group it is never captured into it: it goes to the cluster.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import actorrt
 
 from ._scaling import ScalingConfig
 
 
-@actorrt.actor
-class GangHolder:
-    """Holds the worker gang's placement group (bundle 0 empty, then the workers')."""
-
-    async def group(self) -> Any:
-        return actorrt.get_context().placement
-
-
 @dataclass
 class GangPlacement:
     """One placement per worker, and what the trainer reserved for them: a placement
-    group, a ``GangHolder``, or nothing (the workers go into the caller's own bundles)."""
+    group, or nothing (the workers go into the caller's own bundles)."""
 
     placements: list[Any]
     group: actorrt.PlacementGroup | None = None
-    holder: actorrt.ActorRef[Any] | None = None
 
     async def release(self) -> None:
         """Give the reservation back; returns once it is back."""
         if self.group is not None:
             await self.group.remove()
-        if self.holder is not None:
-            await self.holder.stop()
 
 
 def callers_group() -> Any:
@@ -81,8 +70,6 @@ async def place_gang(scaling: ScalingConfig) -> GangPlacement:
                 "only the driver's bundle and the trainer reserves its workers itself"
             )
         return GangPlacement([group.bundle(i + 1) for i in range(n)])
-    if actorrt.get_context().actor_id is not None:
-        return await _reserve_through_holder(worker, n, scaling.placement_strategy)
     pg = actorrt.placement_group([worker] * n, strategy=scaling.placement_strategy)
     try:
         await pg.ready()
@@ -90,21 +77,6 @@ async def place_gang(scaling: ScalingConfig) -> GangPlacement:
         await pg.remove()
         raise
     return GangPlacement([pg.bundle(i) for i in range(n)], group=pg)
-
-
-async def _reserve_through_holder(
-    worker: dict[str, float], n: int, strategy: str
-) -> GangPlacement:
-    holder_class = cast("actorrt.ActorClass[GangHolder]", GangHolder)
-    holder = await holder_class.options(
-        placement_group=[{}] + [worker] * n, strategy=strategy
-    ).spawn()
-    try:
-        group = await holder.group()
-        return GangPlacement([group.bundle(i + 1) for i in range(n)], holder=holder)
-    except BaseException:
-        await holder.stop()
-        raise
 
 
 def _plain(bundle: dict[str, Any]) -> dict[str, float]:

@@ -6,6 +6,12 @@ or a Tune trial's driver actor. It places the gang (``_placement``), runs attemp
 one succeeds or ``FailureConfig`` gives up, keeps rank 0's reports and checkpoints, and
 gives everything back before returning: the workers end (their processes go back to the
 pool) and a group it reserved is removed.
+
+Inside a Tune trial (``fit()`` called in the process of a running trial; see
+``_enclosing_trial``), each of rank 0's reports is also the trial's result: forwarded in
+order, with its checkpoint, awaited on the event loop (the trial's thread is the one
+blocked in ``fit()``). When Tune answers stop, the whole gang is killed at once, the reservation is
+given back, and ``fit()`` raises Tune's stop signal, so the trial ends as stopped.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import actorrt
 from ._backend import Backend, WorkerSetup
 from ._checkpoint import Checkpoint
 from ._checkpoint_book import CheckpointBook
+from ._enclosing_trial import TuneTrial, current_trial
 from ._gang import Gang, GangFailed
 from ._placement import place_gang
 from ._result import Result, TrainingFailedError
@@ -95,10 +102,15 @@ class DataParallelTrainer:
         afterwards, as ``ray.init`` does). A run that fails beyond ``FailureConfig``
         returns a ``Result`` whose ``error`` says why; configuration errors raise.
 
+        Called by a Tune trial (in the trial's process), rank 0's reports are also the
+        trial's results; see ``fit_async``.
+
         Raises:
             RuntimeError: called on a thread whose event loop runs (use ``fit_async``).
             ValueError, actorrt.InfeasibleResourceError, actorrt.ResourceDeadlockError:
                 the gang can never be placed.
+            tune.StopTrial: inside a Tune trial, Tune told the trial to stop (let it
+                propagate: the trial then ends as stopped).
         """
         try:
             asyncio.get_running_loop()
@@ -117,53 +129,64 @@ class DataParallelTrainer:
         return result
 
     async def fit_async(self) -> Result:
-        """``fit()`` for async code running a runtime (``async with actorrt.Runtime()``)."""
+        """``fit()`` for async code running a runtime (``async with actorrt.Runtime()``).
+
+        Inside a Tune trial (the process runs one, and its trial called this), each of rank
+        0's reports is also reported to the trial: metrics and checkpoint (linked into the
+        trial's folder), in order, so ``training_iteration`` counts them and schedulers
+        and stop criteria see them. Rank 0's ``train.report`` then returns once Tune has
+        decided, as ``tune.report`` does. When Tune answers stop, every worker is killed
+        at once, the gang's reservation is given back, and this raises Tune's
+        ``StopTrial``. Without a ``storage_path``, the run's folder is inside the
+        trial's folder; a restarted trial's workers resume from the trial's checkpoint.
+        """
+        trial = current_trial()
         name = f"{type(self).__name__}_{time.strftime('%Y-%m-%d_%H-%M-%S')}_{secrets.token_hex(2)}"
-        run_dir = self.run_config.run_dir(name)
+        if trial is not None and self.run_config.storage_path is None:
+            run_dir = Path(trial.trial_dir) / (self.run_config.name or name)
+        else:
+            run_dir = self.run_config.run_dir(name)
         run_dir.mkdir(parents=True, exist_ok=True)
         placement = await place_gang(self.scaling_config)
         try:
-            return await self._attempts(placement.placements, run_dir)
+            result, stopped = await self._attempts(placement.placements, run_dir, trial)
         finally:
             await placement.release()
+        if stopped:
+            assert trial is not None
+            raise trial.stop_signal()
+        return result
 
-    async def _attempts(self, placements: list[Any], run_dir: Path) -> Result:
-        failure = self.run_config.failure_config
+    async def _attempts(
+        self, placements: list[Any], run_dir: Path, trial: TuneTrial | None
+    ) -> tuple[Result, bool]:
+        """Run gangs until one finishes, ``FailureConfig`` gives up, or Tune says stop;
+        return the ``Result`` and whether Tune stopped the run."""
         book = CheckpointBook(self.run_config.checkpoint_config)
-        history: list[dict[str, Any]] = []
         failures: list[str] = []
         error: BaseException | None = None
-        bundle = self.scaling_config.worker_bundle()
+        restore = trial.restore_checkpoint if trial is not None else None
         # Appending a line per report is microseconds of local I/O; a log kept as it goes
         # survives a crash of the coordinator, which buffering to the end would not.
         with open(run_dir / "result.json", "a", buffering=1) as results:  # noqa: ASYNC230
-            on_report = _recorder(history, book, results)
-            while True:
-                gang = Gang(placements, bundle)
+            on_report = _Recorder(book, results, trial)
+            while not on_report.stopped:
+                latest = book.latest
+                spec = self._spec(
+                    run_dir, book, latest.path if latest is not None else restore, trial
+                )
                 try:
-                    await gang.start()
-                    await gang.run(self._spec(run_dir, book), on_report)
-                except GangFailed as failed:
-                    failures.append(f"attempt {len(failures) + 1}: {failed}")
-                    allowed = failure.max_failures
-                    if allowed != -1 and len(failures) > allowed:
-                        error = TrainingFailedError(
-                            f"training failed {len(failures)} time(s), more than "
-                            f"FailureConfig(max_failures={allowed}) allows; last: {failed}"
-                        )
-                        error.__cause__ = failed.error
-                        break
-                    logger.warning(
-                        "%s; restarting the gang (%d of %s) from %s", failed, len(failures),
-                        "unlimited" if allowed == -1 else allowed, book.latest or "the start",
-                    )
-                except BaseException:
-                    await asyncio.shield(gang.kill())
-                    raise
-                else:
-                    await gang.stop()
+                    await self._attempt(placements, spec, on_report)
                     break
-        return Result(
+                except GangFailed as failed:
+                    if on_report.stopped:
+                        break  # Tune stopped the trial meanwhile: no restart
+                    failures.append(f"attempt {len(failures) + 1}: {failed}")
+                    error = self._give_up(failures, failed, book)
+                    if error is not None:
+                        break
+        history = on_report.history
+        result = Result(
             metrics=dict(history[-1]) if history else {},
             checkpoint=book.latest,
             path=run_dir,
@@ -173,9 +196,47 @@ class DataParallelTrainer:
             num_failures=len(failures),
             failures=failures,
         )
+        return result, on_report.stopped
 
-    def _spec(self, run_dir: Path, book: CheckpointBook) -> RunSpec:
-        latest = book.latest
+    async def _attempt(self, placements: list[Any], spec: RunSpec, on_report: _Recorder) -> None:
+        """One gang on the reservation: started, run, and ended before this returns.
+
+        Raises:
+            GangFailed: a worker failed (every worker has been killed).
+        """
+        gang = Gang(placements, self.scaling_config.worker_bundle())
+        try:
+            await gang.start()
+            finished = await gang.run(spec, on_report)
+        except GangFailed:
+            raise
+        except BaseException:
+            await asyncio.shield(gang.kill())
+            raise
+        if finished:  # else Tune said stop, and the gang is already gone
+            await gang.stop()
+
+    def _give_up(
+        self, failures: list[str], failed: GangFailed, book: CheckpointBook
+    ) -> TrainingFailedError | None:
+        """The run's error once ``FailureConfig`` allows no more restarts, else ``None``."""
+        allowed = self.run_config.failure_config.max_failures
+        if allowed != -1 and len(failures) > allowed:
+            error = TrainingFailedError(
+                f"training failed {len(failures)} time(s), more than "
+                f"FailureConfig(max_failures={allowed}) allows; last: {failed}"
+            )
+            error.__cause__ = failed.error
+            return error
+        logger.warning(
+            "%s; restarting the gang (%d of %s) from %s", failed, len(failures),
+            "unlimited" if allowed == -1 else allowed, book.latest or "the start",
+        )
+        return None
+
+    def _spec(
+        self, run_dir: Path, book: CheckpointBook, restore: str | None, trial: TuneTrial | None
+    ) -> RunSpec:
         return RunSpec(
             train_fn=self.train_loop_per_worker,
             pass_config=self._pass_config,
@@ -185,9 +246,10 @@ class DataParallelTrainer:
             backend=self._backend(),
             run_dir=str(run_dir),
             experiment_name=run_dir.name,
-            restore=latest.path if latest is not None else None,
+            restore=restore,
             next_index=book.next_index,
             score_attribute=self.run_config.checkpoint_config.checkpoint_score_attribute,
+            report_waits=trial is not None,
         )
 
     def __repr__(self) -> str:
@@ -197,18 +259,28 @@ class DataParallelTrainer:
         )
 
 
-def _recorder(
-    history: list[dict[str, Any]], book: CheckpointBook, results: IO[str]
-) -> Callable[[dict[str, Any], str | None], None]:
-    """What the coordinator does with each of rank 0's reports, in order."""
+class _Recorder:
+    """What the coordinator does with each of rank 0's reports, in order: keep it, and in
+    a Tune trial report it to the trial. ``stopped`` turns true when Tune says stop; no
+    report is taken after that."""
 
-    def on_report(metrics: dict[str, Any], checkpoint: str | None) -> None:
-        history.append(metrics)
+    def __init__(self, book: CheckpointBook, results: IO[str], trial: TuneTrial | None) -> None:
+        self.history: list[dict[str, Any]] = []
+        self.book = book
+        self.results = results
+        self.trial = trial
+        self.stopped = False
+
+    async def __call__(self, metrics: dict[str, Any], checkpoint: str | None) -> bool:
+        if self.stopped:
+            return False
+        self.history.append(metrics)
         if checkpoint is not None:
-            book.add(Checkpoint(checkpoint), metrics)
-        results.write(json.dumps(metrics, default=repr) + "\n")
-
-    return on_report
+            self.book.add(Checkpoint(checkpoint), metrics)
+        self.results.write(json.dumps(metrics, default=repr) + "\n")
+        if self.trial is not None and not await self.trial.report_async(metrics, checkpoint):
+            self.stopped = True
+        return not self.stopped
 
 
 def _takes_config(func: Callable[..., Any], config_given: bool) -> bool:

@@ -4,7 +4,9 @@
 the worker's event loop keeps answering messages: ``next_reports`` (async, on the loop)
 hands rank 0's reports to the coordinator as they come. Reports stay in the worker until
 the coordinator acknowledges them (``after``), so a report is never lost between a poll
-and a failure.
+and a failure. With ``RunSpec.report_waits`` (the run is a Tune trial's), rank 0's
+``train.report`` returns only once the coordinator has acknowledged that report, that is
+once Tune has taken it and decided that the trial goes on, as ``tune.report`` does.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import asyncio
 import logging
 import os
 import socket
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +47,7 @@ class RunSpec:
     restore: str | None
     next_index: int
     score_attribute: str | None
+    report_waits: bool = False
 
 
 @actorrt.actor(process=True, max_concurrency=3)
@@ -54,6 +58,9 @@ class TrainWorker:
     def __init__(self) -> None:
         self._reports: list[Report] = []
         self._seq = 0
+        self._acked = 0
+        self._acks = threading.Condition()  # rank 0's thread waits on it (report_waits)
+        self._report_waits = False
         self._finished = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._changed: asyncio.Event | None = None
@@ -73,6 +80,7 @@ class TrainWorker:
 
     def run(self, spec: RunSpec) -> dict[str, Any]:
         """Run the training function once; return what the coordinator must know after."""
+        self._report_waits = spec.report_waits
         saved = {key: os.environ.get(key) for key in spec.env}
         os.environ.update(spec.env)
         setup = spec.setup
@@ -118,22 +126,33 @@ class TrainWorker:
         there is one or the run ends."""
         assert self._changed is not None
         self._reports = [r for r in self._reports if r[0] > after]
+        if after > self._acked:
+            with self._acks:
+                self._acked = after
+                self._acks.notify_all()
         while wait and not self._reports and not self._finished:
             self._changed.clear()
             await self._changed.wait()
         return list(self._reports), self._finished
 
-    # Called on the training thread by train.report (rank 0 only).
+    # Called on the training thread by train.report (rank 0 only; the session's lock
+    # makes the calls one at a time).
     def _push(self, metrics: dict[str, Any], checkpoint: str | None) -> None:
-        self._call_on_loop(self._add, metrics, checkpoint)
+        self._seq += 1
+        seq = self._seq
+        self._call_on_loop(self._add, seq, metrics, checkpoint)
+        if self._report_waits:
+            with self._acks:
+                # Ends when the coordinator acknowledges; a gang told to stop is killed
+                # while it waits here.
+                self._acks.wait_for(lambda: self._acked >= seq)
 
     def _call_on_loop(self, func: Callable[..., None], *args: Any) -> None:
         assert self._loop is not None
         self._loop.call_soon_threadsafe(func, *args)
 
-    def _add(self, metrics: dict[str, Any], checkpoint: str | None) -> None:
-        self._seq += 1
-        self._reports.append((self._seq, metrics, checkpoint))
+    def _add(self, seq: int, metrics: dict[str, Any], checkpoint: str | None) -> None:
+        self._reports.append((seq, metrics, checkpoint))
         assert self._changed is not None
         self._changed.set()
 

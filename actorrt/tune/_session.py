@@ -11,6 +11,7 @@ with it.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import threading
@@ -22,6 +23,7 @@ import actorrt
 
 from ._checkpoint import Checkpoint
 from ._resources import PlacementGroupFactory
+from ._storage import copy_dir_atomic
 
 __all__ = ["StopTrial", "TuneContext", "get_checkpoint", "get_context", "report"]
 
@@ -114,6 +116,49 @@ class Session:
 
     def send(self, metrics: Mapping[str, Any], checkpoint_path: str | None) -> str:
         """Report one result to the controller; return its decision."""
+        result = self._result(metrics, checkpoint_path)
+        decision: str = actorrt.get(self.bus.report(self.trial_id, result, checkpoint_path))
+        return decision
+
+    async def send_async(self, metrics: Mapping[str, Any], checkpoint_path: str | None) -> str:
+        """``send`` for code on this process's event loop: awaits the controller's answer."""
+        result = self._result(metrics, checkpoint_path)
+        decision: str = await self.bus.report(self.trial_id, result, checkpoint_path)
+        return decision
+
+    async def report_async(self, metrics: Mapping[str, Any], checkpoint_dir: str | None) -> bool:
+        """Report a result from this process's event loop; return whether the trial goes on.
+
+        For a library that runs inside the trial's process (``actorrt.train``'s trainers,
+        which find the session through ``active_session``): the checkpoint directory's
+        files are hard-linked (else copied) into the trial folder on a helper thread, so
+        the loop never waits on disk, then the result is sent. Unlike ``tune.report`` it
+        does not raise when told to stop: the caller ends its own work first, then raises
+        ``stop_signal()`` on the trial's thread.
+        """
+        path = None
+        if checkpoint_dir is not None:
+            path = await asyncio.to_thread(self._persist_linked, checkpoint_dir)
+        return await self.send_async(metrics, path) != STOP
+
+    def _persist_linked(self, checkpoint_dir: str) -> str:
+        # Files of a checkpoint are never modified in place, so sharing them is safe.
+        dest = self.new_checkpoint_dir()
+        copy_dir_atomic(checkpoint_dir, dest, link=True)
+        return dest
+
+    def stop_signal(self) -> StopTrial:
+        """What to raise on the trial's thread once the trial was told to stop."""
+        return StopTrial(f"trial {self.trial_id} was told to stop")
+
+    @property
+    def restore_checkpoint(self) -> str | None:
+        """The checkpoint this attempt started from (a retry's, or PBT's), or ``None``."""
+        path = self.spec.get("checkpoint")
+        return str(path) if path else None
+
+    def _result(self, metrics: Mapping[str, Any], checkpoint_path: str | None) -> dict[str, Any]:
+        """One result with Tune's automatic fields; counts the iteration."""
         if not isinstance(metrics, Mapping):
             raise TypeError(f"tune.report() takes a dict of metrics, got {metrics!r}")
         now = time.monotonic()
@@ -133,8 +178,7 @@ class Session:
         )
         if checkpoint_path is not None:
             self.checkpoint = Checkpoint(checkpoint_path)
-        decision: str = actorrt.get(self.bus.report(self.trial_id, result, checkpoint_path))
-        return decision
+        return result
 
     def report(self, metrics: Mapping[str, Any], checkpoint: Checkpoint | None) -> None:
         path = self.persist(checkpoint) if checkpoint is not None else None
@@ -149,6 +193,15 @@ def set_session(session: Session | None) -> None:
     """Install (or clear) the session of the trial this process runs."""
     global _current
     _current = session
+
+
+def active_session() -> Session | None:
+    """The session of the trial this process runs now, or ``None``.
+
+    ``actorrt.train`` looks it up by module name (neither library imports the other), so
+    a trainer whose ``fit()`` runs in a trial forwards its results to the trial.
+    """
+    return _current
 
 
 def _session(call: str) -> Session:

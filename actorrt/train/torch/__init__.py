@@ -3,13 +3,23 @@
 ``TorchTrainer`` starts a ``torch.distributed`` process group in every worker (gloo on
 CPU, NCCL with GPUs) before the training function runs and destroys it afterwards;
 ``prepare_model`` and ``prepare_data_loader`` make single-process code data-parallel.
+
+``TorchTrainer`` and ``TorchConfig`` do not import torch: the process that calls
+``fit()`` (a script, or each trial driver of a Tune sweep) only coordinates, so it does not
+pay for that import. ``get_device``, ``prepare_model`` and ``prepare_data_loader``, used in
+the workers, import it on first use (PEP 562).
 """
 
+import importlib as _importlib
+import typing as _typing
+
 from ._config import TorchConfig as TorchConfig
-from ._prepare import get_device as get_device
-from ._prepare import prepare_data_loader as prepare_data_loader
-from ._prepare import prepare_model as prepare_model
 from ._trainer import TorchTrainer as TorchTrainer
+
+if _typing.TYPE_CHECKING:
+    from ._prepare import get_device as get_device
+    from ._prepare import prepare_data_loader as prepare_data_loader
+    from ._prepare import prepare_model as prepare_model
 
 __all__ = [
     "TorchConfig",
@@ -19,11 +29,30 @@ __all__ = [
     "prepare_model",
 ]
 
-for _name in __all__:
-    _obj = globals()[_name]
-    if getattr(_obj, "__module__", "").startswith("actorrt.train.torch._"):
+_NEED_TORCH = frozenset({"get_device", "prepare_data_loader", "prepare_model"})
+
+
+def _show_public(obj: _typing.Any) -> _typing.Any:
+    """Public objects show their public module in tracebacks and reprs."""
+    if getattr(obj, "__module__", "").startswith(f"{__name__}._"):
         try:
-            _obj.__module__ = "actorrt.train.torch"
+            obj.__module__ = __name__
         except (AttributeError, TypeError):
             pass
-del _name, _obj
+    return obj
+
+
+def __getattr__(name: str) -> _typing.Any:
+    if name not in _NEED_TORCH:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = _show_public(getattr(_importlib.import_module("._prepare", __name__), name))
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+_show_public(TorchConfig)
+_show_public(TorchTrainer)
