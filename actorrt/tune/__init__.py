@@ -7,8 +7,8 @@ undeclared request that can never be met is an error in the results, not a hang.
 
 This package is a library layer: it uses only the public ``actorrt`` API (and the pure
 ``actorrt.resources`` layer, for GPU discovery). Submodules mirror Ray's:
-``actorrt.tune.schedulers``, ``actorrt.tune.search``, ``actorrt.tune.stopper``,
-``actorrt.tune.utils``.
+``actorrt.tune.logger``, ``actorrt.tune.schedulers``, ``actorrt.tune.search`` (and
+``actorrt.tune.search.optuna``), ``actorrt.tune.stopper``, ``actorrt.tune.utils``.
 
 Names are imported on first use (PEP 562): a trial's worker process imports this package to
 run a trainable, and needs only the trial-side modules, not the controller's. Every trial
@@ -19,10 +19,12 @@ import importlib as _importlib
 import typing as _typing
 
 if _typing.TYPE_CHECKING:
+    from . import logger as logger
     from . import schedulers as schedulers
     from . import search as search
     from . import stopper as stopper
     from . import utils as utils
+    from ._callbacks import Callback as Callback
     from ._checkpoint import Checkpoint as Checkpoint
     from ._config import CheckpointConfig as CheckpointConfig
     from ._config import FailureConfig as FailureConfig
@@ -55,6 +57,7 @@ if _typing.TYPE_CHECKING:
     from ._tuner import Tuner as Tuner
 
 __all__ = [
+    "Callback",
     "Checkpoint",
     "CheckpointConfig",
     "Domain",
@@ -87,8 +90,9 @@ __all__ = [
     "with_resources",
 ]
 
-_SUBMODULES = frozenset({"stopper", "utils", "schedulers", "search"})
+_SUBMODULES = frozenset({"logger", "stopper", "utils", "schedulers", "search"})
 _WHERE = {
+    "Callback": "._callbacks",
     "Checkpoint": "._checkpoint",
     "CheckpointConfig": "._config",
     "FailureConfig": "._config",

@@ -10,6 +10,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from ._callbacks import check_callbacks
 from ._schedulers import TrialScheduler
 from ._search import ConcurrencyLimiter, Searcher
 
@@ -174,10 +175,13 @@ class RunConfig:
             ``tune.stopper.Stopper``.
         failure_config: retries, see :class:`FailureConfig`.
         checkpoint_config: see :class:`CheckpointConfig`.
-        callbacks: accepted for Ray compatibility; not called yet.
-        verbose: ``0`` silent; ``1`` a periodic status line, trial errors and retries, and
-            a final table; ``2`` also a line per trial status change; ``3`` also a line per
-            result.
+        callbacks: ``tune.Callback`` instances, called in the driver at each trial's start,
+            result and end and at the experiment's end (a callback that raises is
+            reported, and the experiment goes on). A ``tune.logger.TBXLoggerCallback`` is
+            added when ``tensorboardX`` is installed and none is given.
+        verbose: ``0`` silent; ``1`` the progress (a live view on a terminal, else a
+            status line every 10 s), trial errors and retries, and a final table; ``2``
+            also a line per trial status change; ``3`` also a line per result.
     """
 
     name: str | None = None
@@ -189,6 +193,7 @@ class RunConfig:
     verbose: int = 1
 
     def __post_init__(self) -> None:
+        check_callbacks(self.callbacks)
         if self.verbose not in (0, 1, 2, 3):
             raise ValueError(f"verbose must be 0, 1, 2 or 3, got {self.verbose!r}")
         if self.name is not None and (not self.name or "/" in self.name):

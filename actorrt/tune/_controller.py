@@ -10,25 +10,37 @@ decision.
 
 Up to ``max_pending`` trials wait for resources at a time (Ray's pending-trial limit): enough
 to fill the cluster as soon as anything frees, without drawing every sample up front.
+
+Everything ``Tuner.restore`` needs is written as it happens (:mod:`._experiment_state`): a
+header when a new experiment starts, then one journal line per trial created, checkpoint
+recorded, config changed and trial ended, and the searcher's state when it changes. A run
+that is cancelled or fails (Ctrl-C, SIGTERM) leaves the trials it cut off unfinished in the
+journal, and prints how to resume.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
 import os
 import secrets
 import socket
+import sys
 import time
 from typing import Any
 
 import actorrt
 
 from ._bus import ReportBusActor, TrialDriverActor
+from ._callbacks import CallbackList, default_callbacks
 from ._config import CheckpointConfig, FailureConfig, RunConfig, TuneConfig, limited_search_alg
+from ._experiment_state import make_header
 from ._progress import ProgressReporter
+from ._recorder import ExperimentRecorder
 from ._resources import resolve_resources
+from ._restore import RestoredExperiment, rebuild_trials, replay_scheduler, restore_searcher
 from ._result import ResultGrid, grid_of
 from ._schedulers import FIFOScheduler, TrialScheduler
 from ._search import BasicVariantGenerator, ConcurrencyLimiter, Searcher
@@ -53,7 +65,11 @@ def trainable_name(trainable: Any) -> str:
 
 
 class TuneController:
-    """Runs one experiment to its end; see the module docstring."""
+    """Runs one experiment to its end; see the module docstring.
+
+    With ``restored`` (what ``Tuner.restore`` read), it continues that experiment in its
+    folder instead of starting a new one.
+    """
 
     def __init__(
         self,
@@ -61,7 +77,15 @@ class TuneController:
         param_space: dict[str, Any],
         tune_config: TuneConfig,
         run_config: RunConfig,
+        restored: RestoredExperiment | None = None,
     ) -> None:
+        self.restored = restored
+        self._tag = restored.header.tag if restored else secrets.token_hex(3)[:5]
+        # Pickled now, before the searcher and scheduler below take the experiment's
+        # settings: a restore starts from them as they were given.
+        header = None if restored else make_header(
+            trainable_name(trainable), self._tag, param_space, tune_config, run_config
+        )
         self.trainable = trainable
         self.param_space = param_space
         self.tune_config = tune_config
@@ -72,18 +96,22 @@ class TuneController:
             f"{trainable_name(trainable)}_{time.strftime('%Y-%m-%d_%H-%M-%S')}"
         )
         self.storage = ExperimentStorage(run_config.storage_path or DEFAULT_STORAGE, name)
+        self.record = ExperimentRecorder(
+            self.storage, header, restored.journal if restored else None
+        )
         self.name = name
         self.searcher = self._make_searcher()
         self.scheduler: TrialScheduler = tune_config.scheduler or FIFOScheduler()
         self.scheduler.set_search_properties(tune_config.metric, tune_config.mode)
         self.stopper = to_stopper(run_config.stop)
         self.progress = ProgressReporter(run_config.verbose, tune_config.metric, tune_config.mode)
+        given = list(run_config.callbacks or [])
+        self.callbacks = CallbackList([*given, *default_callbacks(given)], self.progress.note)
         self.trials: list[Trial] = []
         self._by_id: dict[str, Trial] = {}
         self._tasks: dict[asyncio.Task[None], Trial] = {}
         self._refs: dict[str, Any] = {}
         self._kills: set[asyncio.Future[Any]] = set()
-        self._tag = secrets.token_hex(3)[:5]
         self._pending = 0
         self._search_done = False
         self._stopping = False
@@ -91,6 +119,8 @@ class TuneController:
         self._hostname = socket.gethostname()
         self._changed: asyncio.Event | None = None
         self.bus: Any = None
+        self._aborted = False
+        self.stop_reason = "cancelled"  # why a run was cut off; Tuner.fit() names the signal
 
     def _make_searcher(self) -> Searcher:
         config = self.tune_config
@@ -122,21 +152,28 @@ class TuneController:
         self._changed = asyncio.Event()
         max_pending = self._max_pending()
         self.bus = await ReportBusActor.options(process=False).spawn(self)
+        self.callbacks.setup(self.stopper, self.tune_config.num_samples, self.searcher)
         timers: list[asyncio.TimerHandle] = []
         status_task: asyncio.Task[None] | None = None
-        if self.tune_config.time_budget_s is not None:
-            timers.append(
-                loop.call_later(self.tune_config.time_budget_s, self.stop_all, "time budget")
-            )
-        if self.run_config.verbose >= 1:
-            status_task = asyncio.create_task(self._status_loop())
         try:
+            self.record.open(metric=self.tune_config.metric, mode=self.tune_config.mode)
+            if self.restored is not None:
+                self._resume()
+            if self.tune_config.time_budget_s is not None:
+                # The budget counts the experiment's time over all its runs (restores).
+                left = self.tune_config.time_budget_s - self.record.elapsed()
+                timers.append(loop.call_later(max(left, 0.0), self.stop_all, "time budget"))
+            if self.run_config.verbose >= 1:
+                status_task = asyncio.create_task(self._status_loop())
             while True:
                 self._launch(max_pending)
                 if not self._tasks and (self._search_done or self._stopping):
                     break
                 await self._changed.wait()
                 self._changed.clear()
+        except BaseException:
+            self._aborted = True  # trials cut off now stay unfinished, to be resumed
+            raise
         finally:
             for timer in timers:
                 timer.cancel()
@@ -148,13 +185,15 @@ class TuneController:
                 await asyncio.gather(*self._kills, return_exceptions=True)
             await self.bus.stop()
             self.storage.close()
+            closed = self.record.close(interrupted=self.stop_reason if self._aborted else None)
+            if self._aborted and closed:
+                self._print_resume_hint()
+            self.callbacks.experiment_end(self.trials)
         self.progress.final(self.trials, self.storage.path)
         return self.result_grid()
 
     async def _status_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.progress.interval)
-            self.progress.status(self.trials)
+        await self.progress.watch(self.trials, self._refs)
 
     async def _cancel_all(self) -> None:
         tasks = list(self._tasks)
@@ -191,15 +230,29 @@ class TuneController:
         dirname = self.tune_config.trial_dirname_creator
         trial.path = self.storage.trial_dir(str(dirname(trial)) if dirname else trial.trial_name)
         self.storage.write_params(trial.path, config)
-        self.trials.append(trial)
-        self._by_id[trial_id] = trial
-        self.scheduler.on_trial_add(self, trial)
-        self.progress.trial_status(trial)
+        failure: Exception | None = None
         try:
             trial.resources = resolve_resources(self.trainable, config)
         except Exception as exc:  # a bad resources callable or dict: this trial's error
-            self._errored(trial, error_outcome(exc) | {"config_error": True}, exc)
+            failure = exc
+        self.trials.append(trial)
+        self._by_id[trial_id] = trial
+        self.record.trial(trial, self.searcher)
+        self.scheduler.on_trial_add(self, trial)
+        self.progress.trial_status(trial)
+        if failure is not None:
+            self._errored(trial, error_outcome(failure) | {"config_error": True}, failure)
             return
+        self._submit(trial)
+
+    def _submit(self, trial: Trial) -> None:
+        """Start a trial's task: it waits for the trial's resources, then runs it."""
+        if trial.resources is None:  # a restored trial: decide its resources again
+            try:
+                trial.resources = resolve_resources(self.trainable, trial.config)
+            except Exception as exc:
+                self._errored(trial, error_outcome(exc) | {"config_error": True}, exc)
+                return
         self._pending += 1
         task = asyncio.create_task(self._run_trial(trial), name=f"tune {trial.trial_name}")
         self._tasks[task] = trial
@@ -236,12 +289,13 @@ class TuneController:
         try:
             trial.status = RUNNING
             self.progress.trial_status(trial)
+            self.callbacks.trial_start(self.trials, trial)
             await self._attempts(trial, ref)
             ended = True
         finally:
             self._refs.pop(trial.trial_id, None)
-            if trial.status == RUNNING:  # cancelled mid-run: the experiment is stopping
-                self._complete(trial)
+            if trial.status == RUNNING and not self._aborted:
+                self._complete(trial)  # cancelled mid-run: the experiment is stopping
             # A trial that ended returns its worker to the pool; one cut off is killed.
             await (ref.stop() if ended else ref.kill())
 
@@ -272,6 +326,7 @@ class TuneController:
             self.progress.trial_status(
                 trial, f"failed ({outcome['error_type']}); retry {trial.num_failures} from {where}"
             )
+            self.callbacks.trial_recover(self.trials, trial)
 
     def _take_donor_checkpoint(self, trial: Trial) -> None:
         """PBT's exploit, at the decision: copy the donor's latest checkpoint into this
@@ -281,7 +336,7 @@ class TuneController:
         assert trial.restart_with is not None
         config, (source, score, iteration, time_total) = trial.restart_with
         dest = os.path.join(trial.path, f"checkpoint_{trial.checkpoint_count:06d}")
-        copy_dir_atomic(source, dest, link=True)
+        copy_dir_atomic(source, dest, link=True)  # recorded in the journal by _restart
         trial.checkpoint_count += 1
         trial.restart_with = (config, (dest, score, iteration, time_total))
 
@@ -294,6 +349,7 @@ class TuneController:
         trial.checkpoints.append(record)
         trial.config = config
         self.storage.write_params(trial.path, config)
+        self.record.restart(trial, record)
         self.progress.trial_status(trial, f"restarts from {record[0]} with {config}")
 
     def _spec(self, trial: Trial) -> dict[str, Any]:
@@ -320,7 +376,9 @@ class TuneController:
         self.scheduler.on_trial_complete(self, trial, trial.last_result)
         self.searcher.on_trial_complete(trial.trial_id, trial.last_result, error=False)
         self.storage.close_trial(trial.path)
+        self.record.end(trial, self.searcher)
         self.progress.trial_status(trial)
+        self.callbacks.trial_complete(self.trials, trial)
         self._notify()
 
     def _errored(
@@ -339,7 +397,9 @@ class TuneController:
         self.storage.close_trial(trial.path)
         with open(os.path.join(trial.path, "error.txt"), "w", encoding="utf-8") as f:
             f.write(trial.error_text or repr(error))
+        self.record.end(trial, self.searcher)
         self.progress.trial_status(trial, f"{type(error).__name__}: {error}")
+        self.callbacks.trial_error(self.trials, trial)
         if self.failure.fail_fast:
             self.stop_all("fail_fast")
         self._notify()
@@ -358,10 +418,11 @@ class TuneController:
         trial.pid = result.get("pid")
         if checkpoint is not None:
             result["checkpoint_dir_name"] = os.path.basename(checkpoint)
-            trial.add_checkpoint(checkpoint, result, self.checkpoint_config)
         trial.last_result = result
         trial.num_results += 1
         self.storage.append_result(trial.path, {**result, "config": trial.config})
+        if checkpoint is not None:  # recorded after its result, so a resume keeps that result
+            self._add_checkpoint(trial, checkpoint, result)
         self.searcher.on_trial_result(trial_id, result)
         decision = self.scheduler.on_trial_result(self, trial, result)
         if decision == TrialScheduler.PAUSE and trial.restart_with is not None:
@@ -378,13 +439,51 @@ class TuneController:
             self.stop_all("stopper")
         if trial.should_stop:
             decision = STOP
+        self.callbacks.trial_result(self.trials, trial, result)
         self.progress.result(trial, result)
         return STOP if decision == STOP else CONTINUE
 
     def on_checkpoint(self, trial_id: str, path: str) -> None:
         trial = self._by_id.get(trial_id)
         if trial is not None:
-            trial.add_checkpoint(path, trial.last_result, self.checkpoint_config)
+            self._add_checkpoint(trial, path, trial.last_result)
+
+    # ------------------------------------------------------- the experiment's state
+
+    def _resume(self) -> None:
+        """Take the restored experiment's trials back (see ``_restore``) and start those
+        that run again."""
+        assert self.restored is not None
+        rebuilt = rebuild_trials(self.restored, self.storage)
+        self.trials.extend(rebuilt.trials)
+        self._by_id.update((t.trial_id, t) for t in rebuilt.trials)
+        replay_scheduler(self.scheduler, self, rebuilt.trials)
+        restore_searcher(self.searcher, self.restored, rebuilt.trials, rebuilt.to_run)
+        for trial in rebuilt.closed:  # resume_unfinished=False: they end here, for good
+            self.searcher.on_trial_complete(trial.trial_id, trial.last_result, error=False)
+            self.record.end(trial, self.searcher)
+        for trial in rebuilt.to_run:
+            where = os.path.basename(trial.checkpoint) if trial.checkpoint else "the start"
+            self.progress.trial_status(trial, f"resumes from {where}")
+            self._submit(trial)
+
+    def _print_resume_hint(self) -> None:
+        path = self.storage.path
+        logger.info("tune: experiment %s stopped early (%s)", path, self.stop_reason)
+        if self.run_config.verbose >= 1:
+            name = trainable_name(self.trainable)
+            print(
+                f"[tune] the experiment stopped early ({self.stop_reason}); its state is saved "
+                f"in {path}\n[tune] to resume it: "
+                f"tune.Tuner.restore({json.dumps(path)}, trainable={name}).fit()",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def _add_checkpoint(self, trial: Trial, path: str, result: dict[str, Any]) -> None:
+        record = trial.record_checkpoint(path, result, self.checkpoint_config)
+        self.record.checkpoint(trial, record)
+        trial.prune_checkpoints(self.checkpoint_config)  # after the journal has the new one
 
     # ------------------------------------------------------------------ stopping
 

@@ -1,42 +1,55 @@
-"""Progress output: a line per trial status change, a periodic status line, a final table.
+"""Progress output: what a person watching an experiment sees.
 
-``verbose=0`` prints nothing; ``1`` a status line every ``interval`` seconds (counts per
-status, resources in use, why trials wait, the best result so far), a line per trial error or
-retry, and the final table; ``2`` also a line per trial status change; ``3`` also a line per
-result.
+``verbose=0`` prints nothing. ``1``: on a terminal, a live view (``rich``) redrawn every
+second: trials per status, resources in use out of the total, why waiting trials wait (the
+broker's own explanation), the best result so far, a table of the running and the most
+recently ended trials (metric, iteration, time, config), and the errors, each with its
+message (which names the fix, e.g. a ``ResourceDeadlockError``'s). Elsewhere (a pipe, a CI
+log, a file) a plain status line every 10 s instead, no escape codes. Either way, a line per
+trial error or retry as it happens, and a final table with the best trial. ``2`` adds a
+line per trial status change; ``3`` a line per result.
+
+Everything here runs on the controller's event loop, so it reads the trials without locks.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import time
-from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Mapping
 from typing import Any, TextIO
 
 import actorrt
 
-from ._trial import ERROR, Trial
+from ._callbacks import importable
+from ._trial import ERROR, PENDING, Trial
+from ._view import SHOWN, Snapshot, fmt, short
 
 __all__ = ["ProgressReporter"]
 
-_SHOWN = ("training_iteration", "time_total_s")
-_TABLE_ROWS = 20
+LIVE_REFRESH_S = 1.0
+PLAIN_INTERVAL_S = 10.0
 
 
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
-
-def _short(config: dict[str, Any], width: int = 60) -> str:
-    text = ", ".join(f"{k}={_fmt(v)}" for k, v in config.items())
-    return text if len(text) <= width else text[: width - 3] + "..."
+def _is_terminal(out: TextIO) -> bool:
+    try:
+        return bool(out.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
 class ProgressReporter:
-    """Prints an experiment's progress for a person watching it."""
+    """Prints an experiment's progress for a person watching it (see the module docstring).
+
+    Args:
+        verbose: ``RunConfig.verbose``.
+        metric: the experiment's metric, for the best result.
+        mode: ``"min"`` or ``"max"``.
+        out: where to print (default ``sys.stdout``).
+        live: draw the live view (default: when ``out`` is a terminal and ``rich`` is
+            installed).
+    """
 
     def __init__(
         self,
@@ -44,88 +57,149 @@ class ProgressReporter:
         metric: str | None,
         mode: str | None,
         out: TextIO | None = None,
-        interval: float = 10.0,
+        live: bool | None = None,
     ) -> None:
         self.verbose = verbose
         self.metric = metric
         self.mode = mode
         self.out = out or sys.stdout
-        self.interval = interval
+        if live is None:
+            live = _is_terminal(self.out) and importable("rich")
+        self.live = live and verbose >= 1
+        self.interval = LIVE_REFRESH_S if self.live else PLAIN_INTERVAL_S
         self._started = time.monotonic()
+        self._changed: dict[str, float] = {}
+        self._console: Any = None
+        self._live: Any = None
+        self._refs: Mapping[str, Any] = {}
+
+    # ------------------------------------------------------------------ printing
 
     def _print(self, line: str) -> None:
-        print(line, file=self.out, flush=True)
+        if self._console is not None:
+            from rich.text import Text
+
+            self._console.print(Text(line), soft_wrap=True)  # the terminal wraps it
+        else:
+            print(line, file=self.out, flush=True)
 
     def note(self, text: str) -> None:
+        """A line for the person watching (``verbose >= 1``)."""
         if self.verbose >= 1:
             self._print(f"[tune] {text}")
 
     def trial_status(self, trial: Trial, detail: str = "") -> None:
+        """A trial changed status (or failed an attempt: ``detail``)."""
+        self._changed[trial.trial_id] = time.monotonic()
         if self.verbose < (1 if detail or trial.status == ERROR else 2):
             return
         extra = f": {detail}" if detail else ""
-        if trial.status == "PENDING":
-            extra = f" ({_short(trial.config)})"
+        if trial.status == PENDING:
+            extra = f" ({short(trial.config)})"
         self._print(f"[tune] {trial.trial_name} {trial.status}{extra}")
 
     def result(self, trial: Trial, result: dict[str, Any]) -> None:
+        """A trial reported ``result`` (shown at ``verbose >= 3``)."""
         if self.verbose < 3:
             return
-        keys = [k for k in (self.metric, *_SHOWN) if k and k in result]
-        shown = ", ".join(f"{k}={_fmt(result[k])}" for k in keys)
+        keys = [k for k in (self.metric, *SHOWN) if k and k in result]
+        shown = ", ".join(f"{k}={fmt(result[k])}" for k in keys)
         self._print(f"[tune] {trial.trial_name} result: {shown}")
 
-    def best(self, trials: Iterable[Trial]) -> tuple[Trial, float] | None:
-        if self.metric is None or self.mode not in ("min", "max"):
-            return None
-        scored = [
-            (t, float(t.last_result[self.metric]))
-            for t in trials
-            if isinstance(t.last_result.get(self.metric), int | float)
-        ]
-        if not scored:
-            return None
-        pick = max if self.mode == "max" else min
-        return pick(scored, key=lambda pair: pair[1])
+    # ------------------------------------------------------------------ the view
+
+    def snapshot(self, trials: list[Trial]) -> Snapshot:
+        """The view now (reads the runtime's resource views: call it on the loop)."""
+        return Snapshot(
+            elapsed=time.monotonic() - self._started,
+            trials=list(trials),
+            total=actorrt.cluster_resources(),
+            free=actorrt.available_resources(),
+            pending=actorrt.pending_requests(),
+            metric=self.metric,
+            mode=self.mode,
+            changed=dict(self._changed),
+            names={
+                ref.actor_id: t.trial_name
+                for t in trials
+                if (ref := self._refs.get(t.trial_id)) is not None
+            },
+        )
 
     def status_line(self, trials: list[Trial]) -> str:
-        counts = Counter(t.status for t in trials)
-        parts = [f"{n} {status}" for status, n in sorted(counts.items())]
-        total, free = actorrt.cluster_resources(), actorrt.available_resources()
-        used = ", ".join(
-            f"{_fmt(total[k] - free.get(k, 0.0))}/{_fmt(total[k])} {k}"
-            for k in ("CPU", "GPU")
-            if k in total
-        )
-        line = f"[tune] {time.monotonic() - self._started:.0f}s: {' | '.join(parts)}"
-        line += f" | using {used}" if used else ""
-        best = self.best(trials)
-        if best is not None:
-            line += f" | best {self.metric}={_fmt(best[1])} ({best[0].trial_name})"
-        waiting = actorrt.pending_requests()
-        if waiting:
-            line += f" | {len(waiting)} waiting for resources: {waiting[0].reason}"
-        return line
+        """The plain status line now."""
+        return self.snapshot(trials).status_line()
 
     def status(self, trials: list[Trial]) -> None:
-        if self.verbose >= 1:
-            self._print(self.status_line(trials))
-
-    def final(self, trials: list[Trial], path: str) -> None:
+        """Show the progress now: redraw the live view, or print a status line."""
         if self.verbose < 1:
             return
-        self._print(self.status_line(trials))
-        rows = []
-        for t in trials[:_TABLE_ROWS]:
-            metrics = [_fmt(t.last_result.get(k, "")) for k in (self.metric, *_SHOWN) if k]
-            rows.append([t.trial_name, t.status, *metrics, _short(t.config, 40)])
-        header = ["trial", "status", *[k for k in (self.metric, *_SHOWN) if k], "config"]
-        widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-        for row in [header, *rows]:
-            self._print("  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)))
-        if len(trials) > _TABLE_ROWS:
-            self._print(f"... and {len(trials) - _TABLE_ROWS} more trials")
-        errored = [t for t in trials if t.status == ERROR]
-        for t in errored:
-            self._print(f"[tune] {t.trial_name} errored:\n{t.error_text.rstrip()}")
+        if self._live is not None:
+            self._live.update(self.snapshot(trials).renderable(), refresh=True)
+        else:
+            self._print(self.status_line(trials))
+
+    async def watch(self, trials: list[Trial], refs: Mapping[str, Any] | None = None) -> None:
+        """Show the progress every ``interval`` seconds until cancelled; the live view
+        is taken down when this ends, however it ends.
+
+        Args:
+            trials: the experiment's trials (read at each redraw).
+            refs: the refs of the running trials' actors by trial id (read at each
+                redraw), to name them where the broker's reasons give actor ids.
+        """
+        if self.verbose < 1:
+            return
+        self._refs = refs if refs is not None else {}
+        try:
+            if self.live:
+                self._start_live(trials)
+            while True:
+                await asyncio.sleep(self.interval)
+                self.status(trials)
+        finally:
+            self._stop_live()
+
+    def _start_live(self, trials: list[Trial]) -> None:
+        from rich.console import Console
+        from rich.live import Live
+
+        self._console = Console(file=self.out, force_terminal=True)
+        # Worker output printed meanwhile goes through rich and appears above the view.
+        self._live = Live(
+            self.snapshot(trials).renderable(),
+            console=self._console,
+            auto_refresh=False,
+            transient=True,
+        )
+        self._live.start(refresh=True)
+
+    def _stop_live(self) -> None:
+        live, self._live = self._live, None
+        if live is not None:
+            live.stop()
+
+    def final(self, trials: list[Trial], path: str) -> None:
+        """The final table, the best trial, the errors with their tracebacks, and where
+        the results are."""
+        if self.verbose < 1:
+            return
+        self._stop_live()
+        view = self.snapshot(trials)
+        if self._console is not None:
+            self._console.print(view.renderable(final=True))
+        else:
+            self._print(view.status_line())
+            for line in view.plain_table():
+                self._print(line)
+        best = view.best()
+        if best is not None:
+            trial, value = best
+            self._print(
+                f"[tune] best {self.metric}={fmt(value)}: {trial.trial_name} "
+                f"({short(trial.config, 200)})"
+            )
+        for t in trials:
+            if t.status == ERROR:
+                self._print(f"[tune] {t.trial_name} errored:\n{t.error_text.rstrip()}")
         self._print(f"[tune] results in {path}")

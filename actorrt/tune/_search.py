@@ -3,19 +3,26 @@
 The controller asks ``suggest(trial_id)`` whenever it could start a trial. A searcher answers
 a config, ``None`` ("not now": e.g. a :class:`ConcurrencyLimiter` at its limit), or
 ``Searcher.FINISHED``. It hears every result and every trial's end.
+
+For ``Tuner.restore`` the controller saves ``get_state()`` (pickled) whenever a trial is
+created or ends, and a restored searcher gets it back through ``set_state()``; then
+:func:`resume_search` tells it which trials already exist.
 """
 
 from __future__ import annotations
 
 import abc
 import logging
+import os
 import random
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
+
+import cloudpickle
 
 from ._variants import count_grid_points, resolve_one, resolve_variants
 
-__all__ = ["BasicVariantGenerator", "ConcurrencyLimiter", "Searcher"]
+__all__ = ["BasicVariantGenerator", "ConcurrencyLimiter", "Searcher", "resume_search"]
 
 logger = logging.getLogger("actorrt.tune")
 
@@ -72,6 +79,33 @@ class Searcher(abc.ABC):
     ) -> None:
         """A trial ended, with its last result (``error``: it failed)."""
 
+    def get_state(self) -> Any:
+        """What ``Tuner.restore`` needs to continue this searcher: any picklable value.
+
+        The controller saves it (with cloudpickle) each time a trial is created or ends,
+        and only when it changed. The default is a copy of the instance's attributes;
+        override it (with :meth:`set_state`) when some attribute cannot be pickled or
+        should not come back.
+        """
+        return dict(vars(self))
+
+    def set_state(self, state: Any) -> None:
+        """Take back what :meth:`get_state` returned (on a searcher built from the
+        experiment's original ``TuneConfig``)."""
+        vars(self).update(state)
+
+    def save(self, checkpoint_path: str) -> None:
+        """Write :meth:`get_state` to the file ``checkpoint_path`` (atomically)."""
+        tmp = f"{checkpoint_path}.tmp{os.getpid()}"
+        with open(tmp, "wb") as f:
+            cloudpickle.dump(self.get_state(), f)
+        os.replace(tmp, checkpoint_path)
+
+    def restore(self, checkpoint_path: str) -> None:
+        """Read what :meth:`save` wrote and :meth:`set_state` it."""
+        with open(checkpoint_path, "rb") as f:
+            self.set_state(cloudpickle.load(f))
+
 
 class BasicVariantGenerator(Searcher):
     """Random and grid search over the param space (Ray Tune's default).
@@ -105,6 +139,7 @@ class BasicVariantGenerator(Searcher):
         self._space: dict[str, Any] = {}
         self._num_samples = 1
         self._variants: Iterator[dict[str, Any]] | None = None
+        self._rng_start: Any = None  # the random state the variants were drawn from
         self._live: set[str] = set()
         self.total_trials = 0
 
@@ -134,12 +169,19 @@ class BasicVariantGenerator(Searcher):
                 space = self._space
             yield from resolve_variants(space, self._rng)
 
+    def _start_variants(self) -> Iterator[dict[str, Any]]:
+        if self._variants is None:
+            if self._rng_start is None:
+                self._rng_start = self._rng.getstate()
+            else:
+                self._rng.setstate(self._rng_start)
+            self._variants = self._generate()
+        return self._variants
+
     def suggest(self, trial_id: str) -> dict[str, Any] | str | None:
         if self.max_concurrent and len(self._live) >= self.max_concurrent:
             return None
-        if self._variants is None:
-            self._variants = self._generate()
-        config = next(self._variants, None)
+        config = next(self._start_variants(), None)
         if config is None:
             return Searcher.FINISHED
         self._live.add(trial_id)
@@ -149,6 +191,24 @@ class BasicVariantGenerator(Searcher):
         self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
     ) -> None:
         self._live.discard(trial_id)
+
+    def get_state(self) -> Any:
+        """The random state the variants are drawn from. How many were drawn is not part
+        of it: the experiment's record of its trials says that (see ``resume_search``)."""
+        if self._rng_start is None:
+            self._rng_start = self._rng.getstate()
+        return {"rng_start": self._rng_start}
+
+    def set_state(self, state: Any) -> None:
+        self._rng_start = state["rng_start"]
+        self._variants = None
+
+    def _resume(self, created: int, live: set[str]) -> None:
+        variants = self._start_variants()
+        for _ in range(created):
+            if next(variants, None) is None:
+                break
+        self._live = set(live)
 
 
 def _overlay(space: dict[str, Any], point: dict[str, Any]) -> dict[str, Any]:
@@ -225,8 +285,28 @@ class ConcurrencyLimiter(Searcher):
         if not self._live:
             self._batch_full = False
 
+    def get_state(self) -> Any:
+        return {"searcher": self.searcher.get_state()}
+
+    def set_state(self, state: Any) -> None:
+        self.searcher.set_state(state["searcher"])
+
     def __repr__(self) -> str:
         return f"ConcurrencyLimiter({self.searcher!r}, max_concurrent={self.max_concurrent})"
+
+
+def resume_search(searcher: Searcher, created: int, live: Iterable[str]) -> None:
+    """Continue a restored search: ``created`` trials exist already (the default search
+    skips that many configs, drawn again from its saved random state, so the remaining
+    trials are the ones the original run would have made), and ``live`` are the trials
+    that will run again (they count against concurrency limits)."""
+    live = set(live)
+    if isinstance(searcher, ConcurrencyLimiter):
+        searcher._live = set(live)
+        searcher._batch_full = searcher.batch and len(live) >= searcher.max_concurrent
+        resume_search(searcher.searcher, created, live)
+    elif isinstance(searcher, BasicVariantGenerator):
+        searcher._resume(created, live)
 
 
 def resolve_point(space: dict[str, Any], rng: random.Random) -> dict[str, Any]:

@@ -3,11 +3,15 @@
 Whole files (``params.json``) are written to a temporary name and renamed over the target
 (``os.replace``), so a reader never sees half a file. Logs that grow (``result.json``, one
 JSON object per line, and ``progress.csv``) are appended one whole line per write and flushed,
-never rewritten: a crash loses at most the line being written.
+never rewritten: a crash loses at most the line being written, and readers skip a torn last
+line. ``Tuner.restore`` cuts a resumed trial's logs back to the sizes they had when its
+checkpoint was taken (:meth:`ExperimentStorage.truncate_results`), so results that the trial
+reports again after resuming appear once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -16,7 +20,18 @@ import shutil
 from collections.abc import Mapping
 from typing import IO, Any
 
-__all__ = ["ExperimentStorage", "copy_dir_atomic", "flatten", "write_json_atomic"]
+__all__ = [
+    "ExperimentStorage",
+    "copy_dir_atomic",
+    "flatten",
+    "read_results",
+    "trim_torn_tail",
+    "write_bytes_atomic",
+    "write_json_atomic",
+]
+
+RESULT_FILE = "result.json"
+PROGRESS_FILE = "progress.csv"
 
 
 def write_json_atomic(path: str, data: Any) -> None:
@@ -25,6 +40,65 @@ def write_json_atomic(path: str, data: Any) -> None:
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(data, f, indent=2, default=repr, sort_keys=True)
     os.replace(tmp, path)
+
+
+def write_bytes_atomic(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file, ``fsync`` and a rename."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def trim_torn_tail(path: str) -> None:
+    """Cut a line-oriented file back to its last newline: a line that a crash left half
+    written is dropped, so the next append starts a line of its own."""
+    try:
+        size = os.path.getsize(path)
+    except FileNotFoundError:
+        return
+    if size == 0:
+        return
+    with open(path, "rb+") as f:
+        f.seek(max(size - 1, 0))
+        if f.read(1) == b"\n":
+            return
+        # Search backwards for the last newline, a block at a time.
+        end = size
+        while end > 0:
+            start = max(end - 65536, 0)
+            f.seek(start)
+            block = f.read(end - start)
+            cut = block.rfind(b"\n")
+            if cut >= 0:
+                f.truncate(start + cut + 1)
+                return
+            end = start
+        f.truncate(0)
+
+
+def read_results(trial_dir: str) -> list[dict[str, Any]]:
+    """The results in a trial's ``result.json``, in order; a torn last line is skipped."""
+    try:
+        with open(os.path.join(trial_dir, RESULT_FILE), encoding="utf-8") as f:
+            lines = f.read().split("\n")
+    except FileNotFoundError:
+        return []
+    results = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            results.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i >= len(lines) - 2:  # the last line, cut short by a crash
+                break
+            raise ValueError(
+                f"{os.path.join(trial_dir, RESULT_FILE)}: line {i + 1} is not JSON: {line[:80]!r}"
+            ) from None
+    return results
 
 
 def _link_or_copy(source: str, dest: str) -> None:
@@ -58,9 +132,11 @@ def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 class _TrialFiles:
     def __init__(self, path: str) -> None:
-        self.json: IO[str] = open(os.path.join(path, "result.json"), "a", encoding="utf-8")  # noqa: SIM115
-        self.csv: IO[str] = open(os.path.join(path, "progress.csv"), "a", encoding="utf-8")  # noqa: SIM115
-        self.header: list[str] | None = None
+        self.json: IO[str] = open(os.path.join(path, RESULT_FILE), "a", encoding="utf-8")  # noqa: SIM115
+        csv_path = os.path.join(path, PROGRESS_FILE)
+        self.csv: IO[str] = open(csv_path, "a", encoding="utf-8")  # noqa: SIM115
+        # A resumed trial appends to the file it had: keep that file's columns.
+        self.header: list[str] | None = _csv_header(csv_path)
 
     def close(self) -> None:
         self.json.close()
@@ -97,6 +173,25 @@ class ExperimentStorage:
         files.csv.write(_csv_line([flat.get(k, "") for k in files.header]))
         files.csv.flush()
 
+    def sizes(self, trial_dir: str) -> tuple[int, int]:
+        """The sizes in bytes of a trial's ``result.json`` and ``progress.csv`` now (every
+        write is flushed): where to cut them back to when the trial resumes from here."""
+        return (
+            _size(os.path.join(trial_dir, RESULT_FILE)),
+            _size(os.path.join(trial_dir, PROGRESS_FILE)),
+        )
+
+    def truncate_results(self, trial_dir: str, result_bytes: int, progress_bytes: int) -> None:
+        """Cut a trial's result logs back to the given sizes (``0``: remove them)."""
+        self.close_trial(trial_dir)
+        for name, size in ((RESULT_FILE, result_bytes), (PROGRESS_FILE, progress_bytes)):
+            path = os.path.join(trial_dir, name)
+            if size <= 0:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(path)
+            elif _size(path) > size:
+                os.truncate(path, size)
+
     def close_trial(self, trial_dir: str) -> None:
         files = self._files.pop(trial_dir, None)
         if files is not None:
@@ -106,6 +201,22 @@ class ExperimentStorage:
         for files in self._files.values():
             files.close()
         self._files.clear()
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except FileNotFoundError:
+        return 0
+
+
+def _csv_header(path: str) -> list[str] | None:
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            row = next(csv.reader(f), None)
+    except FileNotFoundError:
+        return None
+    return list(row) if row else None
 
 
 def _csv_line(values: list[Any]) -> str:

@@ -66,15 +66,27 @@ class Trial:
         self, path: str, result: dict[str, Any], keep: CheckpointConfig | None
     ) -> None:
         """Record a persisted checkpoint; delete the worst beyond ``num_to_keep``."""
+        self.record_checkpoint(path, result, keep)
+        self.prune_checkpoints(keep)
+
+    def record_checkpoint(
+        self, path: str, result: dict[str, Any], keep: CheckpointConfig | None
+    ) -> tuple[str, float, int, float]:
+        """Record a persisted checkpoint (as the latest); return its record."""
         attr = keep.checkpoint_score_attribute if keep else None
         score = float(result.get(attr, math.nan)) if attr else float(len(self.checkpoints))
         if keep and keep.checkpoint_score_order == "min" and attr:
             score = -score
-        self.checkpoints.append(
-            (path, score, int(result.get("training_iteration", 0)),
-             float(result.get("time_total_s", 0.0)))
+        record = (
+            path, score, int(result.get("training_iteration", 0)),
+            float(result.get("time_total_s", 0.0)),
         )
+        self.checkpoints.append(record)
         self.checkpoint_count += 1
+        return record
+
+    def prune_checkpoints(self, keep: CheckpointConfig | None) -> None:
+        """Delete the worst checkpoints beyond ``num_to_keep``; never the latest."""
         if keep is None or keep.num_to_keep is None:
             return
         while len(self.checkpoints) > keep.num_to_keep:

@@ -23,6 +23,7 @@ import actorrt
 
 from ._session import STOP, Session, StopTrial, set_session
 from ._trainable import Trainable
+from ._trial_log import LOG_FILE, trial_output
 
 __all__ = ["TrialDriver", "error_outcome", "is_config_error", "load_error"]
 
@@ -81,7 +82,12 @@ class TrialDriver:
         return os.getpid()
 
     def run(self, spec: Mapping[str, Any]) -> dict[str, Any]:
-        """One attempt at the trial, from ``spec["checkpoint"]`` if given."""
+        """One attempt at the trial, from ``spec["checkpoint"]`` if given. The process's
+        output meanwhile also goes to the trial folder's ``output.log``."""
+        with trial_output(os.path.join(spec["trial_dir"], LOG_FILE)):
+            return self._attempt(spec)
+
+    def _attempt(self, spec: Mapping[str, Any]) -> dict[str, Any]:
         session = Session(spec, self.bus)
         set_session(session)
         try:

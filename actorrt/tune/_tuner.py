@@ -1,20 +1,58 @@
-"""``Tuner``: the entry point, from a plain script (``fit``) or async code (``fit_async``)."""
+"""``Tuner``: the entry point, from a plain script (``fit``) or async code (``fit_async``),
+and ``Tuner.restore`` to continue an experiment that stopped early."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
 from typing import Any
 
 import actorrt
 
 from ._config import RunConfig, TuneConfig
-from ._controller import TuneController
+from ._controller import TuneController, trainable_name
 from ._resources import is_function_trainable
+from ._restore import RestoredExperiment, ResumeOptions, can_restore, load_experiment
 from ._result import ResultGrid
 from ._trainable import Trainable
 
 __all__ = ["Tuner"]
+
+SIGTERM_EXIT_STATUS = 128 + signal.SIGTERM  # the shell's status for "ended by SIGTERM"
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM during ``Tuner.fit()``: handled as Ctrl-C is, then turned into ``SystemExit``."""
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """While ``fit()`` runs, SIGTERM interrupts it as Ctrl-C does (only where Python's
+    default SIGTERM action is in place, on the main thread: a handler the program installed
+    is left alone)."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        # One is enough: more SIGTERMs during the cleanup would only cut it short.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise _Terminated()
+
+    signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _check_trainable(trainable: Any) -> None:
@@ -41,6 +79,9 @@ class Tuner:
 
     Raises:
         ValueError: ``trainable`` is neither kind, or ``param_space`` is not a dict.
+
+    An experiment keeps its state in its folder as it runs; one that stopped early (killed,
+    Ctrl-C, SIGTERM, a crashed machine) continues with :meth:`restore`.
     """
 
     def __init__(
@@ -59,23 +100,121 @@ class Tuner:
         self.tune_config = tune_config or TuneConfig()
         self.run_config = run_config or RunConfig()
         self._task: asyncio.Task[ResultGrid] | None = None
+        self._controller: TuneController | None = None
+        self._restored: RestoredExperiment | None = None
+        self._restore_args: tuple[str, dict[str, Any] | None, ResumeOptions] | None = None
+
+    @classmethod
+    def restore(
+        cls,
+        path: str | os.PathLike[str],
+        trainable: Any,
+        *,
+        param_space: dict[str, Any] | None = None,
+        resume_unfinished: bool = True,
+        resume_errored: bool = False,
+        restart_errored: bool = False,
+    ) -> Tuner:
+        """Continue an experiment that stopped early (Ray Tune's ``Tuner.restore``).
+
+        ``fit()`` on the returned tuner finishes the experiment in its folder: trials that
+        ended are kept with their results and not run again; unfinished ones resume from
+        their latest checkpoint (``training_iteration`` continues from it, and the results
+        they had reported after it are dropped from their files, since they are reported
+        again); the search goes on where it stopped, so the experiment ends with as many
+        trials as the original would have made. The ``TuneConfig`` and ``RunConfig`` are the
+        experiment's own, read from its folder (which may have moved).
+
+        Args:
+            path: the experiment folder (``storage_path/name``, as printed when a run
+                stops early, or ``ResultGrid.experiment_path``).
+            trainable: the experiment's trainable, under the same name (it may be defined
+                again, in a new script; ``with_resources`` may wrap it again).
+            param_space: the experiment's param space, given again: needed when it holds
+                values that could not be saved (actor refs), which then replace those
+                values in the trials' configs. Its keys must be the original ones.
+            resume_unfinished: resume trials that were running or waiting; with
+                ``False`` they are kept as ``TERMINATED`` with the results they have.
+            resume_errored: resume errored trials from their latest checkpoints.
+            restart_errored: run errored trials again from the start (their checkpoints
+                are deleted).
+
+        Returns:
+            A tuner whose ``fit()`` / ``fit_async()`` finish the experiment.
+
+        Raises:
+            TypeError: ``path`` is not a path, or a flag is not a bool.
+            ValueError: ``path`` is not an experiment folder (missing, a file, a trial's
+                folder, no ``tuner.pkl`` / ``experiment_state.jsonl``) or its files cannot
+                be read; ``trainable`` is not a trainable or not named as the experiment's;
+                ``param_space`` is not the experiment's; both ``resume_errored`` and
+                ``restart_errored``.
+            RuntimeError: another process is running the experiment now.
+        """
+        _check_trainable(trainable)
+        options = ResumeOptions(resume_unfinished, resume_errored, restart_errored)
+        restored = load_experiment(path, trainable_name(trainable), param_space, options)
+        tuner = cls(
+            trainable,
+            param_space=restored.param_space,
+            tune_config=restored.tune_config,
+            run_config=restored.run_config,
+        )
+        tuner._restored = restored
+        tuner._restore_args = (restored.path, param_space, options)
+        return tuner
+
+    @classmethod
+    def can_restore(cls, path: str | os.PathLike[str]) -> bool:
+        """Whether ``path`` is an experiment folder that :meth:`restore` can continue.
+
+        True once an experiment has started there (its ``tuner.pkl`` and
+        ``experiment_state.jsonl`` exist), also when it has finished: restoring a finished
+        experiment runs nothing and returns its results.
+        """
+        return can_restore(path)
+
+    def _take_restored(self) -> RestoredExperiment | None:
+        restored, self._restored = self._restored, None
+        if restored is None and self._restore_args is not None:
+            path, space, options = self._restore_args  # fit() again: read the folder again
+            restored = load_experiment(path, trainable_name(self.trainable), space, options)
+        return restored
 
     async def fit_async(self) -> ResultGrid:
-        """Run the sweep inside a running runtime (``async with actorrt.Runtime()``)."""
+        """Run the sweep inside a running runtime (``async with actorrt.Runtime()``).
+
+        Cancelling it stops every trial, leaves the experiment restorable and prints how to
+        resume it (with ``RunConfig(verbose>=1)``).
+        """
+        restored = self._take_restored()
+        if restored is not None:
+            self.tune_config, self.run_config = restored.tune_config, restored.run_config
         controller = TuneController(
-            self.trainable, self.param_space, self.tune_config, self.run_config
+            self.trainable, self.param_space, self.tune_config, self.run_config, restored
         )
+        self._controller = controller
         return await controller.run()
 
     def fit(self) -> ResultGrid:
         """Run the sweep from synchronous code and return its results.
 
         Uses the runtime that ``actorrt.init(...)`` started; with none, starts one with
-        the machine's resources and shuts it down afterwards. Ctrl-C stops every trial
-        and re-raises ``KeyboardInterrupt``.
+        the machine's resources and shuts it down afterwards.
+
+        **Ctrl-C (SIGINT)** stops every trial (their resources are returned), records
+        them as unfinished, prints how to resume (``Tuner.restore("<path>",
+        trainable=...)``) and re-raises ``KeyboardInterrupt``. **SIGTERM** does the same and
+        then raises ``SystemExit(143)``, so an uncaught one ends the program with status 143
+        (128 + SIGTERM, the shell's convention) after ``finally`` blocks and ``atexit``
+        handlers ran. SIGTERM is handled so only when called on the main thread with the
+        default SIGTERM action in place. A second Ctrl-C while the trials stop cuts that
+        short.
 
         Raises:
             RuntimeError: called on a thread whose event loop runs (use ``fit_async``).
+            KeyboardInterrupt: Ctrl-C.
+            SystemExit: SIGTERM (status 143).
         """
         try:
             asyncio.get_running_loop()
@@ -94,12 +233,17 @@ class Tuner:
             except actorrt.RuntimeAlreadyRunningError:
                 pass  # a runtime runs on another thread of this process: use it
         try:
-            try:
-                grid: ResultGrid = actorrt.get(self._run())
-            except KeyboardInterrupt:
-                if self._task is not None:
-                    actorrt.get(self._interrupt(), timeout=30)
-                raise
+            with _sigterm_interrupts():
+                try:
+                    grid: ResultGrid = actorrt.get(self._run())
+                except KeyboardInterrupt as exc:
+                    terminated = isinstance(exc, _Terminated)
+                    if self._task is not None:
+                        why = "SIGTERM" if terminated else "Ctrl-C"
+                        actorrt.get(self._interrupt(why), timeout=30)
+                    if terminated:
+                        raise SystemExit(SIGTERM_EXIT_STATUS) from None
+                    raise
             return grid
         finally:
             if started:
@@ -109,8 +253,10 @@ class Tuner:
         self._task = asyncio.ensure_future(self.fit_async())
         return await self._task
 
-    async def _interrupt(self) -> None:
+    async def _interrupt(self, why: str) -> None:
         task = self._task
         if task is not None and not task.done():
+            if self._controller is not None:
+                self._controller.stop_reason = why
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)

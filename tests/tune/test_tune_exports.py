@@ -5,13 +5,14 @@ from __future__ import annotations
 from actorrt import tune
 
 EXPECTED = {
-    "Checkpoint", "CheckpointConfig", "Domain", "FailureConfig", "PlacementGroupFactory",
-    "Result", "ResultGrid", "RunConfig", "StopTrial", "Trainable", "TrialScheduler",
+    "Callback", "Checkpoint", "CheckpointConfig", "Domain", "FailureConfig",
+    "PlacementGroupFactory", "Result", "ResultGrid", "RunConfig", "StopTrial", "Trainable",
+    "TrialScheduler",
     "TuneConfig", "TuneContext", "Tuner", "choice", "get_checkpoint", "get_context",
     "grid_search", "lograndint", "loguniform", "qloguniform", "qrandint", "qrandn",
     "quniform", "randint", "randn", "report", "sample_from", "uniform", "with_resources",
 }
-SUBMODULES = {"schedulers", "search", "stopper", "utils"}
+SUBMODULES = {"logger", "schedulers", "search", "stopper", "utils"}
 
 
 def test_all_is_exactly_the_public_surface() -> None:
@@ -36,3 +37,14 @@ def test_ray_style_submodules() -> None:
 
     assert ASHAScheduler is AsyncHyperBandScheduler
     assert callable(wait_for_gpu) and Stopper and BasicVariantGenerator and ConcurrencyLimiter
+
+
+def test_logger_and_optuna_modules_show_where_their_classes_are_imported_from() -> None:
+    from actorrt.tune import logger
+    from actorrt.tune.search import optuna
+
+    assert logger.__all__ == ["LoggerCallback", "TBXLoggerCallback"]
+    assert optuna.__all__ == ["OptunaSearch"]
+    assert repr(logger.TBXLoggerCallback) == "<class 'actorrt.tune.logger.TBXLoggerCallback'>"
+    assert repr(optuna.OptunaSearch) == "<class 'actorrt.tune.search.optuna.OptunaSearch'>"
+    assert issubclass(logger.TBXLoggerCallback, tune.Callback)
