@@ -333,8 +333,10 @@ class Codec:
     def _encode_other(self, obj: Any) -> Any:
         if self._ref_types and isinstance(obj, self._ref_types):
             return ExtType(EXT_REF, self._encode_ref(obj))  # type: ignore[misc]
-        np = sys.modules.get("numpy")
-        if np is not None and type(obj) is np.ndarray and not _needs_pickle(obj):
+        # numpy may be half imported by another thread: then it has no ndarray yet, and
+        # no value here can be one.
+        ndarray = getattr(sys.modules.get("numpy"), "ndarray", None)
+        if ndarray is not None and type(obj) is ndarray and not _needs_pickle(obj):
             return self._encode_ndarray(obj)
         if isinstance(obj, BaseException):
             return ExtType(EXT_EXCEPTION, self._encode_exception(obj))
