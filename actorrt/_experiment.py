@@ -156,7 +156,9 @@ def read_experiment(path: str) -> Experiment:
     except PermissionError as exc:
         raise NotAnExperimentError(f"{given!r} cannot be read: {exc.strerror}") from None
     trial_dirs = [os.path.join(path, n) for n in names if _is_trial_dir(os.path.join(path, n))]
-    if not trial_dirs:
+    # A trial folder may hold folders that look like trials (a trainer's run folder):
+    # its own params.json says what it is.
+    if not trial_dirs or os.path.isfile(os.path.join(path, "params.json")):
         raise NotAnExperimentError(_not_experiment(given, path, names))
     journal_path = os.path.join(path, JOURNAL_FILE)
     live = _open_by_live_processes(
@@ -218,9 +220,8 @@ def _read_journal(path: str) -> _Journal | None:
 
 
 def _is_trial_dir(path: str) -> bool:
-    return os.path.isdir(path) and any(
-        os.path.isfile(os.path.join(path, f)) for f in ("params.json", "result.json")
-    )
+    # Tune writes a trial's params.json when it creates the trial, before any result.
+    return os.path.isfile(os.path.join(path, "params.json"))
 
 
 def _not_experiment(given: str, path: str, names: list[str]) -> str:

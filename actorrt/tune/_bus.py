@@ -1,4 +1,4 @@
-"""The report bus: the inline actor trials report to, and the worker-pool warm-up.
+"""The report bus: the inline actor trials report to.
 
 Each ``tune.report`` in a trial process is one ask to the bus, an inline actor on the
 driver's event loop; its answer is the controller's decision (``CONTINUE`` or ``STOP``). The
