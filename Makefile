@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 EXTRAS ?= dev,tune,train,optuna,plots
 
-.PHONY: install demo test lint bench bench-check clean
+.PHONY: install demo test lint bench bench-check bench-ray clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,13 +25,36 @@ lint: install
 test: install lint
 	$(PY) -m pytest
 
-BENCHMARKS := core wire processes broker broker_sim
+# Benchmarks (docs/benchmarks.md): one driver runs them all, writes
+# benchmarks/results/latest.{json,md} and the scaling plots. BENCH_ARGS passes options on,
+# e.g. `make bench BENCH_ARGS="--reps 7"` or `BENCH_ARGS="--quick --only core,tune"`.
+# bench-ray runs the sections that have a Ray counterpart (RAY_ONLY; empty: all of them),
+# alternating with Ray, into benchmarks/results/ray/.
+BENCH_ARGS ?=
+RAY_ONLY ?= actors,tune,deadlock
+RAY_VENV ?= .venv-ray
+RAY_PY := $(RAY_VENV)/bin/python
+RAY_STAMP := $(RAY_VENV)/.installed-stamp
+RAY_VERSION := 2.60.0
 
 bench: install
-	for b in $(BENCHMARKS); do $(PY) -m benchmarks.$$b || exit 1; done
+	$(PY) -m benchmarks.suite $(BENCH_ARGS)
 
 bench-check: install
-	status=0; for b in $(BENCHMARKS); do $(PY) -m benchmarks.$$b --check || status=1; done; exit $$status
+	$(PY) -m benchmarks.suite --check $(BENCH_ARGS)
+
+# Ray lives in a virtualenv of its own, made from scratch with the same interpreter as
+# $(VENV); actorrt never depends on it.
+$(RAY_STAMP):
+	rm -rf $(RAY_VENV)
+	$(PYTHON) -m venv $(RAY_VENV)
+	$(RAY_PY) -m pip install --quiet --upgrade pip
+	$(RAY_PY) -m pip install --quiet 'ray[tune]==$(RAY_VERSION)'
+	touch $(RAY_STAMP)
+
+bench-ray: install $(RAY_STAMP)
+	$(PY) -m benchmarks.suite --ray --ray-python $(RAY_PY) --out benchmarks/results/ray \
+		$(if $(RAY_ONLY),--only $(RAY_ONLY)) $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(RAY_VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache

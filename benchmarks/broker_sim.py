@@ -1,105 +1,141 @@
-"""Broker decision cost: pure broker time, no actors, no processes, no event loop.
+"""Broker decision cost at scale: pure broker time, no actors, no processes, no event loop.
 
-Measures, in one run:
+    python -m benchmarks.broker_sim [--check] [--quick] [--reps R] [--build-budget S]
 
-1. reserve + release of a 2 x {"CPU": 1} placement group on one node (the per-spawn cost the
-   actor layer pays; DESIGN.md §8 wants >= 20,000/s end to end, so the broker alone must be
-   well above it), with pre-parsed bundles and with plain dicts;
-2. one scheduling decision (a release that grants the oldest waiting request, plus a new request
-   that queues) against 100 ... 100,000 waiting requests;
-3. request + release of one {"CPU": 1} actor and of a 2-bundle group against 1 ... 1,000 nodes,
-   on an idle cluster and on one where every node but the last is full (first-fit's worst case).
+Measures, in one run, on simulated nodes (``actorrt.resources.Broker`` driven by events):
 
-Prints a table, writes ``benchmarks/results/broker_sim.json`` stamped with the commit, and with
-``--check`` exits non-zero when the reserve+release rate is below its target.
+1. reserve + release of a 2 x ``{"CPU": 1}`` placement group on one node (the per-spawn cost
+   the actor layer pays; DESIGN.md §8 wants >= 20,000/s end to end, so the broker alone must
+   be well above it), with pre-parsed bundles and with plain dicts;
+2. request + release of one ``{"CPU": 1}`` actor and of a 2-bundle group against 1 ... 1,000
+   nodes, on an idle cluster and on one where every node but the last is full (first-fit's
+   worst case);
+3. the decision grid: 1 ... 1,000 full 4-CPU nodes x 100 ... 100,000 waiting 1-CPU requests,
+   each with a blocked waiter (a wait edge): microseconds per decision (a holder ends, its
+   CPU goes to the oldest waiting request, a new request joins), milliseconds per deadlock
+   check over that state, and microseconds per request while the queue was built. A queue
+   whose building would take longer than ``--build-budget`` seconds (estimated from the
+   previous size) is skipped and listed as such, so the run stays bounded.
 
-Run: ``python -m benchmarks.broker_sim [--check] [--quick]``.
+Prints tables, writes ``RESULTS/broker_sim.json`` (figures for 1, curves for 2 and 3) stamped
+with the commit, and with ``--check`` exits 1 when pure reserve+release is under 20,000/s.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
-import subprocess
-import sys
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Hashable
+from typing import Any
 
-from actorrt.resources import Broker, NodeInventory, Resources
+from actorrt.resources import Broker, Granted, NodeInventory, Resources
+
+from ._common import Figure, exit_for, number, report
 
 TARGET_RESERVE_RELEASE_PER_S = 20_000
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "broker_sim.json")
+ONE = Resources({"CPU": 1})
+SIZES: dict[str, dict[str, Any]] = {
+    "default": {"ops": 20_000, "nodes": (1, 10, 100, 1_000),
+                "pending": (100, 1_000, 10_000, 100_000), "budget": 60.0},
+    "quick": {"ops": 2_000, "nodes": (1, 10, 100), "pending": (100, 1_000), "budget": 1.0},
+}
 
 
-def _commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=10
-        )
-        return out.stdout.strip() or "uncommitted"
-    except (OSError, subprocess.SubprocessError):
-        return "uncommitted"
+class DecisionBench:
+    """A broker with ``nodes`` full 4-CPU nodes and a queue of waiting 1-CPU requests, each
+    with a blocked waiter (a wait edge); every decision keeps the queue at its length."""
 
+    def __init__(self, nodes: int, pending: int = 0) -> None:
+        self.broker = Broker([NodeInventory(f"n{i}", Resources({"CPU": 4})) for i in range(nodes)])
+        self.now = 0.0
+        self.running: deque[Hashable] = deque()
+        self.waiting = 0
+        self._next = 0
+        for i in range(nodes * 4):  # fill every CPU, one holder each
+            self.broker.request(("g", i), ("h", i), ONE, placement="cluster", now=self.now)
+            self.running.append(("h", i))
+        self.grow(pending)
 
-def _best_of(repeats: int, n: int, setup: Callable[[], Callable[[int], None]]) -> float:
-    """Best seconds per op over ``repeats`` runs of ``n`` ops (the least disturbed run)."""
-    best = float("inf")
-    for _ in range(repeats):
-        op = setup()
+    def enqueue(self) -> None:
+        k = self._next
+        self._next += 1
+        self.broker.request(("w", k), ("q", k), ONE, placement="cluster", now=self.now)
+        self.broker.blocked(("waiter", k), on_request=("w", k), now=self.now)
+
+    def grow(self, pending: int) -> float:
+        """Queue requests until ``pending`` wait; returns seconds per request queued."""
+        need = pending - self.waiting
+        if need <= 0:
+            return 0.0
         start = time.perf_counter()
-        for i in range(n):
-            op(i)
-        best = min(best, (time.perf_counter() - start) / n)
-    return best
+        for _ in range(need):
+            self.enqueue()
+        self.waiting = pending
+        return (time.perf_counter() - start) / need
+
+    def decide(self) -> None:
+        """The oldest running holder ends; its CPU goes to the oldest waiting request, whose
+        holder runs from then on; a new request joins the queue."""
+        self.now += 0.001
+        for event in self.broker.release(self.running.popleft(), now=self.now):
+            if isinstance(event, Granted):
+                self.running.append(event.holder)
+        self.enqueue()
+        self.broker.poll(self.now)  # not due yet: a grant just happened
+
+    def decisions_per_s(self, n: int) -> float:
+        start = time.perf_counter()
+        for _ in range(n):
+            self.decide()
+        return n / (time.perf_counter() - start)
+
+    def seconds_per_decision(self, budget_s: float, most: int = 200, least: int = 5) -> float:
+        """Decisions until ``budget_s`` has passed (at least ``least``, at most ``most``)."""
+        start = time.perf_counter()
+        done = 0
+        while done < most and (done < least or time.perf_counter() - start < budget_s):
+            self.decide()
+            done += 1
+        return (time.perf_counter() - start) / done
+
+    def check_ms(self) -> float:
+        """One deadlock check over the current state, made due by waiting past its delay."""
+        self.decide()
+        self.now += 0.3
+        start = time.perf_counter()
+        events = self.broker.poll(self.now)
+        elapsed = time.perf_counter() - start
+        assert not events, events  # every waiter's request is granted once holders end
+        return elapsed * 1000
 
 
-def reserve_release(n: int, repeats: int, *, parsed: bool) -> float:
-    bundles: list[object] = [Resources({"CPU": 1})] * 2 if parsed else [{"CPU": 1}] * 2
+def _timed(n: int, setup: Callable[[], Callable[[int], None]]) -> float:
+    """Seconds per op over one run of ``n`` ops."""
+    op = setup()
+    start = time.perf_counter()
+    for i in range(n):
+        op(i)
+    return (time.perf_counter() - start) / n
+
+
+def reserve_release(n: int, *, parsed: bool) -> float:
+    bundles: list[Any] = [ONE] * 2 if parsed else [{"CPU": 1}] * 2
 
     def setup() -> Callable[[int], None]:
         b = Broker([NodeInventory("n0", {"CPU": 4})])
 
         def op(i: int) -> None:
-            b.request(i, "driver", bundles=bundles, placement="cluster")  # type: ignore[arg-type]
+            b.request(i, "driver", bundles=bundles, placement="cluster")
             b.release("driver")
 
         return op
 
-    return _best_of(repeats, n, setup)
+    return _timed(n, setup)
 
 
-def decision_vs_pending(pending: int, n: int, repeats: int) -> float:
-    one = Resources({"CPU": 1})
-    two = Resources({"CPU": 2})
-
-    def setup() -> Callable[[int], None]:
-        b = Broker([NodeInventory("n0", {"CPU": 4})])
-        running = [f"run{i}" for i in range(4)]
-        for h in running:
-            b.request(h, h, one)
-        for i in range(pending):
-            b.request(f"w{i}", f"w{i}", one if i % 2 else two)
-        state = {"next": pending}
-
-        def op(i: int) -> None:
-            # the oldest running holder ends; whatever is granted becomes running; a new
-            # request joins the queue, so the queue length stays the same
-            events = b.release(running.pop(0))
-            running.extend(str(e.holder) for e in events)
-            k = state["next"]
-            state["next"] = k + 1
-            b.request(f"w{k}", f"w{k}", one if k % 2 else two)
-
-        return op
-
-    return _best_of(repeats, n, setup)
-
-
-def decision_vs_nodes(nodes: int, n: int, repeats: int, *, group: bool, busy: bool) -> float:
-    one = Resources({"CPU": 1})
-    pair = [one, one]
+def request_release_vs_nodes(nodes: int, n: int, *, group: bool, busy: bool) -> float:
+    pair = [ONE, ONE]
 
     def setup() -> Callable[[int], None]:
         b = Broker([NodeInventory(f"n{i}", {"CPU": 8}) for i in range(nodes)])
@@ -111,84 +147,118 @@ def decision_vs_nodes(nodes: int, n: int, repeats: int, *, group: bool, busy: bo
             if group:
                 b.request(i, "h", bundles=pair, placement="cluster")
             else:
-                b.request(i, "h", one, placement="cluster")
+                b.request(i, "h", ONE, placement="cluster")
             b.release("h")
 
         return op
 
-    return _best_of(repeats, n, setup)
+    return _timed(n, setup)
 
 
-def main(argv: list[str] | None = None) -> int:
+NODE_CASES = (
+    ("actor, idle cluster", False, False),
+    ("actor, all but last node full", False, True),
+    ("2-bundle group, idle cluster", True, False),
+    ("2-bundle group, all but last node full", True, True),
+)
+
+
+def nodes_curve(node_counts: tuple[int, ...], ops: int) -> dict[str, Any]:
+    series: dict[str, list[float]] = {}
+    for label, group, busy in NODE_CASES:
+        series[label] = [
+            request_release_vs_nodes(nodes, max(100, ops // (10 if nodes >= 1000 else 5)),
+                                     group=group, busy=busy) * 1e6
+            for nodes in node_counts
+        ]
+    return {"x": list(node_counts), "x_label": "nodes", "unit": "us per request+release",
+            "series": series}
+
+
+def decision_grid(node_counts: tuple[int, ...], pendings: tuple[int, ...],
+                  budget_s: float) -> dict[str, Any]:
+    """The decision, deadlock-check and enqueue curves over waiting requests, per node count."""
+    decision: dict[str, list[float | None]] = {}
+    check: dict[str, list[float | None]] = {}
+    enqueue: dict[str, list[float | None]] = {}
+    skipped: list[dict[str, Any]] = []
+    for nodes in node_counts:
+        key = f"{nodes:,} node" + ("s" if nodes > 1 else "")
+        bench = DecisionBench(nodes)
+        per_request = 0.0
+        rows: list[tuple[float | None, float | None, float | None]] = []
+        for pending in pendings:
+            estimate = per_request * (pending - bench.waiting)
+            if rows and estimate > budget_s:
+                skipped.append({"nodes": nodes, "pending": pending,
+                                "estimated_build_s": round(estimate, 1)})
+                rows.append((None, None, None))
+                continue
+            per_request = bench.grow(pending)
+            per_decision = bench.seconds_per_decision(0.3)
+            checks = [bench.check_ms()]
+            while sum(checks) < 500 and len(checks) < 5:
+                checks.append(bench.check_ms())
+            rows.append((per_decision * 1e6, min(checks), per_request * 1e6))
+            print(f"  {key:>12} {pending:>7,} waiting: decision "
+                  f"{per_decision * 1e6:>8,.0f} us, deadlock check {min(checks):>9,.1f} ms, "
+                  f"enqueue {per_request * 1e6:>6,.0f} us", flush=True)
+        decision[key] = [r[0] for r in rows]
+        check[key] = [r[1] for r in rows]
+        enqueue[key] = [r[2] for r in rows]
+    x = list(pendings)
+    return {
+        "decision_vs_pending": {"x": x, "x_label": "waiting requests",
+                                "unit": "us per decision", "series": decision},
+        "deadlock_check_vs_pending": {"x": x, "x_label": "waiting requests",
+                                      "unit": "ms per check", "series": check},
+        "enqueue_vs_pending": {"x": x, "x_label": "waiting requests",
+                               "unit": "us per request queued", "series": enqueue},
+        "skipped": skipped,
+        "build_budget_s": budget_s,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    parser.add_argument("--reps", type=int, default=5, help="samples of reserve+release")
+    parser.add_argument("--build-budget", type=float,
+                        help="most seconds to spend building one queue size (default 60)")
     args = parser.parse_args(argv)
-    scale = 0.2 if args.quick else 1.0
-    repeats = 3 if args.quick else 5
-    n = max(1000, int(20_000 * scale))
+    sizes = dict(SIZES["quick" if args.quick else "default"])
+    if args.build_budget is not None:
+        sizes["budget"] = args.build_budget
 
-    per_op = reserve_release(n, repeats, parsed=True)
-    per_op_dict = reserve_release(n, repeats, parsed=False)
-    rate = 1.0 / per_op
-    rows: list[tuple[str, str, float]] = [
-        ("reserve+release 2 x {CPU: 1}, 1 node", "pre-parsed bundles", per_op),
-        ("reserve+release 2 x {CPU: 1}, 1 node", "dict bundles", per_op_dict),
+    parsed: list[float] = []
+    dicts: list[float] = []
+    for _ in range(args.reps):
+        parsed.append(1 / reserve_release(sizes["ops"], parsed=True))
+        dicts.append(1 / reserve_release(sizes["ops"], parsed=False))
+    print("request+release vs nodes ...", flush=True)
+    curves: dict[str, Any] = {"request_release_vs_nodes": nodes_curve(sizes["nodes"],
+                                                                      sizes["ops"])}
+    print("decision grid ...", flush=True)
+    curves |= decision_grid(sizes["nodes"], sizes["pending"], sizes["budget"])
+
+    figures = [
+        Figure("pure broker reserve+release, 2 x {CPU: 1}", "per s", parsed,
+               target_value=TARGET_RESERVE_RELEASE_PER_S),
+        Figure("pure broker reserve+release, dict bundles", "per s", dicts),
     ]
-    pending_results = {}
-    for pending in (100, 1_000, 10_000, 100_000):
-        t = decision_vs_pending(pending, max(200, int(2000 * scale)), repeats)
-        pending_results[pending] = t
-        rows.append(("release+grant+enqueue", f"{pending:,} waiting", t))
-    node_results: dict[str, dict[int, float]] = {}
-    for label, group, busy in (
-        ("actor, idle cluster", False, False),
-        ("actor, all but last node full", False, True),
-        ("2-bundle group, idle cluster", True, False),
-        ("2-bundle group, all but last node full", True, True),
-    ):
-        node_results[label] = {}
-        for nodes in (1, 10, 100, 1_000):
-            ops = max(100, int((2000 if nodes < 1000 else 500) * scale))
-            t = decision_vs_nodes(nodes, ops, repeats, group=group, busy=busy)
-            node_results[label][nodes] = t
-            rows.append((f"request+release, {label}", f"{nodes:,} nodes", t))
-
-    print(f"{'measure':<55} {'case':<22} {'us/op':>9} {'ops/s':>10}")
-    for name, case, t in rows:
-        print(f"{name:<55} {case:<22} {t * 1e6:>9.2f} {1 / t:>10,.0f}")
-    ok = rate >= TARGET_RESERVE_RELEASE_PER_S
-    verdict = "ok" if ok else "MISSED"
-    print(
-        f"\nreserve+release: {rate:,.0f}/s of pure broker time "
-        f"(target >= {TARGET_RESERVE_RELEASE_PER_S:,}/s): {verdict}"
-    )
-
-    result = {
-        "benchmark": "broker_sim",
-        "commit": _commit(),
-        "python": sys.version.split()[0],
-        "machine": platform.machine(),
-        "cpus": os.cpu_count(),
-        "quick": args.quick,
-        "reserve_release": {
-            "us_per_op_parsed": per_op * 1e6,
-            "us_per_op_dict": per_op_dict * 1e6,
-            "per_s": rate,
-            "target_per_s": TARGET_RESERVE_RELEASE_PER_S,
-            "ok": ok,
-        },
-        "decision_vs_pending_us": {str(k): v * 1e6 for k, v in pending_results.items()},
-        "decision_vs_nodes_us": {
-            label: {str(k): v * 1e6 for k, v in by.items()} for label, by in node_results.items()
-        },
-    }
-    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    with open(RESULTS, "w", encoding="utf-8") as f:
-        json.dump(result, f, indent=2)
-    print(f"wrote {os.path.relpath(RESULTS)}")
-    return 0 if ok or not args.check else 1
+    grid = curves["decision_vs_pending"]
+    for key, values in grid["series"].items():
+        print(f"{key:>12}: " + ", ".join(
+            f"{p:,} waiting {number(v)} us" for p, v in zip(grid["x"], values, strict=True)
+            if v is not None))
+    for item in curves["skipped"]:
+        print(f"skipped: {item['pending']:,} waiting on {item['nodes']:,} nodes "
+              f"(building the queue would take ~{item['estimated_build_s']} s)")
+    ok = report("benchmarks.broker_sim: pure broker time", figures, "broker_sim",
+                {"loop": "none", "quick": args.quick, "reps": args.reps, "curves": curves})
+    exit_for(ok, args.check)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -213,7 +213,7 @@ def main() -> None:
         Figure("process calls, pipelined 1000", "calls/s", s["pipe"], s["raw_pipe"],
                target_ratio=0.30),
         Figure("start+stop, warm worker", "cycles/s", s["cycles"], target_value=500),
-        Figure("cold worker start", "ms", s["cold"]),
+        Figure("cold worker start", "ms", s["cold"], lower_is_better=True),
         Figure("raw echo, sequential", "req/s", s["raw_seq"]),
         Figure("raw echo, pipelined window 1000", "req/s", s["raw_pipe"]),
     ]

@@ -222,8 +222,9 @@ def main() -> None:
     figures = [
         Figure("DDP steps vs floor", "steps/s", rate, floor_rate, target_ratio=1 / 1.05),
         Figure("DDP steps per CPU-second, rank 0 thread", "steps/cpu-s", cpu_rate, floor_cpu),
-        Figure("start-up, cold (floor: spawn)", "ms", cold, floor_start),
-        Figure("start-up, warm pool (floor: spawn)", "ms", warm, floor_start),
+        Figure("start-up, cold (floor: spawn)", "ms", cold, floor_start, lower_is_better=True),
+        Figure("start-up, warm pool (floor: spawn)", "ms", warm, floor_start,
+               lower_is_better=True),
     ]
     ok = report(
         "benchmarks.train_overhead: TorchTrainer vs bare torch.distributed",
