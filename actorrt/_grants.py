@@ -44,6 +44,8 @@ class Grants:
         self.loop = runtime.loop
         self.broker = Broker([node], now=self.loop.time())
         self._waiters: dict[Hashable, asyncio.Future[Granted]] = {}
+        # request id -> the actor awaiting it (a spawn inside an actor, a ready()).
+        self._requesters: dict[Hashable, Hashable] = {}
         self._ids = itertools.count(1)
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
@@ -89,6 +91,7 @@ class Grants:
         if future.done():
             return future.result()
         if requester is not None:
+            self._requesters[request_id] = requester
             self.broker.blocked(requester, on_request=request_id, now=self.loop.time())
             self._arm()
         try:
@@ -98,6 +101,7 @@ class Grants:
             raise
         finally:
             if requester is not None:
+                self._requesters.pop(request_id, None)
                 self.broker.unblocked(requester, on_request=request_id, now=self.loop.time())
                 self._arm()
 
@@ -140,9 +144,19 @@ class Grants:
             elif isinstance(event, Revoked):
                 self.runtime.revoked(event.holder, event.group)
             elif isinstance(event, Stalled):
-                logger.warning("resource request %s of %s is stalled: %s",
-                               event.request_id, event.holder, event.reason)
+                # A warning when an actor is stuck on it (it may hold what others need); a
+                # request that nobody awaits from inside an actor (the driver program's
+                # spawns: a sweep's queued trials) is ordinary queueing, worth a note only.
+                waiter = self._requesters.get(event.request_id)
+                level = logging.WARNING if waiter is not None else logging.INFO
+                by = "" if waiter is None else f" (awaited by {self._describe(waiter)})"
+                logger.log(level, "resource request %s of %s is stalled: %s%s",
+                           event.request_id, event.holder, event.reason, by)
         self._arm()
+
+    def _describe(self, actor_id: Hashable) -> str:
+        target = self.runtime.lookup(str(actor_id))
+        return target.describe() if target is not None else str(actor_id)
 
     def _named(self, error: Exception) -> Exception:
         """The broker knows holders by id; say which actor each is."""
