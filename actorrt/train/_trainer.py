@@ -17,6 +17,7 @@ given back, and ``fit()`` raises Tune's stop signal, so the trial ends as stoppe
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import json
 import logging
@@ -251,6 +252,68 @@ class DataParallelTrainer:
             score_attribute=self.run_config.checkpoint_config.checkpoint_score_attribute,
             report_waits=trial is not None,
         )
+
+    def as_trainable(self) -> Callable[[dict[str, Any]], None]:
+        """This trainer as a Tune function trainable: what ``tune.Tuner(trainer)`` runs.
+
+        Each trial fits a copy of this trainer: its ``train_loop_config`` updated with the
+        trial config's ``"train_loop_config"`` dict, and its ``scaling_config`` replaced by
+        the trial config's ``"scaling_config"`` when given (Ray Train's keys). Rank 0's
+        reports become the trial's results. ``Tuner`` declares each trial's resources from
+        the scaling config in use, so a trial's driver and its workers are one gang.
+        """
+        trainer = self
+
+        def trial(config: dict[str, Any]) -> None:
+            fitted = trainer.for_trial(config)
+            result = fitted.fit()
+            if result.error is not None:
+                raise result.error
+
+        trial.__name__ = type(self).__name__
+        trial.__qualname__ = type(self).__name__
+        return trial
+
+    def for_trial(self, config: Mapping[str, Any]) -> DataParallelTrainer:
+        """A copy of this trainer with a Tune trial config's overrides (``as_trainable``).
+
+        Raises:
+            ValueError: ``config`` has keys other than ``train_loop_config`` and
+                ``scaling_config``, or a ``train_loop_config`` for a function that takes
+                none.
+            TypeError: a ``train_loop_config`` that is not a dict, or a ``scaling_config``
+                that is not a ``ScalingConfig``.
+        """
+        unknown = sorted(set(config) - {"train_loop_config", "scaling_config"})
+        if unknown:
+            raise ValueError(
+                f"a Tuner over a {type(self).__name__} takes param_space keys "
+                f"'train_loop_config' and 'scaling_config'; got also {unknown}"
+            )
+        overrides = config.get("train_loop_config")
+        if overrides is not None and not isinstance(overrides, Mapping):
+            raise TypeError(f"param_space['train_loop_config'] must be a dict, got {overrides!r}")
+        scaling = config.get("scaling_config")
+        if scaling is not None and not isinstance(scaling, ScalingConfig):
+            raise TypeError(
+                f"param_space['scaling_config'] must be a ScalingConfig, got {scaling!r}"
+            )
+        fitted = copy.copy(self)
+        if overrides:
+            if not self._pass_config:
+                raise ValueError(
+                    f"param_space['train_loop_config'] was given but "
+                    f"{getattr(self.train_loop_per_worker, '__name__', '?')!r} takes no config"
+                )
+            fitted.train_loop_config = {**self.train_loop_config, **overrides}
+        if scaling is not None:
+            fitted.scaling_config = scaling
+        return fitted
+
+    def trial_resources(self, config: Mapping[str, Any]) -> ScalingConfig:
+        """What a trial of ``as_trainable`` reserves: the scaling config it will use."""
+        scaling = config.get("scaling_config")
+        return scaling if isinstance(scaling, ScalingConfig) else self.scaling_config
 
     def __repr__(self) -> str:
         return (

@@ -17,7 +17,7 @@ import actorrt
 
 from ._config import RunConfig, TuneConfig
 from ._controller import TuneController, trainable_name
-from ._resources import is_function_trainable
+from ._resources import is_function_trainable, with_resources
 from ._restore import RestoredExperiment, ResumeOptions, can_restore, load_experiment
 from ._result import ResultGrid
 from ._trainable import Trainable
@@ -55,6 +55,19 @@ def _sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
+def _from_trainer(trainable: Any) -> Any:
+    """A Train trainer (``Tuner(trainer)``, as in Ray) as a function trainable declared with
+    its scaling config, so each trial's driver and workers are one gang; anything else as
+    it is. Recognised by its methods: this package does not import ``actorrt.train``."""
+    if inspect.isclass(trainable):
+        return trainable
+    as_trainable = getattr(trainable, "as_trainable", None)
+    trial_resources = getattr(trainable, "trial_resources", None)
+    if callable(as_trainable) and callable(trial_resources):
+        return with_resources(as_trainable(), trial_resources)
+    return trainable
+
+
 def _check_trainable(trainable: Any) -> None:
     if inspect.isclass(trainable) and issubclass(trainable, Trainable):
         return
@@ -71,7 +84,11 @@ class Tuner:
 
     Args:
         trainable: a function ``train(config)`` that calls ``tune.report``, or a
-            :class:`Trainable` subclass; optionally wrapped by ``tune.with_resources``.
+            :class:`Trainable` subclass; optionally wrapped by ``tune.with_resources``. Or
+            an ``actorrt.train`` trainer: each trial fits a copy, with the param space's
+            ``"train_loop_config"`` dict merged into its own and its
+            ``"scaling_config"`` (if given) in place of its own, reserved with its
+            workers as one gang.
         param_space: the search space: a dict of values, domains (``tune.uniform``...) and
             ``tune.grid_search`` markers, nested as you like.
         tune_config: how to search: see :class:`TuneConfig`.
@@ -92,6 +109,7 @@ class Tuner:
         tune_config: TuneConfig | None = None,
         run_config: RunConfig | None = None,
     ) -> None:
+        trainable = _from_trainer(trainable)
         _check_trainable(trainable)
         if param_space is not None and not isinstance(param_space, dict):
             raise ValueError(f"param_space must be a dict, got {param_space!r}")
@@ -151,6 +169,7 @@ class Tuner:
                 ``restart_errored``.
             RuntimeError: another process is running the experiment now.
         """
+        trainable = _from_trainer(trainable)
         _check_trainable(trainable)
         options = ResumeOptions(resume_unfinished, resume_errored, restart_errored)
         restored = load_experiment(path, trainable_name(trainable), param_space, options)

@@ -306,3 +306,41 @@ async def test_torch_trainer_in_a_trial_reports_its_epochs_to_tune(
     with torch.no_grad():
         assert nn.functional.mse_loss(model(x), y).item() < losses[0]
     assert actorrt.available_resources() == actorrt.cluster_resources()
+
+
+def scored_loop(config: dict[str, Any]) -> None:
+    """Reports lr * step three times; rank 0's reports become the trial's results."""
+    for step in range(1, 4):
+        train.report({"score": config["lr"] * step, "world": train.get_context().get_world_size()})
+
+
+async def test_a_tuner_over_a_trainer_sweeps_its_loop_config_as_whole_gangs(
+    cluster: actorrt.Runtime, tmp_path: Path
+) -> None:
+    trainer = train.DataParallelTrainer(
+        scored_loop,
+        train_loop_config={"lr": 0.0},
+        scaling_config=train.ScalingConfig(num_workers=2),
+    )
+    grid = await tune.Tuner(
+        trainer,
+        param_space={"train_loop_config": {"lr": tune.grid_search([1.0, 2.0])}},
+        tune_config=tune.TuneConfig(metric="score", mode="max"),
+        run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0),
+    ).fit_async()
+    assert not grid.errors
+    assert sorted(r.metrics["score"] for r in grid) == [3.0, 6.0]
+    assert all(r.metrics["training_iteration"] == 3 and r.metrics["world"] == 2 for r in grid)
+    best = grid.get_best_result()
+    assert best.config["train_loop_config"]["lr"] == 2.0
+    assert best.path.split(os.sep)[-1].startswith("DataParallelTrainer_")
+    assert actorrt.available_resources() == actorrt.cluster_resources()
+
+
+async def test_a_tuner_over_a_trainer_refuses_other_keys_at_the_trial() -> None:
+    trainer = train.DataParallelTrainer(scored_loop, train_loop_config={"lr": 0.0})
+    with pytest.raises(ValueError, match=r"'train_loop_config' and 'scaling_config'.*\['lr'\]"):
+        trainer.for_trial({"lr": 1.0})
+    with pytest.raises(TypeError, match="must be a ScalingConfig, got 4"):
+        trainer.for_trial({"scaling_config": 4})
+    assert trainer.for_trial({"train_loop_config": {"lr": 3}}).train_loop_config == {"lr": 3}
