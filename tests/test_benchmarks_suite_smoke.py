@@ -12,6 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from conftest import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python -m pytest` has it; a bare `pytest` may not
@@ -114,7 +115,8 @@ def test_the_sweep_finds_and_kills_a_marked_process_in_another_session() -> None
     proc = subprocess.Popen(["sleep", "60"], env=os.environ | {MARKER: token},
                             start_new_session=True)
     try:
-        assert list(marked_pids(token)) == [proc.pid]
+        # The new process's environment is readable once it has started; poll for it.
+        assert wait_until(lambda: list(marked_pids(token)) == [proc.pid], timeout=10)
         killed = sweep_marked(token, grace=0.2)
         assert list(killed) == [str(proc.pid)] and "sleep" in killed[str(proc.pid)]
         assert proc.wait(timeout=10) == -signal.SIGKILL
