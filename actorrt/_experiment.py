@@ -40,11 +40,12 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ._error_summary import ErrorSummary, summarise_error
+from .tune._storage import flatten
 
 __all__ = [
     "AUTO_FIELDS",
@@ -122,18 +123,6 @@ class Experiment:
     journal: bool
     metric: str | None = None
     mode: str | None = None
-
-
-def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested dicts as one level with ``/``-joined keys, as the CSV files have them."""
-    flat: dict[str, Any] = {}
-    for key, value in data.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, Mapping):
-            flat.update(flatten(value, f"{name}/"))
-        else:
-            flat[name] = value
-    return flat
 
 
 def read_experiment(path: str) -> Experiment:

@@ -49,8 +49,8 @@ async def eventually(condition, within: float = 5.0, interval: float = 0.02) -> 
     return bool(condition())
 
 
-@pytest.fixture(autouse=True)
-def no_leftover_processes() -> Iterator[None]:
+def no_processes_left_by(what: str) -> Iterator[None]:
+    """Around a test or a module: no child process it started outlives it."""
     before = {pid for pid, _ in child_processes()}
     yield
     # Processes are reaped asynchronously by the loop that ran them; give that a moment.
@@ -62,4 +62,9 @@ def no_leftover_processes() -> Iterator[None]:
         return not left
 
     if not wait_until(clean, timeout=5.0):
-        pytest.fail(f"the test left child processes (pid, state): {left}")
+        pytest.fail(f"{what} left child processes (pid, state): {left}")
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_processes() -> Iterator[None]:
+    yield from no_processes_left_by("the test")

@@ -9,11 +9,10 @@ the per-test check for leftover processes then moves to the end of the module.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from conftest import child_processes, wait_until
 
 import actorrt
 from actorrt.resources import BACKEND_ENV, write_fake_gpu_spec
@@ -38,16 +37,3 @@ async def seed_cluster(folder: Path) -> AsyncIterator[actorrt.Runtime]:
             yield runtime
 
 
-def no_processes_left_by(what: str) -> Iterator[None]:
-    """Around a module: no child process it started outlives it."""
-    before = {pid for pid, _ in child_processes()}
-    yield
-    left: list[tuple[int, str]] = []
-
-    def clean() -> bool:
-        nonlocal left
-        left = [(p, s) for p, s in child_processes() if p not in before]
-        return not left
-
-    if not wait_until(clean, timeout=5.0):
-        pytest.fail(f"{what} left child processes (pid, state): {left}")

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from seed_cluster import GPUS, no_processes_left_by, seed_cluster
+from conftest import no_processes_left_by
+from seed_cluster import GPUS, seed_cluster
 
 import actorrt
 from actorrt import train, tune

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from conftest import eventually
-from seed_cluster import no_processes_left_by, seed_cluster
+from conftest import eventually, no_processes_left_by
+from seed_cluster import seed_cluster
 
 import actorrt
 from actorrt import train, tune
