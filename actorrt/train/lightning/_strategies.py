@@ -66,12 +66,25 @@ class RayFSDPStrategy(pl.strategies.FSDPStrategy):
     ``state_dict_type``, ...); like ``RayDDPStrategy``, ``process_group_backend`` and
     ``timeout`` have no effect. With ``state_dict_type="full"`` (Lightning's default),
     rank 0 writes the whole checkpoint. Sharded checkpoints
-    (``state_dict_type="sharded"``) are written by every rank, and only rank 0's reports
-    are kept as the run's checkpoints, so those are incomplete here.
+    (``state_dict_type="sharded"``) are written by every rank into its own folder.
+
+    torch's FSDP needs a GPU per worker (``ScalingConfig(use_gpu=True)``); constructed in
+    a worker without one, this raises at once rather than in the middle of ``fit``.
+
+    Raises:
+        ValueError: this worker has no GPU that CUDA can use.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         _warn_ignored(type(self).__name__, kwargs)
+        device = get_device()
+        if device.type == "cpu":
+            raise ValueError(
+                "RayFSDPStrategy needs a GPU per worker (torch's FSDP does not run on CPU), "
+                f"and this worker's device is {device}: run the TorchTrainer with "
+                "ScalingConfig(use_gpu=True), or use RayDDPStrategy on CPU "
+                "(see 'Lightning' in docs/porting.md)"
+            )
         super().__init__(*args, **kwargs)
 
     @property
