@@ -8,6 +8,8 @@ import tempfile
 from collections.abc import Callable
 from typing import Any, cast
 
+import torch
+
 from ..._checkpoint import Checkpoint
 from ..._session import report
 from ._hf import transformers
@@ -33,7 +35,8 @@ class RayTrainReportCallback(transformers.TrainerCallback):
 
     which ``trainer.train(resume_from_checkpoint=...)`` resumes from and
     ``AutoModel...from_pretrained`` loads. A rank that finds no checkpoint folder
-    reports its metrics alone.
+    reports its metrics alone. The ranks wait for each other (a barrier) before copying,
+    so the copy holds every rank's files.
 
     Metrics are only as fresh as the last log: set ``logging_strategy`` (and
     ``eval_strategy``, for ``eval_*`` metrics) to match ``save_strategy``.
@@ -51,6 +54,10 @@ class RayTrainReportCallback(transformers.TrainerCallback):
         control: transformers.TrainerControl,
         **kwargs: Any,
     ) -> None:
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            # Every rank writes into the checkpoint folder (its RNG state, say): copy it
+            # only once all of them are done.
+            torch.distributed.barrier()
         metrics: dict[str, Any] = {}
         for entry in state.log_history:
             metrics.update(entry)
