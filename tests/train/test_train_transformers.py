@@ -104,7 +104,6 @@ def train_gpt2(config: dict[str, Any]) -> None:
         save_strategy="epoch",
         report_to="none",
         disable_tqdm=True,
-        use_cpu=True,
     )
     trainer = transformers.Trainer(
         model=model, args=args, train_dataset=Tokens(), eval_dataset=Tokens(),
@@ -125,7 +124,7 @@ def train_gpt2(config: dict[str, Any]) -> None:
         model=model,
         args=transformers.TrainingArguments(
             output_dir=config["output_dir"] + "-batches", max_steps=4, save_strategy="no",
-            report_to="none", disable_tqdm=True, use_cpu=True,
+            report_to="none", disable_tqdm=True,
         ),
         train_dataset=batches,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sized
 from typing import Any
 
+import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from ._hf import transformers
@@ -27,9 +28,13 @@ def prepare_trainer(trainer: transformers.Trainer) -> transformers.Trainer:
 
     Raises:
         TypeError: ``trainer`` is not a ``transformers.Trainer``.
+        RuntimeError: the worker is one of several in a process group, but ``trainer``
+            would train alone on it (its ``args.world_size`` is 1): every worker would
+            fit the whole data set by itself.
     """
     if not isinstance(trainer, transformers.Trainer):
         raise TypeError(f"prepare_trainer takes a transformers.Trainer, got {trainer!r}")
+    _check_data_parallel(trainer)
     base: type[transformers.Trainer] = type(trainer)
     if getattr(base, "_actorrt_prepared", False):
         return trainer
@@ -51,6 +56,20 @@ def prepare_trainer(trainer: transformers.Trainer) -> transformers.Trainer:
     PreparedTrainer.__name__ = PreparedTrainer.__qualname__ = base.__name__
     trainer.__class__ = PreparedTrainer
     return trainer
+
+
+def _check_data_parallel(trainer: transformers.Trainer) -> None:
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return
+    gang = torch.distributed.get_world_size()
+    if gang > 1 and trainer.args.world_size != gang:
+        raise RuntimeError(
+            f"this transformers.Trainer sees a world size of {trainer.args.world_size}, but "
+            f"the TorchTrainer's process group has {gang} workers, so each would train "
+            "alone. accelerate decides from the environment when TrainingArguments is "
+            "built: do not override ACCELERATE_USE_CPU or ACCELERATE_TORCH_DEVICE in the "
+            "training function, and build TrainingArguments inside it"
+        )
 
 
 def _is_batch_iterable(dataset: Any) -> bool:
