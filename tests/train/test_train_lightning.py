@@ -224,6 +224,18 @@ async def test_fsdp_on_a_gpu_worker_trains_and_checkpoints(
     assert {"layer.weight", "layer.bias"} <= set(state["state_dict"])
 
 
+def test_exports_are_ray_train_lightning_names() -> None:
+    import actorrt.train.lightning as module
+
+    assert set(module.__all__) == {
+        "RayDDPStrategy", "RayDeepSpeedStrategy", "RayFSDPStrategy",
+        "RayLightningEnvironment", "RayTrainReportCallback", "prepare_trainer",
+    }
+    for name in module.__all__:
+        assert getattr(module, name).__module__ == "actorrt.train.lightning", name
+    assert RayTrainReportCallback.CHECKPOINT_NAME == "checkpoint.ckpt"
+
+
 def test_prepare_trainer_rejects_a_trainer_that_would_not_use_the_gang() -> None:
     with pytest.raises(TypeError, match="prepare_trainer takes a lightning.pytorch.Trainer"):
         prepare_trainer("trainer")  # type: ignore[arg-type]

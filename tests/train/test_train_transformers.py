@@ -176,6 +176,15 @@ async def test_trainer_reports_each_save_and_ranks_end_equal(
     assert ranks[0]["after_batches"] == ranks[1]["after_batches"] != ranks[0]["checksum"]
 
 
+def test_exports_are_ray_train_transformers_names() -> None:
+    import actorrt.train.huggingface.transformers as module
+
+    assert set(module.__all__) == {"RayTrainReportCallback", "prepare_trainer"}
+    for name in module.__all__:
+        assert getattr(module, name).__module__ == module.__name__, name
+    assert RayTrainReportCallback.CHECKPOINT_NAME == "checkpoint"
+
+
 def test_prepare_trainer_rejects_what_is_not_a_trainer() -> None:
     with pytest.raises(TypeError, match="prepare_trainer takes a transformers.Trainer"):
         prepare_trainer(object())  # type: ignore[arg-type]
