@@ -256,6 +256,24 @@ def test_environment_outside_a_training_function_says_where_it_works() -> None:
         RayLightningEnvironment().world_size()
 
 
+def test_without_the_lightning_package_it_builds_on_pytorch_lightning() -> None:
+    pytest.importorskip("pytorch_lightning", reason="the standalone pytorch_lightning is absent")
+    code = (
+        "import sys\n"
+        "sys.modules['lightning'] = None\n"
+        "import pytorch_lightning as pl\n"
+        "from actorrt.train.lightning import RayDDPStrategy, RayLightningEnvironment\n"
+        "from actorrt.train.lightning import RayTrainReportCallback\n"
+        "print(issubclass(RayDDPStrategy, pl.strategies.DDPStrategy),\n"
+        "      issubclass(RayTrainReportCallback, pl.callbacks.Callback),\n"
+        "      RayLightningEnvironment.__mro__[1].__module__.split('.')[0])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    assert out.split() == ["True", "True", "lightning_fabric"]
+
+
 def test_without_lightning_the_import_names_the_extra() -> None:
     code = (
         "import sys\n"
