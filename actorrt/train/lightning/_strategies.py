@@ -65,8 +65,9 @@ class RayFSDPStrategy(pl.strategies.FSDPStrategy):
     Takes ``FSDPStrategy``'s arguments (``sharding_strategy``, ``auto_wrap_policy``,
     ``state_dict_type``, ...); like ``RayDDPStrategy``, ``process_group_backend`` and
     ``timeout`` have no effect. With ``state_dict_type="full"`` (Lightning's default),
-    rank 0 writes the whole checkpoint. Sharded checkpoints
-    (``state_dict_type="sharded"``) are written by every rank into its own folder.
+    rank 0 writes the whole checkpoint; with ``state_dict_type="sharded"`` each rank writes
+    and reports its own shards, which ``train.report`` keeps as it keeps every rank's
+    checkpoint.
 
     torch's FSDP needs a GPU per worker (``ScalingConfig(use_gpu=True)``); constructed in
     a worker without one, this raises at once rather than in the middle of ``fit``.
