@@ -67,6 +67,18 @@ CASES: dict[str, tuple[list[str], float, list[str]]] = {
         r"^num_workers=2: world_size=2, 20 results, final loss 0\.0\d\d$",
         r"^2 trials finished, 0 errored$",
     ]),
+    # Each trains on 2 workers that import Lightning / Transformers: seconds on an idle
+    # machine, far more on a loaded one.
+    "train_lightning.py": ([], 240, [
+        r"^epoch 3: step 96, val_accuracy 0\.[89]\d\d$",
+        r"^checkpoint files: \['checkpoint\.ckpt'\]$",
+        r"^reloaded model: val_accuracy 0\.[89]\d\d \(reported 0\.[89]\d\d\)$",
+    ]),
+    "train_transformers.py": ([], 240, [
+        r"^epoch 3: step 48, loss 0\.\d+, eval_accuracy (0\.9\d\d|1\.000)$",
+        r"^checkpoint folder holds config\.json: True$",
+        r"^reloaded model: eval_accuracy (0\.9\d\d|1\.000)$",
+    ]),
     "tune_wait_for_gpu.py": (["--fake-gpus"], 90, [
         r"^2 GPUs found$",
         r"^trial on GPU 0: waited \d+\.\d s",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import os
 from dataclasses import dataclass
 
 from .._backend import Backend, WorkerSetup
@@ -48,6 +49,7 @@ class TorchBackend(Backend):
     def __init__(self, config: TorchConfig) -> None:
         self.config = config
         self._cuda_used = False
+        self._saved_env: dict[str, str | None] = {}
 
     def on_start(self, setup: WorkerSetup) -> None:
         global current_device_index
@@ -68,11 +70,28 @@ class TorchBackend(Backend):
             world_size=setup.world_size,
             timeout=datetime.timedelta(seconds=self.config.timeout_s),
         )
+        self._set_accelerate_env(on_gpu, setup.device_index)
+
+    def _set_accelerate_env(self, on_gpu: bool, device_index: int | None) -> None:
+        """Hugging Face ``accelerate`` (under ``transformers.Trainer``) reads these: the
+        device (as Ray sets it) and, on a CPU worker, that it is one; without the latter,
+        accelerate trains each CPU worker alone instead of joining this process group."""
+        env = {"ACCELERATE_TORCH_DEVICE": f"cuda:{device_index}" if on_gpu else "cpu"}
+        if not on_gpu:
+            env["ACCELERATE_USE_CPU"] = "true"
+        self._saved_env = {key: os.environ.get(key) for key in env}
+        os.environ.update(env)
 
     def on_shutdown(self) -> None:
         global current_device_index
         import torch.distributed as dist
 
+        for key, old in self._saved_env.items():
+            if old is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = old
+        self._saved_env = {}
         current_device_index = None
         if dist.is_initialized():
             dist.destroy_process_group()

@@ -1,0 +1,154 @@
+"""Lightning strategies and the cluster environment for a gang of Train workers.
+
+``TorchTrainer`` has already started the workers and joined them into one
+``torch.distributed`` process group before the training function builds its
+``pl.Trainer``. These classes tell Lightning so: ranks and sizes come from
+``train.get_context()``, the device from ``train.torch.get_device()``, and Lightning
+neither launches processes nor starts a process group of its own.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from typing import Any, NoReturn
+
+import torch
+
+from .._session import get_context
+from ..torch._prepare import get_device
+from ._pl import LightningEnvironment, pl
+
+# Arguments Lightning would use to start its own process group; TorchTrainer has done that.
+_PROCESS_GROUP_ARGUMENTS = ("process_group_backend", "timeout", "start_method")
+
+
+def _warn_ignored(strategy: str, kwargs: Mapping[str, Any]) -> None:
+    given = [name for name in _PROCESS_GROUP_ARGUMENTS if name in kwargs]
+    if given:
+        shown = ", ".join(f"{name}={kwargs[name]!r}" for name in given)
+        warnings.warn(
+            f"{strategy}({shown}): ignored, because TorchTrainer starts the process group "
+            "before the training function runs; choose the backend and timeout with "
+            "TorchTrainer(torch_config=TorchConfig(backend=..., timeout_s=...))",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+class RayDDPStrategy(pl.strategies.DDPStrategy):
+    """Lightning's ``DDPStrategy`` for a Train worker gang (Ray's ``RayDDPStrategy``).
+
+    Takes ``DDPStrategy``'s arguments (``find_unused_parameters``, ``static_graph``, ...).
+    ``process_group_backend``, ``timeout`` and ``start_method`` have no effect here (a
+    warning says so): set the backend and timeout with ``TorchConfig``.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        _warn_ignored(type(self).__name__, kwargs)
+        super().__init__(*args, **kwargs)
+
+    @property
+    def root_device(self) -> torch.device:
+        """This worker's device (``train.torch.get_device()``)."""
+        return get_device()
+
+    @property
+    def distributed_sampler_kwargs(self) -> dict[str, Any]:
+        """Shard data across the whole gang: one replica per worker, this worker's rank."""
+        return {"num_replicas": self.world_size, "rank": self.global_rank}
+
+
+class RayFSDPStrategy(pl.strategies.FSDPStrategy):
+    """Lightning's ``FSDPStrategy`` for a Train worker gang (Ray's ``RayFSDPStrategy``).
+
+    Takes ``FSDPStrategy``'s arguments (``sharding_strategy``, ``auto_wrap_policy``,
+    ``state_dict_type``, ...); like ``RayDDPStrategy``, ``process_group_backend`` and
+    ``timeout`` have no effect. With ``state_dict_type="full"`` (Lightning's default),
+    rank 0 writes the whole checkpoint; with ``state_dict_type="sharded"`` each rank writes
+    and reports its own shards, which ``train.report`` keeps as it keeps every rank's
+    checkpoint.
+
+    torch's FSDP needs a GPU per worker (``ScalingConfig(use_gpu=True)``); constructed in
+    a worker without one, this raises at once rather than in the middle of ``fit``.
+
+    Raises:
+        ValueError: this worker has no GPU that CUDA can use.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        _warn_ignored(type(self).__name__, kwargs)
+        device = get_device()
+        if device.type == "cpu":
+            raise ValueError(
+                "RayFSDPStrategy needs a GPU per worker (torch's FSDP does not run on CPU), "
+                f"and this worker's device is {device}: run the TorchTrainer with "
+                "ScalingConfig(use_gpu=True), or use RayDDPStrategy on CPU "
+                "(see 'Lightning' in docs/porting.md)"
+            )
+        super().__init__(*args, **kwargs)
+
+    @property
+    def root_device(self) -> torch.device:
+        """This worker's device (``train.torch.get_device()``)."""
+        return get_device()
+
+    @property
+    def distributed_sampler_kwargs(self) -> dict[str, Any]:
+        """Shard data across the whole gang: one replica per worker, this worker's rank."""
+        return {"num_replicas": self.world_size, "rank": self.global_rank}
+
+
+class RayDeepSpeedStrategy:
+    """Ray's ``RayDeepSpeedStrategy``: not available in actorrt.
+
+    DeepSpeed needs CUDA and its own launcher environment, which actorrt does not set up
+    or test; docs/porting.md lists it among what does not port. Constructing one raises.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        _deepspeed_unsupported()
+
+
+def _deepspeed_unsupported() -> NoReturn:
+    raise NotImplementedError(
+        "RayDeepSpeedStrategy is not supported by actorrt.train.lightning (DeepSpeed is "
+        "neither set up nor tested here; see 'Lightning' in docs/porting.md). Use "
+        "RayDDPStrategy, or RayFSDPStrategy to shard a model that does not fit one device"
+    )
+
+
+class RayLightningEnvironment(LightningEnvironment):
+    """Lightning's cluster environment for a Train worker (Ray's
+    ``RayLightningEnvironment``).
+
+    World size and ranks are the gang's (``train.get_context()``); Lightning's attempts to
+    set them are ignored, and Lightning never launches processes: the gang's workers are
+    the processes. ``MASTER_ADDR`` and ``MASTER_PORT`` are those ``TorchTrainer`` set.
+    Used outside a training function, its methods raise ``RuntimeError``.
+    """
+
+    @property
+    def creates_processes_externally(self) -> bool:
+        return True
+
+    def world_size(self) -> int:
+        return get_context().get_world_size()
+
+    def set_world_size(self, size: int) -> None:
+        pass  # the gang's size is fixed by ScalingConfig
+
+    def global_rank(self) -> int:
+        return get_context().get_world_rank()
+
+    def set_global_rank(self, rank: int) -> None:
+        pass  # the rank is fixed by the gang
+
+    def local_rank(self) -> int:
+        return get_context().get_local_rank()
+
+    def node_rank(self) -> int:
+        return get_context().get_node_rank()
+
+    def teardown(self) -> None:
+        pass  # TorchTrainer destroys the process group after the training function
