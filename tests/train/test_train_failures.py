@@ -1,6 +1,7 @@
 """FailureConfig: a worker SIGKILLed mid-training, survivors killed, the gang restarted."""
 
 import asyncio
+import logging
 import os
 import signal
 import tempfile
@@ -128,7 +129,7 @@ async def test_sigkilled_worker_restarts_the_gang_from_the_last_checkpoint(
     assert resumed["step"] == resumed["start"]
     assert {m["world"] for m in result.metrics_history} == {2.0}
     assert result.checkpoint is not None and step_of(result.checkpoint) == 7
-    assert sorted(p.name for p in result.path.glob("checkpoint_*")) == [
+    assert sorted(p.name for p in Path(result.path).glob("checkpoint_*")) == [  # noqa: ASYNC240
         "checkpoint_000006", "checkpoint_000007",
     ]
 
@@ -143,21 +144,32 @@ async def test_sigkilled_worker_restarts_the_gang_from_the_last_checkpoint(
 
 @pytest.mark.timeout(120)
 @pytest.mark.actorrt(num_cpus=2, worker_env=WORKER_ENV)
-async def test_beyond_max_failures_the_result_carries_the_error(
-    actorrt_runtime: actorrt.Runtime, tmp_path: Path
+async def test_beyond_max_failures_fit_raises_a_worker_group_error(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     gate = await Gate.spawn()
     fit = asyncio.ensure_future(trainer(gate, tmp_path, max_failures=0).fit_async())
     killed = await kill_held_worker(gate)
-    result = await fit
+    with (
+        caplog.at_level(logging.ERROR, logger="actorrt.train"),
+        pytest.raises(train.WorkerGroupError) as raised,
+    ):
+        await fit
 
-    assert isinstance(result.error, train.TrainingFailedError)
-    assert "more than FailureConfig(max_failures=0) allows" in str(result.error)
-    assert isinstance(result.error.__cause__, actorrt.ActorDiedError)
-    assert result.error.__cause__.signal == signal.SIGKILL
-    assert result.num_failures == 1
-    assert [m["step"] for m in result.metrics_history][:3] == [0, 1, 2]
-    assert result.checkpoint is not None
+    error = raised.value
+    assert isinstance(error, train.TrainingFailedError)
+    assert "more than FailureConfig(max_failures=0) allows" in str(error)
+    died = error.worker_failures[1]  # the held worker is rank 1
+    assert isinstance(died, actorrt.ActorDiedError) and died.signal == signal.SIGKILL
+    assert "[Rank 1" in str(error) and "ActorDiedError" in str(error)
+    # Each failed rank's traceback was logged once, each line prefixed with its rank.
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert logged.count("[Rank 1] actorrt.ActorDiedError") == 1, logged
+
+    # The run's folder still has what was reported before the failure.
+    partial = train.Result.from_path(tmp_path / "faults")
+    assert [m["step"] for m in partial.metrics_history][:3] == [0, 1, 2]
+    assert partial.checkpoint is not None
     assert actorrt.available_resources() == actorrt.cluster_resources()
     workers = await gate.workers()
     assert killed in {pid for _, pid in workers}
