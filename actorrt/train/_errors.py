@@ -99,6 +99,8 @@ def _user_frames(text: str) -> str:
             skipping = False  # the header, the exception line, chained-cause text
         if not skipping:
             out.append(line)
+    if not any(line.startswith('  File "') for line in out):  # nothing of the user's
+        out = [line for line in out if not line.startswith("Traceback (most recent")]
     return "\n".join(out)
 
 

@@ -106,3 +106,34 @@ async def test_a_failed_trainer_makes_its_trial_error(
         failing = result.config["train_loop_config"]["failing_rank"]
         assert set(result.error.worker_failures) == {failing}
     assert actorrt.available_resources() == actorrt.cluster_resources()
+
+
+def nothing() -> None:
+    pass
+
+
+@pytest.mark.actorrt(num_cpus=2)
+async def test_a_trial_too_large_for_the_cluster_is_named_with_what_sized_it(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Path
+) -> None:
+    three = train.DataParallelTrainer(nothing, scaling_config=train.ScalingConfig(num_workers=3))
+    grid = await tune.Tuner(
+        three, run_config=tune.RunConfig(storage_path=str(tmp_path / "cpu"), verbose=0),
+    ).fit_async()
+    [result] = list(grid)
+    text = str(result.error)
+    assert isinstance(result.error, actorrt.InfeasibleResourceError)
+    assert text.startswith(f"trial DataParallelTrainer_{result.trial_id} cannot start")
+    assert "tune.Tuner(trainer)" in text and "ScalingConfig(num_workers=3" in text
+    assert "3 worker bundle(s) of {'CPU': 1.0} and nothing for the trial's driver" in text
+    assert "GPU" not in text  # a CPU-only request gets no GPU advice
+
+    gpu = train.DataParallelTrainer(
+        nothing, scaling_config=train.ScalingConfig(num_workers=1, use_gpu=True)
+    )
+    grid = await tune.Tuner(
+        gpu, run_config=tune.RunConfig(storage_path=str(tmp_path / "gpu"), verbose=0),
+    ).fit_async()
+    [result] = list(grid)
+    assert "a fractional GPU must fit one device" in str(result.error)
+    assert actorrt.available_resources() == actorrt.cluster_resources()
