@@ -2,10 +2,13 @@
 
 The coordinator is the code that calls ``fit()``: the driver program (through the sync
 facade, which ``fit()`` starts if no runtime runs), a coroutine (``await fit_async()``),
-or a Tune trial's driver actor. It places the gang (``_placement``), runs attempts until
-one succeeds or ``FailureConfig`` gives up, keeps rank 0's reports and checkpoints, and
-gives everything back before returning: the workers end (their processes go back to the
-pool) and a group it reserved is removed.
+or a Tune trial's driver actor. It splits ``datasets`` into one shard per rank
+(``_data``), places the gang (``_placement``), runs attempts until one succeeds or
+``FailureConfig`` gives up, keeps rank 0's reports and every rank's checkpoints
+(``_checkpoint_book``), and gives everything back before returning: the workers end
+(their processes go back to the pool) and a group it reserved is removed. Then, as in
+Ray Train V2, a run that failed raises (``_errors``): ``WorkerGroupError`` or
+``ControllerError``.
 
 Inside a Tune trial (``fit()`` called in the process of a running trial; see
 ``_enclosing_trial``), each of rank 0's reports is also the trial's result: forwarded in
@@ -19,24 +22,23 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
-import json
 import logging
 import secrets
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import actorrt
 
 from ._backend import Backend, WorkerSetup
-from ._checkpoint import Checkpoint
 from ._checkpoint_book import CheckpointBook
 from ._data import check_datasets, split_datasets
 from ._enclosing_trial import TuneTrial, current_trial
 from ._errors import ControllerError, TrainingFailedError, WorkerGroupError, summary, tracebacks
 from ._gang import Gang, GangFailed
 from ._placement import place_gang
+from ._recorder import Recorder
 from ._result import RESULTS_FILE, Result
 from ._run_config import RunConfig
 from ._scaling import ScalingConfig
@@ -191,7 +193,7 @@ class DataParallelTrainer:
         # Appending a line per report is microseconds of local I/O; a log kept as it goes
         # survives a crash of the coordinator, which buffering to the end would not.
         with open(run_dir / RESULTS_FILE, "a", buffering=1) as results:  # noqa: ASYNC230
-            on_report = _Recorder(book, results, trial)
+            on_report = Recorder(book, results, trial)
             while not on_report.stopped:
                 on_report.attempt_started(book.start_attempt())
                 latest = book.latest
@@ -235,7 +237,7 @@ class DataParallelTrainer:
         self,
         placements: list[Any],
         spec: RunSpec,
-        on_report: _Recorder,
+        on_report: Recorder,
         shards: list[dict[str, Any]],
     ) -> None:
         """One gang on the reservation: started, run, and ended before this returns.
@@ -362,39 +364,6 @@ class DataParallelTrainer:
             f"{type(self).__name__}({getattr(self.train_loop_per_worker, '__name__', '?')}, "
             f"scaling_config={self.scaling_config!r})"
         )
-
-
-class _Recorder:
-    """What the coordinator does with each of rank 0's reports, in order: keep it, and in
-    a Tune trial report it to the trial. ``stopped`` turns true when Tune says stop; no
-    report is taken after that."""
-
-    def __init__(self, book: CheckpointBook, results: IO[str], trial: TuneTrial | None) -> None:
-        self.history: list[dict[str, Any]] = []
-        self.book = book
-        self.results = results
-        self.trial = trial
-        self.stopped = False
-        self.attempt_metrics: dict[int, dict[str, Any]] = {}  # rank 0's, by report index
-        self._index = 0
-
-    def attempt_started(self, base: int) -> None:
-        """A new gang starts: its rank 0's ``k``-th report is report ``base + k``."""
-        self._index = base
-        self.attempt_metrics = {}
-
-    async def __call__(self, metrics: dict[str, Any], checkpoint: str | None) -> bool:
-        if self.stopped:
-            return False
-        self.attempt_metrics[self._index] = metrics
-        self._index += 1
-        self.history.append(metrics)
-        if checkpoint is not None:
-            self.book.add(Checkpoint(checkpoint), metrics)
-        self.results.write(json.dumps(metrics, default=repr) + "\n")
-        if self.trial is not None and not await self.trial.report_async(metrics, checkpoint):
-            self.stopped = True
-        return not self.stopped
 
 
 def _takes_config(func: Callable[..., Any], config_given: bool) -> bool:
