@@ -78,10 +78,13 @@ def worker_traceback(error: BaseException) -> str:
     process), else its local one."""
     remote = getattr(error, "remote_traceback", None)
     if isinstance(remote, str) and remote.strip():
-        return _user_frames(remote.rstrip())
+        # Relayed through another process, the text nests the original under a note:
+        # the innermost one is the worker's own.
+        return _user_frames(remote.rsplit(_NOTE, 1)[-1].rstrip())
     return "".join(traceback.format_exception_only(error)).rstrip()
 
 
+_NOTE = "Remote traceback:\n"  # how actorrt's wire notes a remote traceback
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # actorrt/
 _PLUMBING = (_PACKAGE + os.sep, os.path.join("concurrent", "futures") + os.sep)
 

@@ -174,3 +174,37 @@ async def test_beyond_max_failures_fit_raises_a_worker_group_error(
     workers = await gate.workers()
     assert killed in {pid for _, pid in workers}
     assert await eventually(lambda: all(gone(pid) for _, pid in workers))
+
+
+def break_the_run_folder(config: dict[str, Any]) -> None:
+    """Rank 0 puts a folder where the coordinator keeps its list of checkpoints, so the
+    coordinator (not a worker) fails when it records the next checkpoint."""
+    run_dir = Path(config["storage"], train.get_context().get_experiment_name())
+    (run_dir / "checkpoints.json").mkdir()
+    with tempfile.TemporaryDirectory() as d:
+        Path(d, "x").write_text("1")
+        train.report({"step": 0}, checkpoint=train.Checkpoint.from_directory(d))
+    gate = config["gate"]
+    actorrt.get(gate.arrive(os.getpid()))  # held: the coordinator must end the gang
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.actorrt(num_cpus=2, worker_env=WORKER_ENV)
+async def test_a_failure_of_the_coordinator_is_a_controller_error(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Path
+) -> None:
+    gate = await Gate.spawn()
+    with pytest.raises(train.ControllerError) as raised:
+        await train.DataParallelTrainer(
+            break_the_run_folder,
+            train_loop_config={"storage": str(tmp_path), "gate": gate},
+            run_config=train.RunConfig(name="broken", storage_path=str(tmp_path)),
+        ).fit_async()
+    error = raised.value
+    assert isinstance(error, train.TrainingFailedError)
+    assert isinstance(error.controller_failure, IsADirectoryError)
+    assert str(error).startswith("Training failed due to controller error:\nIsADirectoryError")
+    # The held worker was ended with the run, and its grant is back.
+    held = await gate.first_pid()
+    assert await eventually(lambda: gone(held))
+    assert actorrt.available_resources() == actorrt.cluster_resources()

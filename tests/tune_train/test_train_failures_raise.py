@@ -91,6 +91,12 @@ async def test_a_failed_trainer_makes_its_trial_error(
     assert isinstance(error, train.WorkerGroupError)
     assert set(error.worker_failures) == {1}
     assert "[Rank 1] RuntimeError: the loop failed on purpose" in str(error)
+    # The trial's log has rank 1's traceback once: the worker's frames, not the relay's.
+    [trial] = list(grid)
+    log = Path(trial.path, "output.log").read_text()  # noqa: ASYNC240
+    assert log.count("in fail_in_the_loop") == 1, log
+    assert "[Rank 1] Traceback (most recent call last):" in log
+    assert "Remote traceback" not in log
 
     trainer = train.DataParallelTrainer(
         fail_in_the_loop, scaling_config=train.ScalingConfig(num_workers=2)
