@@ -223,6 +223,13 @@ class DataShard:
                 continue
             out = {}
             for column, values in batch.items():
+                if values.dtype == object:
+                    raise TypeError(
+                        f"dataset {self.name!r}: column {column!r} holds Python objects "
+                        f"(e.g. {type(values[0]).__name__}s, as a TensorDataset's tuples), "
+                        "which are no tensor; pass collate_fn= to build the batch, or give "
+                        "the data as a dict of arrays (one column each)"
+                    )
                 dtype = dtypes.get(column) if isinstance(dtypes, Mapping) else dtypes
                 out[column] = torch.as_tensor(values, dtype=dtype, device=target)
             yield out
@@ -271,12 +278,15 @@ def _stack(values: Sequence[Any]) -> np.ndarray:
     import numpy as np
 
     converted = [v.numpy() if hasattr(v, "numpy") and callable(v.numpy) else v for v in values]
-    try:
-        return np.stack([np.asarray(v) for v in converted]) if converted else np.asarray([])
-    except (ValueError, TypeError):
-        out = np.empty(len(converted), dtype=object)
-        out[:] = list(converted) if converted else []
-        return out
+    if not any(isinstance(v, tuple | list | Mapping) for v in converted):
+        try:
+            return np.stack([np.asarray(v) for v in converted]) if converted else np.asarray([])
+        except (ValueError, TypeError):
+            pass
+    out = np.empty(len(converted), dtype=object)  # one Python object per row, kept whole
+    for i, value in enumerate(converted):
+        out[i] = value
+    return out
 
 
 def _chunks(order: Any, batch_size: int | None, drop_last: bool) -> Iterator[Any]:

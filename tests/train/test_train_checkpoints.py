@@ -208,3 +208,31 @@ def test_fit_from_sync_code_starts_a_runtime(tmp_path: Path) -> None:
         assert actorrt.available_resources() == actorrt.cluster_resources()
     finally:
         actorrt.shutdown()
+
+
+def only_rank_1_checkpoints() -> None:
+    rank = train.get_context().get_world_rank()
+    for step in range(2):
+        if rank == 1 and step == 1:
+            with tempfile.TemporaryDirectory() as d:
+                Path(d, "shard_1").write_text("from rank 1")
+                train.report({"step": step}, checkpoint=train.Checkpoint.from_directory(d))
+        else:
+            train.report({"step": step, "rank": rank})
+
+
+@pytest.mark.actorrt(num_cpus=2, worker_env=WORKER_ENV)
+async def test_a_checkpoint_only_another_rank_reported_is_kept(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Path
+) -> None:
+    result = await train.DataParallelTrainer(
+        only_rank_1_checkpoints,
+        scaling_config=train.ScalingConfig(num_workers=2),
+        run_config=train.RunConfig(name="ranks", storage_path=str(tmp_path)),
+    ).fit_async()
+    # As in Ray Train V2: a report is a checkpoint when any rank gave one; its metrics
+    # are rank 0's of that report.
+    assert result.checkpoint is not None
+    assert os.listdir(result.checkpoint.path) == ["shard_1"]
+    assert result.best_checkpoints == [(result.checkpoint, {"step": 1, "rank": 0})]
+    assert train.Result.from_path(result.path).checkpoint == result.checkpoint

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 import actorrt
 from actorrt import train
@@ -77,6 +78,18 @@ def read_shards(config: dict[str, Any]) -> None:
     seen["torch"] = [
         (str(b["item"].dtype), str(b["item"].device), b["item"][:, 0].tolist()) for b in batches
     ]
+    pairs = train.get_dataset_shard("pairs")  # a TensorDataset: rows are (x, y) tuples
+    first = next(pairs.iter_batches(batch_size=2))["item"]
+    seen["pairs_rows"] = [(float(x), int(y)) for x, y in first]
+    try:
+        next(pairs.iter_torch_batches(batch_size=2))
+    except TypeError as exc:
+        seen["pairs_error"] = str(exc)
+    collated = next(pairs.iter_torch_batches(
+        batch_size=2,
+        collate_fn=lambda b: torch.utils.data.default_collate(list(b["item"])),
+    ))
+    seen["pairs_collated"] = [t.tolist() for t in collated]
     try:
         train.get_dataset_shard("nope")
     except KeyError as exc:
@@ -97,6 +110,9 @@ async def test_each_rank_reads_its_own_disjoint_shard_of_every_kind(
         "items": [{"k": i} for i in range(ROWS)],
         "scalars": list(range(ROWS)),
         "torch": SquaresDataset(),
+        "pairs": torch.utils.data.TensorDataset(
+            torch.arange(ROWS, dtype=torch.float32), torch.arange(ROWS) * 2
+        ),
     }
     await train.DataParallelTrainer(
         read_shards,
@@ -126,6 +142,9 @@ async def test_each_rank_reads_its_own_disjoint_shard_of_every_kind(
             ("torch.float32", "cpu", [float(i) for i in rows[0:4]]),
             ("torch.float32", "cpu", [float(rows[4])]),
         ]
+        assert seen["pairs_rows"] == [(float(i), 2 * i) for i in rows[:2]]
+        assert "column 'item' holds Python objects" in seen["pairs_error"]
+        assert seen["pairs_collated"] == [[float(i) for i in rows[:2]], [2 * i for i in rows[:2]]]
         assert "no dataset named 'nope'" in seen["missing"] and "'torch'" in seen["missing"]
     assert actorrt.available_resources() == actorrt.cluster_resources()
 
