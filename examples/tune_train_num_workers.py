@@ -55,17 +55,15 @@ def driver(config: dict[str, Any]) -> None:
     Each of rank 0's ``train.report`` calls is also a result of this trial, so schedulers
     (ASHA, say) and stop criteria see every epoch and can stop the trial mid-run.
     """
-    result = TorchTrainer(
+    TorchTrainer(
         train_loop,
         train_loop_config={"lr": config["lr"]},
         scaling_config=scaling(config),
-    ).fit()
-    if result.error is not None:
-        raise result.error
+    ).fit()  # a failed run raises, and the trial errors
 
 
 def main() -> None:
-    actorrt.init(num_cpus=5)  # a 1-worker gang needs 2 CPUs, a 2-worker gang 3: both fit
+    actorrt.init(num_cpus=5)  # a trial reserves its workers' CPUs (1 or 2): both fit
     print("a trial with num_workers=2 reserves",
           scaling({"num_workers": 2}).as_placement_group_factory().bundles)
     with tempfile.TemporaryDirectory() as storage:

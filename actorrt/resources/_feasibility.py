@@ -74,10 +74,14 @@ def check_cluster(
         )
     elif shape.strategy is PlacementStrategy.STRICT_PACK and len(shape.bundles) > 1:
         why = f" STRICT_PACK needs every bundle on one node: {shape.total} in all."
+    gpu_hint = (
+        " (a fractional GPU must fit one device, a whole GPU needs a whole free device)"
+        if shape.total.gpu_units else ""  # a CPU-only request gets no GPU advice
+    )
     raise InfeasibleResourceError(
         f"request {rid!r} of {holder} asks for {what}, which the cluster can never hold: it has "
-        f"{describe_nodes(nodes)}.{why} Ask for less (a fractional GPU must fit one device, a "
-        "whole GPU needs a whole free device), or start the runtime with more resources."
+        f"{describe_nodes(nodes)}.{why} Ask for less{gpu_hint}, or start the runtime with "
+        "more resources."
     )
 
 

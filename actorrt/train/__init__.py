@@ -8,13 +8,18 @@ Built only on the public ``actorrt`` API (DESIGN.md §2); it does not import
 - ``RunConfig``, ``FailureConfig``, ``CheckpointConfig``: where a run writes, how often it
   restarts after a failure, which checkpoints it keeps.
 - ``DataParallelTrainer``: runs a training function on every worker; ``fit()`` returns a
-  ``Result``. ``actorrt.train.torch.TorchTrainer`` adds ``torch.distributed``.
-- In the training function: ``report``, ``get_checkpoint``, ``get_context``.
+  ``Result``, or raises ``TrainingFailedError`` (``WorkerGroupError``,
+  ``ControllerError``). ``actorrt.train.torch.TorchTrainer`` adds ``torch.distributed``.
+- In the training function: ``report``, ``get_checkpoint``, ``get_context``,
+  ``get_dataset_shard`` (a ``DataShard`` of the trainer's ``datasets=``).
 """
 
 from ._checkpoint import Checkpoint as Checkpoint
+from ._data import DataShard as DataShard
+from ._errors import ControllerError as ControllerError
+from ._errors import TrainingFailedError as TrainingFailedError
+from ._errors import WorkerGroupError as WorkerGroupError
 from ._result import Result as Result
-from ._result import TrainingFailedError as TrainingFailedError
 from ._run_config import CheckpointConfig as CheckpointConfig
 from ._run_config import FailureConfig as FailureConfig
 from ._run_config import RunConfig as RunConfig
@@ -23,13 +28,16 @@ from ._scaling import ScalingConfig as ScalingConfig
 from ._session import TrainContext as TrainContext
 from ._session import get_checkpoint as get_checkpoint
 from ._session import get_context as get_context
+from ._session import get_dataset_shard as get_dataset_shard
 from ._session import report as report
 from ._trainer import DataParallelTrainer as DataParallelTrainer
 
 __all__ = [
     "Checkpoint",
     "CheckpointConfig",
+    "ControllerError",
     "DataParallelTrainer",
+    "DataShard",
     "FailureConfig",
     "PlacementGroupSpec",
     "Result",
@@ -37,8 +45,10 @@ __all__ = [
     "ScalingConfig",
     "TrainContext",
     "TrainingFailedError",
+    "WorkerGroupError",
     "get_checkpoint",
     "get_context",
+    "get_dataset_shard",
     "report",
 ]
 

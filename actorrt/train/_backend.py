@@ -19,6 +19,8 @@ class WorkerSetup:
         master_addr, master_port: where rank 0 listens for the process group's rendezvous.
         device_index: with GPUs, this worker's device among those its process sees (its
             own grant's position in the node's union); ``None`` without GPUs.
+        device_indices: every device of its own grant, by that position (a worker may
+            hold more than one GPU); empty without GPUs.
     """
 
     world_rank: int
@@ -29,6 +31,7 @@ class WorkerSetup:
     master_addr: str
     master_port: int
     device_index: int | None
+    device_indices: tuple[int, ...] = ()
 
 
 class Backend:

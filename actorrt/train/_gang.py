@@ -36,12 +36,20 @@ OnReport = Callable[[dict[str, Any], str | None], Awaitable[bool]]
 
 
 class GangFailed(Exception):
-    """A worker of the gang failed; ``__cause__`` is what it raised or how it died."""
+    """A worker of the gang failed; ``__cause__`` is what it raised or how it died.
 
-    def __init__(self, rank: int, error: BaseException) -> None:
+    Attributes:
+        rank, error: the failure taken as the cause (a death before a symptom).
+        failures: every rank seen failing in this attempt, with its exception.
+    """
+
+    def __init__(
+        self, rank: int, error: BaseException, failures: dict[int, BaseException] | None = None
+    ) -> None:
         super().__init__(f"worker {rank} failed: {type(error).__name__}: {error}")
         self.rank = rank
         self.error = error
+        self.failures = dict(failures) if failures else {rank: error}
 
 
 @dataclass
@@ -138,6 +146,7 @@ class Gang:
                     master_addr=MASTER_ADDR,
                     master_port=master_port,
                     device_index=union.index(own[0]) if own else None,
+                    device_indices=tuple(union.index(g) for g in own),
                 )
                 env = {
                     "MASTER_ADDR": MASTER_ADDR,
@@ -153,10 +162,13 @@ class Gang:
                 out[i] = (setup, env)
         return out
 
-    async def run(self, spec: RunSpec, on_report: OnReport) -> bool:
+    async def run(
+        self, spec: RunSpec, on_report: OnReport, shards: Sequence[dict[str, Any]] = ()
+    ) -> bool:
         """Run the training function on every worker until all have finished.
 
         Rank 0's reports go to ``on_report`` as they come, one at a time, in order.
+        ``shards[rank]`` (when given) is that rank's part of each dataset.
 
         Returns:
             ``True`` when every worker finished; ``False`` when ``on_report`` answered
@@ -171,7 +183,8 @@ class Gang:
         for member, (setup, env) in zip(self.members, setups, strict=True):
             if setup.world_rank == 0:
                 rank0 = member
-            one = replace(spec, setup=setup, env=env)
+            part = shards[setup.world_rank] if shards else {}
+            one = replace(spec, setup=setup, env=env, datasets=part)
             runs.append(asyncio.ensure_future(_awaited(member.ref.run(one))))
         halt: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         poll = asyncio.ensure_future(self._poll(rank0.ref, on_report, halt))
@@ -235,7 +248,12 @@ class Gang:
             rank = setups[runs.index(cause)][0].world_rank
             error = cause.exception()
             assert error is not None
-            raise GangFailed(rank, error) from error
+            everyone: dict[int, BaseException] = {}
+            for future in failed:
+                exc = future.exception()
+                assert exc is not None
+                everyone[setups[runs.index(future)][0].world_rank] = exc
+            raise GangFailed(rank, error, everyone) from error
 
     async def _poll(
         self, rank0: actorrt.ActorRef[Any], on_report: OnReport, halt: asyncio.Future[None]

@@ -1,16 +1,18 @@
 """How many training workers, what each needs, and the bundles that describe them.
 
 ``ScalingConfig`` is Ray Train's: ``num_workers`` workers of ``resources_per_worker`` each,
-placed with ``placement_strategy``, plus ``trainer_resources`` for the driver when the
-trainer runs as a Tune trial. ``as_placement_group_factory()`` gives the bundles
+placed with ``placement_strategy``; as in Ray Train V2, the driver (the trainer's
+coordinator) reserves nothing unless ``trainer_resources`` says so.
+``as_placement_group_factory()`` gives the bundles
 ``[trainer bundle, worker bundle x num_workers]`` (DESIGN.md §7) as a small object of this
-package's own (``train`` does not import ``tune``); Tune accepts it by its shape (``bundles``,
-``strategy``, ``required_resources``).
+package's own (``train`` does not import ``tune``); Tune accepts it by its shape
+(``bundles``, ``strategy``, ``required_resources``).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -117,8 +119,12 @@ class ScalingConfig:
         placement_strategy: how the worker bundles are spread over nodes (``PACK``,
             ``SPREAD``, ``STRICT_PACK``, ``STRICT_SPREAD``).
         trainer_resources: the driver's bundle when the run is a Tune trial (the head of
-            ``as_placement_group_factory()``); default ``{"CPU": 1}``; ``{}`` reserves
-            nothing for it. A standalone ``fit()`` does not reserve it.
+            ``as_placement_group_factory()``). Default: nothing, as in Ray Train V2,
+            whose controller takes no resources; so ``Tuner(trainer)`` reserves exactly
+            the workers' bundles per trial. Ray Train V2 rejects this argument; actorrt
+            keeps it for a driver that needs its own share (e.g. a custom resource that
+            caps how many drivers run), and warns that a Ray script cannot use it. A
+            standalone ``fit()`` never reserves it.
 
     Raises:
         ValueError: ``num_workers < 1``; ``use_gpu`` disagreeing with
@@ -152,6 +158,14 @@ class ScalingConfig:
             )
         per_worker = normalize_resources(self.resources_per_worker, "resources_per_worker")
         normalize_resources(self.trainer_resources, "trainer_resources")
+        if self.trainer_resources is not None:
+            warnings.warn(
+                f"ScalingConfig(trainer_resources={dict(self.trainer_resources)!r}): Ray "
+                "Train V2 rejects trainer_resources (its controller takes no resources); "
+                "actorrt reserves it for the Tune trial's driver. See docs/porting.md",
+                UserWarning,
+                stacklevel=3,
+            )
         given = self.resources_per_worker is not None
         gpus = per_worker.get("GPU", 0.0)
         if self.use_gpu and given and _mentions_gpu(self.resources_per_worker) and gpus == 0:
@@ -185,7 +199,7 @@ class ScalingConfig:
     def trainer_bundle(self) -> dict[str, float]:
         """The trainer's (driver's) bundle, normalised; may be empty."""
         if self.trainer_resources is None:
-            return {"CPU": 1.0}
+            return {}  # Ray Train V2: the controller takes no resources
         return normalize_resources(self.trainer_resources, "trainer_resources")
 
     @property
@@ -198,7 +212,8 @@ class ScalingConfig:
 
     @property
     def total_resources(self) -> dict[str, float]:
-        """The trainer's bundle plus every worker's."""
+        """Everything the run reserves: ``num_workers`` worker bundles (plus
+        ``trainer_resources`` when given), e.g. ``{"CPU": 4.0}`` for 4 default workers."""
         return self.as_placement_group_factory().required_resources
 
     def as_placement_group_factory(self) -> PlacementGroupSpec:

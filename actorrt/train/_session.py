@@ -1,4 +1,5 @@
-"""The training function's side: ``train.report``, ``get_checkpoint``, ``get_context``.
+"""The training function's side: ``train.report``, ``get_checkpoint``, ``get_context``,
+``get_dataset_shard``.
 
 A training worker process runs one training function at a time, so the session is a
 module global set by the worker around the call (not a context variable: user code may
@@ -80,7 +81,9 @@ class Session:
         next_index: int,
         score_attribute: str | None,
         push: Callable[[dict[str, Any], str | None], None],
+        datasets: Mapping[str, Any] | None = None,
     ) -> None:
+        self.datasets = dict(datasets or {})
         self.context = context
         self.run_dir = run_dir
         self.restore = restore
@@ -107,14 +110,13 @@ class Session:
                     f"{attr}={score!r} among {sorted(plain)}"
                 )
         with self.lock:
+            index = self.next_index + self.reports  # the same on every rank (see below)
             self.reports += 1
-            if self.context.get_world_rank() != 0:
-                return  # only rank 0's metrics and checkpoints are kept
             stored = None
             if checkpoint is not None:
-                stored = store(checkpoint, self.run_dir, self.next_index).path
-                self.next_index += 1
-            self.push(plain, stored)
+                stored = store(checkpoint, self.run_dir, index).path
+            if self.context.get_world_rank() == 0:
+                self.push(plain, stored)  # rank 0's metrics are the run's
 
 
 _session: Session | None = None
@@ -137,10 +139,13 @@ def _current(what: str) -> Session:
 def report(metrics: Mapping[str, Any], checkpoint: Checkpoint | None = None) -> None:
     """Report metrics (and optionally a checkpoint) from the training function.
 
-    Every worker may call it; rank 0's metrics become the run's results and are forwarded
-    to the coordinator as they come (without waiting for it), and rank 0's checkpoint is
-    copied into the run's folder before this returns and kept per ``CheckpointConfig``.
-    Other ranks' metrics and checkpoints are not kept.
+    Every worker calls it the same number of times, as in Ray. Rank 0's metrics become
+    the run's results and are forwarded to the coordinator as they come (without waiting
+    for it; unlike Ray's, this is no barrier across ranks). A checkpoint from any rank is
+    copied before this returns into the report's folder, ``checkpoint_<index>`` in the
+    run's folder, where the ``k``-th report of every rank has the same index: the ranks'
+    files of one report are merged there, as Ray Train V2 does. Checkpoints are kept per
+    ``CheckpointConfig``; other ranks' metrics are not kept.
 
     Args:
         metrics: a dict of metric name to value; numpy and torch scalars become floats.
@@ -163,6 +168,24 @@ def get_checkpoint() -> Checkpoint | None:
 def get_context() -> TrainContext:
     """This worker's ranks and sizes in the gang."""
     return _current("get_context").context
+
+
+def get_dataset_shard(name: str) -> Any:
+    """This worker's shard of the dataset given to the trainer as ``datasets={name: ...}``:
+    a ``DataShard`` with ``iter_batches`` and ``iter_torch_batches``. The shards of all
+    workers are disjoint and together hold every row.
+
+    Raises:
+        RuntimeError: called outside a training function.
+        KeyError: no dataset of that name was given (the message lists the names).
+    """
+    session = _current("get_dataset_shard")
+    if name not in session.datasets:
+        raise KeyError(
+            f"no dataset named {name!r} was given to the trainer; datasets= has "
+            f"{sorted(session.datasets) or 'none'}"
+        )
+    return session.datasets[name]
 
 
 def _plain_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:

@@ -2,10 +2,13 @@
 
 The coordinator is the code that calls ``fit()``: the driver program (through the sync
 facade, which ``fit()`` starts if no runtime runs), a coroutine (``await fit_async()``),
-or a Tune trial's driver actor. It places the gang (``_placement``), runs attempts until
-one succeeds or ``FailureConfig`` gives up, keeps rank 0's reports and checkpoints, and
-gives everything back before returning: the workers end (their processes go back to the
-pool) and a group it reserved is removed.
+or a Tune trial's driver actor. It splits ``datasets`` into one shard per rank
+(``_data``), places the gang (``_placement``), runs attempts until one succeeds or
+``FailureConfig`` gives up, keeps rank 0's reports and every rank's checkpoints
+(``_checkpoint_book``), and gives everything back before returning: the workers end
+(their processes go back to the pool) and a group it reserved is removed. Then, as in
+Ray Train V2, a run that failed raises (``_errors``): ``WorkerGroupError`` or
+``ControllerError``.
 
 Inside a Tune trial (``fit()`` called in the process of a running trial; see
 ``_enclosing_trial``), each of rank 0's reports is also the trial's result: forwarded in
@@ -19,23 +22,24 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
-import json
 import logging
 import secrets
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import actorrt
 
 from ._backend import Backend, WorkerSetup
-from ._checkpoint import Checkpoint
 from ._checkpoint_book import CheckpointBook
+from ._data import check_datasets, split_datasets
 from ._enclosing_trial import TuneTrial, current_trial
+from ._errors import ControllerError, TrainingFailedError, WorkerGroupError, summary, tracebacks
 from ._gang import Gang, GangFailed
 from ._placement import place_gang
-from ._result import Result, TrainingFailedError
+from ._recorder import Recorder
+from ._result import RESULTS_FILE, Result
 from ._run_config import RunConfig
 from ._scaling import ScalingConfig
 from ._worker import RunSpec
@@ -59,6 +63,10 @@ class DataParallelTrainer:
         train_loop_config: the dict passed to it (default ``{}``).
         scaling_config: workers and their resources (default: one CPU worker).
         run_config: name, storage, failure and checkpoint policies.
+        datasets: in-memory data by name (numpy arrays, dicts of arrays, pandas
+            DataFrames, torch map-style Datasets, lists); each worker reads its own
+            disjoint shard with ``train.get_dataset_shard(name)``. Ray Data datasets are
+            not supported (``TypeError``; see docs/porting.md).
 
     Raises:
         TypeError: a training function that is not callable, or bad configs.
@@ -73,6 +81,7 @@ class DataParallelTrainer:
         train_loop_config: Mapping[str, Any] | None = None,
         scaling_config: ScalingConfig | None = None,
         run_config: RunConfig | None = None,
+        datasets: Mapping[str, Any] | None = None,
     ) -> None:
         if not callable(train_loop_per_worker):
             raise TypeError(
@@ -90,6 +99,7 @@ class DataParallelTrainer:
         self.train_loop_config = dict(train_loop_config or {})
         self.scaling_config = scaling_config
         self.run_config = run_config
+        self.datasets = check_datasets(datasets)
         self._pass_config = _takes_config(train_loop_per_worker, train_loop_config is not None)
 
     def _backend(self) -> Backend:
@@ -100,13 +110,18 @@ class DataParallelTrainer:
         """Run to the end from synchronous code and return the ``Result``.
 
         Starts a runtime with ``actorrt.init()`` if none runs in this process (it stays up
-        afterwards, as ``ray.init`` does). A run that fails beyond ``FailureConfig``
-        returns a ``Result`` whose ``error`` says why; configuration errors raise.
+        afterwards, as ``ray.init`` does). As in Ray Train V2, a run that fails beyond
+        ``FailureConfig`` raises: each failed rank's traceback is logged once (``[Rank r]``
+        on each line) and ``fit()`` raises a ``WorkerGroupError`` (its ``worker_failures``
+        maps each failed rank of the last attempt to its exception), or a
+        ``ControllerError`` when the coordinating side itself failed.
 
         Called by a Tune trial (in the trial's process), rank 0's reports are also the
-        trial's results; see ``fit_async``.
+        trial's results; see ``fit_async``. A failure then makes the trial ERROR.
 
         Raises:
+            WorkerGroupError, ControllerError: training failed (both are
+                ``TrainingFailedError``).
             RuntimeError: called on a thread whose event loop runs (use ``fit_async``).
             ValueError, actorrt.InfeasibleResourceError, actorrt.ResourceDeadlockError:
                 the gang can never be placed.
@@ -148,49 +163,68 @@ class DataParallelTrainer:
         else:
             run_dir = self.run_config.run_dir(name)
         run_dir.mkdir(parents=True, exist_ok=True)
+        shards = split_datasets(self.datasets, self.scaling_config.num_workers)
         placement = await place_gang(self.scaling_config)
         try:
-            result, stopped = await self._attempts(placement.placements, run_dir, trial)
+            result, stopped = await self._attempts(placement.placements, run_dir, trial, shards)
         finally:
             await placement.release()
         if stopped:
             assert trial is not None
             raise trial.stop_signal()
+        if result.error is not None:
+            raise result.error  # Ray Train V2: fit() raises what made the run fail
         return result
 
     async def _attempts(
-        self, placements: list[Any], run_dir: Path, trial: TuneTrial | None
+        self,
+        placements: list[Any],
+        run_dir: Path,
+        trial: TuneTrial | None,
+        shards: list[dict[str, Any]],
     ) -> tuple[Result, bool]:
         """Run gangs until one finishes, ``FailureConfig`` gives up, or Tune says stop;
-        return the ``Result`` and whether Tune stopped the run."""
-        book = CheckpointBook(self.run_config.checkpoint_config)
+        return the ``Result`` (its ``error`` set when training failed) and whether Tune
+        stopped the run."""
+        book = CheckpointBook(self.run_config.checkpoint_config, run_dir)
         failures: list[str] = []
-        error: BaseException | None = None
+        error: TrainingFailedError | None = None
         restore = trial.restore_checkpoint if trial is not None else None
         # Appending a line per report is microseconds of local I/O; a log kept as it goes
         # survives a crash of the coordinator, which buffering to the end would not.
-        with open(run_dir / "result.json", "a", buffering=1) as results:  # noqa: ASYNC230
-            on_report = _Recorder(book, results, trial)
+        with open(run_dir / RESULTS_FILE, "a", buffering=1) as results:  # noqa: ASYNC230
+            on_report = Recorder(book, results, trial)
             while not on_report.stopped:
+                on_report.attempt_started(book.start_attempt())
                 latest = book.latest
-                spec = self._spec(
-                    run_dir, book, latest.path if latest is not None else restore, trial
-                )
+                resume = latest.path if latest is not None else restore
+                spec = self._spec(run_dir, book, resume, trial)
                 try:
-                    await self._attempt(placements, spec, on_report)
+                    await self._attempt(placements, spec, on_report, shards)
+                    book.adopt_unrecorded(on_report.attempt_metrics)
                     break
                 except GangFailed as failed:
                     if on_report.stopped:
                         break  # Tune stopped the trial meanwhile: no restart
                     failures.append(f"attempt {len(failures) + 1}: {failed}")
+                    logger.error(
+                        "training attempt %d failed:\n%s", len(failures),
+                        tracebacks(failed.failures),
+                    )
                     error = self._give_up(failures, failed, book)
                     if error is not None:
                         break
+                except (ValueError, TypeError, actorrt.ResourceDeadlockError):
+                    raise  # a configuration error: raised as it is, at once
+                except Exception as exc:
+                    error = ControllerError(exc)
+                    error.__cause__ = exc
+                    break
         history = on_report.history
         result = Result(
             metrics=dict(history[-1]) if history else {},
             checkpoint=book.latest,
-            path=run_dir,
+            path=str(run_dir),
             error=error,
             metrics_history=history,
             best_checkpoints=book.best(),
@@ -199,7 +233,13 @@ class DataParallelTrainer:
         )
         return result, on_report.stopped
 
-    async def _attempt(self, placements: list[Any], spec: RunSpec, on_report: _Recorder) -> None:
+    async def _attempt(
+        self,
+        placements: list[Any],
+        spec: RunSpec,
+        on_report: Recorder,
+        shards: list[dict[str, Any]],
+    ) -> None:
         """One gang on the reservation: started, run, and ended before this returns.
 
         Raises:
@@ -208,7 +248,7 @@ class DataParallelTrainer:
         gang = Gang(placements, self.scaling_config.worker_bundle())
         try:
             await gang.start()
-            finished = await gang.run(spec, on_report)
+            finished = await gang.run(spec, on_report, shards)
         except GangFailed:
             raise
         except BaseException:
@@ -219,15 +259,18 @@ class DataParallelTrainer:
 
     def _give_up(
         self, failures: list[str], failed: GangFailed, book: CheckpointBook
-    ) -> TrainingFailedError | None:
+    ) -> WorkerGroupError | None:
         """The run's error once ``FailureConfig`` allows no more restarts, else ``None``."""
         allowed = self.run_config.failure_config.max_failures
         if allowed != -1 and len(failures) > allowed:
-            error = TrainingFailedError(
-                f"training failed {len(failures)} time(s), more than "
-                f"FailureConfig(max_failures={allowed}) allows; last: {failed}"
+            error = WorkerGroupError(
+                f"{summary(failed.failures)}\n(the gang failed {len(failures)} time(s), "
+                f"more than FailureConfig(max_failures={allowed}) allows; each rank's "
+                "traceback was logged above, prefixed with its rank)",
+                failed.failures,
             )
-            error.__cause__ = failed.error
+            # Not chained: the workers' tracebacks are logged once, not again under this.
+            error.__suppress_context__ = True
             return error
         logger.warning(
             "%s; restarting the gang (%d of %s) from %s", failed, len(failures),
@@ -236,7 +279,11 @@ class DataParallelTrainer:
         return None
 
     def _spec(
-        self, run_dir: Path, book: CheckpointBook, restore: str | None, trial: TuneTrial | None
+        self,
+        run_dir: Path,
+        book: CheckpointBook,
+        restore: str | None,
+        trial: TuneTrial | None,
     ) -> RunSpec:
         return RunSpec(
             train_fn=self.train_loop_per_worker,
@@ -265,10 +312,7 @@ class DataParallelTrainer:
         trainer = self
 
         def trial(config: dict[str, Any]) -> None:
-            fitted = trainer.for_trial(config)
-            result = fitted.fit()
-            if result.error is not None:
-                raise result.error
+            trainer.for_trial(config).fit()  # a failed run raises: the trial errors
 
         trial.__name__ = type(self).__name__
         trial.__qualname__ = type(self).__name__
@@ -320,30 +364,6 @@ class DataParallelTrainer:
             f"{type(self).__name__}({getattr(self.train_loop_per_worker, '__name__', '?')}, "
             f"scaling_config={self.scaling_config!r})"
         )
-
-
-class _Recorder:
-    """What the coordinator does with each of rank 0's reports, in order: keep it, and in
-    a Tune trial report it to the trial. ``stopped`` turns true when Tune says stop; no
-    report is taken after that."""
-
-    def __init__(self, book: CheckpointBook, results: IO[str], trial: TuneTrial | None) -> None:
-        self.history: list[dict[str, Any]] = []
-        self.book = book
-        self.results = results
-        self.trial = trial
-        self.stopped = False
-
-    async def __call__(self, metrics: dict[str, Any], checkpoint: str | None) -> bool:
-        if self.stopped:
-            return False
-        self.history.append(metrics)
-        if checkpoint is not None:
-            self.book.add(Checkpoint(checkpoint), metrics)
-        self.results.write(json.dumps(metrics, default=repr) + "\n")
-        if self.trial is not None and not await self.trial.report_async(metrics, checkpoint):
-            self.stopped = True
-        return not self.stopped
 
 
 def _takes_config(func: Callable[..., Any], config_given: bool) -> bool:

@@ -17,7 +17,7 @@ import os
 import socket
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ import actorrt
 
 from ._backend import Backend, WorkerSetup
 from ._checkpoint import Checkpoint
+from ._data import DataShard
 from ._session import Session, TrainContext, WorkerInfo, set_session
 
 logger = logging.getLogger("actorrt.train")
@@ -48,6 +49,7 @@ class RunSpec:
     next_index: int
     score_attribute: str | None
     report_waits: bool = False
+    datasets: dict[str, Any] = field(default_factory=dict)  # this worker's shards
 
 
 @actorrt.actor(process=True, max_concurrency=3)
@@ -95,6 +97,7 @@ class TrainWorker:
             spec.next_index,
             spec.score_attribute,
             self._push,
+            {name: DataShard(name, part) for name, part in spec.datasets.items()},
         )
         set_session(session)
         started = False

@@ -39,7 +39,7 @@ from ._config import CheckpointConfig, FailureConfig, RunConfig, TuneConfig, lim
 from ._experiment_state import make_header
 from ._progress import ProgressReporter
 from ._recorder import ExperimentRecorder
-from ._resources import resolve_resources
+from ._resources import describe_request, resolve_resources
 from ._restore import RestoredExperiment, rebuild_trials, replay_scheduler, restore_searcher
 from ._result import ResultGrid, grid_of
 from ._schedulers import FIFOScheduler, TrialScheduler
@@ -279,6 +279,8 @@ class TuneController:
                 name=f"{trainable_name(self.trainable)}_{trial.trial_id}",
             ).spawn(self.trainable, self.bus)
         except Exception as exc:  # infeasible resources, a trainable that does not travel
+            if isinstance(exc, actorrt.InfeasibleResourceError):
+                exc = self._request_error(trial, exc)
             self._errored(trial, error_outcome(exc), exc)
             return
         finally:
@@ -380,6 +382,21 @@ class TuneController:
         self.progress.trial_status(trial)
         self.callbacks.trial_complete(self.trials, trial)
         self._notify()
+
+    def _request_error(
+        self, trial: Trial, exc: actorrt.InfeasibleResourceError
+    ) -> actorrt.InfeasibleResourceError:
+        """The broker's error about a trial's reservation, saying which trial it is and
+        what made its request that size."""
+        assert trial.resources is not None
+        wrapped = actorrt.InfeasibleResourceError(
+            f"trial {trial.trial_name} cannot start: it reserves "
+            f"{trial.resources.bundles} ({trial.resources.strategy}), from "
+            f"{describe_request(self.trainable, trial.config)}. {exc}"
+        )
+        wrapped.__cause__ = exc
+        wrapped.__suppress_context__ = True
+        return wrapped
 
     def _errored(
         self, trial: Trial, outcome: dict[str, Any], error: BaseException | None

@@ -186,3 +186,35 @@ def resolve_resources(trainable: Any, config: dict[str, Any]) -> PlacementGroupF
     if callable(spec) and not isinstance(spec, PlacementGroupFactory):
         return to_factory(spec(config), where="the resources callable's result")
     return to_factory(spec)
+
+
+FROM_TRAINER_ATTR = "__actorrt_from_trainer__"
+
+
+def describe_request(trainable: Any, config: dict[str, Any]) -> str:
+    """Where a trial's resources came from, for an error about them: what the user wrote
+    that made the request that size."""
+    if _is_trainable_class(trainable):
+        return f"{trainable.__name__}.default_resource_request(config)"
+    spec = getattr(trainable, RESOURCES_ATTR, None)
+    if spec is None:
+        return "no with_resources(): a function trainable's default {'CPU': 1}"
+    try:
+        made = spec(config) if callable(spec) and not isinstance(
+            spec, PlacementGroupFactory
+        ) else spec
+    except Exception as exc:  # already reported where it was first called
+        return f"the resources callable, which raised {exc!r}"
+    if getattr(trainable, FROM_TRAINER_ATTR, False):
+        source = "tune.Tuner(trainer): the scaling config of the trial (the trainer's own, " \
+            "or param_space['scaling_config'])"
+    else:
+        source = "tune.with_resources()"
+    if hasattr(made, "as_placement_group_factory"):
+        bundles = to_factory(made).bundles
+        driver = bundles[0] or "nothing"
+        workers = f"{len(bundles) - 1} worker bundle(s) of {bundles[1]}" if len(bundles) > 1 else (
+            "no worker bundle"
+        )
+        return f"{source}: {made!r}, that is {workers} and {driver} for the trial's driver"
+    return f"{source}: {made!r}"

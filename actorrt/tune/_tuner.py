@@ -17,7 +17,7 @@ import actorrt
 
 from ._config import RunConfig, TuneConfig
 from ._controller import TuneController, trainable_name
-from ._resources import is_function_trainable, with_resources
+from ._resources import FROM_TRAINER_ATTR, is_function_trainable, with_resources
 from ._restore import RestoredExperiment, ResumeOptions, can_restore, load_experiment
 from ._result import ResultGrid
 from ._trainable import Trainable
@@ -64,7 +64,9 @@ def _from_trainer(trainable: Any) -> Any:
     as_trainable = getattr(trainable, "as_trainable", None)
     trial_resources = getattr(trainable, "trial_resources", None)
     if callable(as_trainable) and callable(trial_resources):
-        return with_resources(as_trainable(), trial_resources)
+        declared = with_resources(as_trainable(), trial_resources)
+        setattr(declared, FROM_TRAINER_ATTR, True)
+        return declared
     return trainable
 
 

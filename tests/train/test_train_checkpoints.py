@@ -35,7 +35,7 @@ def report_scored(config: dict[str, Any]) -> None:
     ctx = train.get_context()
     for step, acc in enumerate(config["scores"]):
         with tempfile.TemporaryDirectory() as d:
-            Path(d, "rank").write_text(str(ctx.get_world_rank()))
+            Path(d, f"rank_{ctx.get_world_rank()}").write_text(str(step))
             Path(d, "step").write_text(str(step))
             train.report(
                 {"step": step, "acc": acc, "rank": ctx.get_world_rank()},
@@ -53,7 +53,7 @@ def report_scored(config: dict[str, Any]) -> None:
 
 
 @pytest.mark.actorrt(num_cpus=4, worker_env=WORKER_ENV)
-async def test_rank0_checkpoints_are_kept_per_checkpoint_config(
+async def test_every_ranks_checkpoints_are_merged_and_kept_per_checkpoint_config(
     actorrt_runtime: actorrt.Runtime, tmp_path: Path
 ) -> None:
     recorder = await Recorder.spawn()
@@ -73,16 +73,44 @@ async def test_rank0_checkpoints_are_kept_per_checkpoint_config(
     assert result.error is None, result.failures
     assert actorrt.available_resources() == actorrt.cluster_resources()
 
-    # Only rank 0's reports and checkpoints; the best two and the latest stay on disk.
+    # Rank 0's metrics; every rank's checkpoint files, merged per report (as Ray Train
+    # V2 does); the best two and the latest stay on disk.
     assert [m["rank"] for m in result.metrics_history] == [0] * 5
     assert result.metrics == {"step": 4, "acc": 0.2, "rank": 0}
     assert result.checkpoint is not None
     assert content(result.checkpoint, "step") == "4"
-    on_disk = sorted(p.name for p in result.path.iterdir() if p.name.startswith("checkpoint"))
+    assert isinstance(result.path, str)
+    on_disk = sorted(
+        p.name for p in Path(result.path).iterdir() if p.name.startswith("checkpoint_")  # noqa: ASYNC240
+    )
     assert on_disk == ["checkpoint_000001", "checkpoint_000003", "checkpoint_000004"]
     best, best_metrics = result.best_checkpoints[0]
     assert best_metrics["acc"] == 0.9 and content(best, "step") == "3"
-    assert {content(c, "rank") for c, _ in result.best_checkpoints} == {"0"}
+    for checkpoint, metrics in result.best_checkpoints:
+        files = sorted(os.listdir(checkpoint.path))
+        assert files == ["rank_0", "rank_1", "rank_2", "step"], files
+        assert {content(checkpoint, f"rank_{r}") for r in range(3)} == {str(metrics["step"])}
+    assert result.get_best_checkpoint("acc", "max") == best
+    assert content(result.get_best_checkpoint("acc", "min"), "step") == "4"  # 0.2 of 1,3,4
+    assert list(result.metrics_dataframe["acc"]) == [0.1, 0.5, 0.3, 0.9, 0.2]
+    with pytest.raises(ValueError, match="mode must be 'max' or 'min', got 'best'"):
+        result.get_best_checkpoint("acc", "best")
+    with pytest.raises(RuntimeError, match="numeric 'loss'.*'acc'"):
+        result.get_best_checkpoint("loss", "min")
+
+    # The same run read back from its folder.
+    again = train.Result.from_path(result.path)
+    assert again.path == result.path and again.metrics == result.metrics
+    assert again.checkpoint == result.checkpoint
+    assert [c for c, _ in again.best_checkpoints] == [  # newest first: no score known
+        train.Checkpoint(Path(result.path, n)) for n in reversed(on_disk)
+    ]
+    assert again.get_best_checkpoint("acc", "max") == best
+    assert list(again.metrics_dataframe["step"]) == [0, 1, 2, 3, 4]
+    with pytest.raises(RuntimeError, match="no run folder"):
+        train.Result.from_path(tmp_path / "nothing")
+    with pytest.raises(RuntimeError, match="has no result.json"):
+        train.Result.from_path(tmp_path)
 
     # Context and environment per rank.
     ranks = sorted(await recorder.all(), key=lambda r: r["rank"])
@@ -135,7 +163,7 @@ async def test_a_failed_attempt_restarts_from_get_checkpoint(
     restored = {path for _, path in starts[2:]}
     assert len(starts) == 4 and len(restored) == 1
     assert content(restored.pop(), "step") == "2"
-    assert result.path.name.startswith("DataParallelTrainer_")
+    assert Path(result.path).name.startswith("DataParallelTrainer_")
     assert actorrt.available_resources() == actorrt.cluster_resources()
 
 
@@ -155,12 +183,11 @@ async def test_a_checkpoint_without_its_score_fails_the_run(
             checkpoint_config=train.CheckpointConfig(checkpoint_score_attribute="acc"),
         ),
     )
-    result = await trainer.fit_async()
-    assert isinstance(result.error, train.TrainingFailedError)
-    cause = result.error.__cause__
+    with pytest.raises(train.WorkerGroupError) as raised:
+        await trainer.fit_async()
+    cause = raised.value.worker_failures[0]
     assert isinstance(cause, ValueError)
     assert "ranks checkpoints by 'acc'" in str(cause) and "['loss']" in str(cause)
-    assert result.checkpoint is None and result.metrics == {}
 
     with pytest.raises(RuntimeError, match="use `await trainer.fit_async\\(\\)`"):
         trainer.fit()  # on the event loop's thread
@@ -181,3 +208,31 @@ def test_fit_from_sync_code_starts_a_runtime(tmp_path: Path) -> None:
         assert actorrt.available_resources() == actorrt.cluster_resources()
     finally:
         actorrt.shutdown()
+
+
+def only_rank_1_checkpoints() -> None:
+    rank = train.get_context().get_world_rank()
+    for step in range(2):
+        if rank == 1 and step == 1:
+            with tempfile.TemporaryDirectory() as d:
+                Path(d, "shard_1").write_text("from rank 1")
+                train.report({"step": step}, checkpoint=train.Checkpoint.from_directory(d))
+        else:
+            train.report({"step": step, "rank": rank})
+
+
+@pytest.mark.actorrt(num_cpus=2, worker_env=WORKER_ENV)
+async def test_a_checkpoint_only_another_rank_reported_is_kept(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Path
+) -> None:
+    result = await train.DataParallelTrainer(
+        only_rank_1_checkpoints,
+        scaling_config=train.ScalingConfig(num_workers=2),
+        run_config=train.RunConfig(name="ranks", storage_path=str(tmp_path)),
+    ).fit_async()
+    # As in Ray Train V2: a report is a checkpoint when any rank gave one; its metrics
+    # are rank 0's of that report.
+    assert result.checkpoint is not None
+    assert os.listdir(result.checkpoint.path) == ["shard_1"]
+    assert result.best_checkpoints == [(result.checkpoint, {"step": 1, "rank": 0})]
+    assert train.Result.from_path(result.path).checkpoint == result.checkpoint

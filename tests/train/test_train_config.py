@@ -12,15 +12,17 @@ from actorrt.train._checkpoint_book import CheckpointBook
 
 def test_all_is_exactly_the_public_surface() -> None:
     assert set(train.__all__) == {
-        "Checkpoint", "CheckpointConfig", "DataParallelTrainer", "FailureConfig",
-        "PlacementGroupSpec", "Result", "RunConfig", "ScalingConfig", "TrainContext",
-        "TrainingFailedError", "get_checkpoint", "get_context", "report",
+        "Checkpoint", "CheckpointConfig", "ControllerError", "DataParallelTrainer",
+        "DataShard", "FailureConfig", "PlacementGroupSpec", "Result", "RunConfig",
+        "ScalingConfig", "TrainContext", "TrainingFailedError", "WorkerGroupError",
+        "get_checkpoint", "get_context", "get_dataset_shard", "report",
     }
     public = {n for n in dir(train) if not n.startswith("_")}
     subpackages = {"torch", "lightning", "huggingface"}  # the last two once imported
     assert public - {"annotations"} - subpackages == set(train.__all__)
     assert set(train_torch.__all__) == {
-        "TorchConfig", "TorchTrainer", "get_device", "prepare_data_loader", "prepare_model",
+        "TorchConfig", "TorchTrainer", "get_device", "get_devices", "prepare_data_loader",
+        "prepare_model",
     }
     for name in train.__all__:
         assert getattr(train, name).__module__ == "actorrt.train", name
@@ -42,22 +44,27 @@ def test_train_does_not_import_tune() -> None:
 
 
 def test_scaling_config_factory_shape() -> None:
-    spec = train.ScalingConfig(num_workers=3).as_placement_group_factory()
-    assert spec.bundles == [{"CPU": 1.0}] * 4
+    # Ray Train V2: the controller takes nothing; only the workers are reserved.
+    scaling = train.ScalingConfig(num_workers=3)
+    spec = scaling.as_placement_group_factory()
+    assert spec.bundles == [{}] + [{"CPU": 1.0}] * 3
     assert spec.strategy == "PACK"
-    assert spec.required_resources == {"CPU": 4.0}
-    assert not spec.head_bundle_is_empty
+    assert spec.required_resources == scaling.total_resources == {"CPU": 3.0}
+    assert spec.head_bundle_is_empty
+    assert train.ScalingConfig().total_resources == {"CPU": 1.0}  # one CPU worker
 
     gpu = train.ScalingConfig(num_workers=2, use_gpu=True, placement_strategy="SPREAD")
-    assert gpu.as_placement_group_factory().bundles == [{"CPU": 1.0}, {"GPU": 1.0}, {"GPU": 1.0}]
+    assert gpu.as_placement_group_factory().bundles == [{}, {"GPU": 1.0}, {"GPU": 1.0}]
     assert gpu.as_placement_group_factory().strategy == "SPREAD"
+    assert gpu.total_resources == {"GPU": 2.0}
 
-    custom = train.ScalingConfig(
-        num_workers=2,
-        use_gpu=True,
-        resources_per_worker={"cpu": 2, "GPU": 0.5, "memory": 1024},
-        trainer_resources={"CPU": 1, "TRAIN_DRIVER_RESOURCE": 1},
-    )
+    with pytest.warns(UserWarning, match="Ray Train V2 rejects trainer_resources"):
+        custom = train.ScalingConfig(
+            num_workers=2,
+            use_gpu=True,
+            resources_per_worker={"cpu": 2, "GPU": 0.5, "memory": 1024},
+            trainer_resources={"CPU": 1, "TRAIN_DRIVER_RESOURCE": 1},
+        )
     spec = custom.as_placement_group_factory()
     assert spec.bundles[0] == {"CPU": 1.0, "TRAIN_DRIVER_RESOURCE": 1.0}
     assert spec.bundles[1:] == [{"CPU": 2.0, "GPU": 0.5, "memory": 1024.0}] * 2
@@ -70,7 +77,8 @@ def test_scaling_config_factory_shape() -> None:
     assert train.ScalingConfig(
         num_workers=1, use_gpu=True, resources_per_worker={"CPU": 4}
     ).worker_bundle() == {"CPU": 4.0, "GPU": 1.0}
-    empty_head = train.ScalingConfig(num_workers=1, trainer_resources={})
+    with pytest.warns(UserWarning):
+        empty_head = train.ScalingConfig(num_workers=1, trainer_resources={})
     assert empty_head.as_placement_group_factory().head_bundle_is_empty
     assert empty_head.as_placement_group_factory() == train.PlacementGroupSpec(
         [{}, {"CPU": 1.0}], "PACK"

@@ -1,9 +1,11 @@
 """FailureConfig: a worker SIGKILLed mid-training, survivors killed, the gang restarted."""
 
 import asyncio
+import logging
 import os
 import signal
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +130,7 @@ async def test_sigkilled_worker_restarts_the_gang_from_the_last_checkpoint(
     assert resumed["step"] == resumed["start"]
     assert {m["world"] for m in result.metrics_history} == {2.0}
     assert result.checkpoint is not None and step_of(result.checkpoint) == 7
-    assert sorted(p.name for p in result.path.glob("checkpoint_*")) == [
+    assert sorted(p.name for p in Path(result.path).glob("checkpoint_*")) == [  # noqa: ASYNC240
         "checkpoint_000006", "checkpoint_000007",
     ]
 
@@ -143,22 +145,63 @@ async def test_sigkilled_worker_restarts_the_gang_from_the_last_checkpoint(
 
 @pytest.mark.timeout(120)
 @pytest.mark.actorrt(num_cpus=2, worker_env=WORKER_ENV)
-async def test_beyond_max_failures_the_result_carries_the_error(
-    actorrt_runtime: actorrt.Runtime, tmp_path: Path
+async def test_beyond_max_failures_fit_raises_a_worker_group_error(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     gate = await Gate.spawn()
     fit = asyncio.ensure_future(trainer(gate, tmp_path, max_failures=0).fit_async())
     killed = await kill_held_worker(gate)
-    result = await fit
+    with (
+        caplog.at_level(logging.ERROR, logger="actorrt.train"),
+        pytest.raises(train.WorkerGroupError) as raised,
+    ):
+        await fit
 
-    assert isinstance(result.error, train.TrainingFailedError)
-    assert "more than FailureConfig(max_failures=0) allows" in str(result.error)
-    assert isinstance(result.error.__cause__, actorrt.ActorDiedError)
-    assert result.error.__cause__.signal == signal.SIGKILL
-    assert result.num_failures == 1
-    assert [m["step"] for m in result.metrics_history][:3] == [0, 1, 2]
-    assert result.checkpoint is not None
+    error = raised.value
+    assert isinstance(error, train.TrainingFailedError)
+    assert "more than FailureConfig(max_failures=0) allows" in str(error)
+    died = error.worker_failures[1]  # the held worker is rank 1
+    assert isinstance(died, actorrt.ActorDiedError) and died.signal == signal.SIGKILL
+    assert "[Rank 1" in str(error) and "ActorDiedError" in str(error)
+    # Each failed rank's traceback was logged once, each line prefixed with its rank.
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert logged.count("[Rank 1] actorrt.ActorDiedError") == 1, logged
+
+    # The run's folder still has what was reported before the failure.
+    partial = train.Result.from_path(tmp_path / "faults")
+    assert [m["step"] for m in partial.metrics_history][:3] == [0, 1, 2]
+    assert partial.checkpoint is not None
     assert actorrt.available_resources() == actorrt.cluster_resources()
     workers = await gate.workers()
     assert killed in {pid for _, pid in workers}
     assert await eventually(lambda: all(gone(pid) for _, pid in workers))
+
+
+def break_the_run_folder(config: dict[str, Any]) -> None:
+    """Rank 0 puts a folder where the coordinator keeps its list of checkpoints, so the
+    coordinator (not a worker) fails when it records the next checkpoint."""
+    run_dir = Path(config["storage"], train.get_context().get_experiment_name())
+    (run_dir / "checkpoints.json").mkdir()
+    with tempfile.TemporaryDirectory() as d:
+        Path(d, "x").write_text("1")
+        train.report({"step": 0}, checkpoint=train.Checkpoint.from_directory(d))
+    threading.Event().wait()  # never returns: the coordinator must end the gang
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.actorrt(num_cpus=2, worker_env=WORKER_ENV)
+async def test_a_failure_of_the_coordinator_is_a_controller_error(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Path
+) -> None:
+    with pytest.raises(train.ControllerError) as raised:
+        await train.DataParallelTrainer(
+            break_the_run_folder,
+            train_loop_config={"storage": str(tmp_path)},
+            run_config=train.RunConfig(name="broken", storage_path=str(tmp_path)),
+        ).fit_async()
+    error = raised.value
+    assert isinstance(error, train.TrainingFailedError)
+    assert isinstance(error.controller_failure, IsADirectoryError)
+    assert str(error).startswith("Training failed due to controller error:\nIsADirectoryError")
+    # The worker, stuck in its loop, was ended with the run, and its grant is back.
+    assert actorrt.available_resources() == actorrt.cluster_resources()

@@ -2,6 +2,7 @@
 
 import hashlib
 import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -135,5 +136,5 @@ async def test_ddp_on_digits_two_workers_agree_and_learn(
     assert [m["epoch"] for m in result.metrics_history] == list(range(6))
     assert result.metrics["accuracy"] > 0.8
     assert result.metrics_dataframe["accuracy"].iloc[-1] == result.metrics["accuracy"]
-    assert result.path == tmp_path / "digits"
-    assert len((result.path / "result.json").read_text().splitlines()) == 6
+    assert result.path == str(tmp_path / "digits")
+    assert len(Path(result.path, "result.json").read_text().splitlines()) == 6  # noqa: ASYNC240

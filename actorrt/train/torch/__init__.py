@@ -18,6 +18,7 @@ from ._trainer import TorchTrainer as TorchTrainer
 
 if _typing.TYPE_CHECKING:
     from ._prepare import get_device as get_device
+    from ._prepare import get_devices as get_devices
     from ._prepare import prepare_data_loader as prepare_data_loader
     from ._prepare import prepare_model as prepare_model
 
@@ -25,11 +26,12 @@ __all__ = [
     "TorchConfig",
     "TorchTrainer",
     "get_device",
+    "get_devices",
     "prepare_data_loader",
     "prepare_model",
 ]
 
-_NEED_TORCH = frozenset({"get_device", "prepare_data_loader", "prepare_model"})
+_NEED_TORCH = frozenset({"get_device", "get_devices", "prepare_data_loader", "prepare_model"})
 
 
 def _show_public(obj: _typing.Any) -> _typing.Any:

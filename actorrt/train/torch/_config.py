@@ -11,17 +11,17 @@ from .._backend import Backend, WorkerSetup
 
 BACKENDS = (None, "gloo", "nccl")
 
-# This worker's device, set while a training function runs (read by get_device()).
+# This worker's devices, set while a training function runs (read by get_device()).
 current_device_index: int | None = None
-
+current_device_indices: tuple[int, ...] = ()
 
 @dataclass(frozen=True)
 class TorchConfig:
     """How ``TorchTrainer`` sets up ``torch.distributed``.
 
     Args:
-        backend: ``"gloo"``, ``"nccl"``, or ``None`` (default): NCCL when the worker has a
-            GPU that CUDA can use, else gloo.
+        backend: ``"gloo"``, ``"nccl"``, or ``None`` (default): as in Ray, NCCL when the
+            workers hold GPUs (``ScalingConfig(use_gpu=True)``), else gloo.
         timeout_s: seconds a collective (and the rendezvous) may wait before failing.
 
     Raises:
@@ -52,17 +52,24 @@ class TorchBackend(Backend):
         self._saved_env: dict[str, str | None] = {}
 
     def on_start(self, setup: WorkerSetup) -> None:
-        global current_device_index
+        global current_device_index, current_device_indices
         import torch
         import torch.distributed as dist
 
-        on_gpu = setup.device_index is not None and torch.cuda.is_available()
-        backend = self.config.backend or ("nccl" if on_gpu else "gloo")
-        if on_gpu:
-            assert setup.device_index is not None
+        backend = self.config.backend or ("nccl" if setup.device_index is not None else "gloo")
+        current_device_index = setup.device_index
+        current_device_indices = setup.device_indices
+        if setup.device_index is not None and torch.cuda.is_available():
             torch.cuda.set_device(setup.device_index)
-            current_device_index = setup.device_index
             self._cuda_used = True
+        if backend == "nccl" and not torch.cuda.is_available():
+            raise RuntimeError(
+                f"the torch process group's backend is NCCL (the worker holds GPU(s): "
+                f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '')!r}, "
+                f"LOCAL_RANK={setup.local_rank}), but torch {torch.__version__} in this "
+                "worker cannot use CUDA. Install a CUDA build of torch, or pass "
+                "TorchConfig(backend='gloo') to train on the CPU"
+            )
         dist.init_process_group(
             backend=backend,
             init_method=f"tcp://{setup.master_addr}:{setup.master_port}",
@@ -83,7 +90,7 @@ class TorchBackend(Backend):
         os.environ.update(env)
 
     def on_shutdown(self) -> None:
-        global current_device_index
+        global current_device_index, current_device_indices
         import torch.distributed as dist
 
         for key, old in self._saved_env.items():
@@ -93,6 +100,7 @@ class TorchBackend(Backend):
                 os.environ[key] = old
         self._saved_env = {}
         current_device_index = None
+        current_device_indices = ()
         if dist.is_initialized():
             dist.destroy_process_group()
 

@@ -14,12 +14,19 @@ from . import _config
 
 
 def get_device() -> torch.device:
-    """This worker's device: ``cuda:<i>`` for its GPU (among those its process sees), or
-    ``cpu`` when it has none or CUDA is unavailable."""
-    index = _config.current_device_index
-    if index is not None and torch.cuda.is_available():
-        return torch.device("cuda", index)
-    return torch.device("cpu")
+    """This worker's device: ``cuda:<i>`` for its (first) GPU, where ``i`` is its
+    position among the devices its process sees (``CUDA_VISIBLE_DEVICES``: the gang's
+    GPUs on this node), or ``cpu`` when it has none or CUDA is unavailable."""
+    return get_devices()[0]
+
+
+def get_devices() -> list[torch.device]:
+    """Every device of this worker: ``cuda:<i>`` for each GPU of its own grant (a worker
+    given ``resources_per_worker={"GPU": 2}`` has two), or ``[cpu]`` as ``get_device``."""
+    indices = _config.current_device_indices
+    if indices and torch.cuda.is_available():
+        return [torch.device("cuda", i) for i in indices]
+    return [torch.device("cpu")]
 
 
 def prepare_model(

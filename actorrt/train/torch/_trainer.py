@@ -21,8 +21,8 @@ class TorchTrainer(DataParallelTrainer):
     ``DistributedDataParallel`` and ``prepare_data_loader`` shards the data.
 
     Args:
-        train_loop_per_worker, train_loop_config, scaling_config, run_config: as for
-            ``DataParallelTrainer``.
+        train_loop_per_worker, train_loop_config, scaling_config, run_config, datasets:
+            as for ``DataParallelTrainer``.
         torch_config: the backend and collective timeout (default ``TorchConfig()``).
 
     Example::
@@ -44,12 +44,14 @@ class TorchTrainer(DataParallelTrainer):
         torch_config: TorchConfig | None = None,
         scaling_config: ScalingConfig | None = None,
         run_config: RunConfig | None = None,
+        datasets: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(
             train_loop_per_worker,
             train_loop_config=train_loop_config,
             scaling_config=scaling_config,
             run_config=run_config,
+            datasets=datasets,
         )
         torch_config = torch_config if torch_config is not None else TorchConfig()
         if not isinstance(torch_config, TorchConfig):

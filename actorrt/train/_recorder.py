@@ -1,0 +1,44 @@
+"""What the coordinator does with each of rank 0's reports, in order: log it to the run's
+``result.json``, record its checkpoint, and in a Tune trial report it to the trial."""
+
+from __future__ import annotations
+
+import json
+from typing import IO, Any
+
+from ._checkpoint import Checkpoint
+from ._checkpoint_book import CheckpointBook
+from ._enclosing_trial import TuneTrial
+
+
+class Recorder:
+    """What the coordinator does with each of rank 0's reports, in order: keep it, and in
+    a Tune trial report it to the trial. ``stopped`` turns true when Tune says stop; no
+    report is taken after that."""
+
+    def __init__(self, book: CheckpointBook, results: IO[str], trial: TuneTrial | None) -> None:
+        self.history: list[dict[str, Any]] = []
+        self.book = book
+        self.results = results
+        self.trial = trial
+        self.stopped = False
+        self.attempt_metrics: dict[int, dict[str, Any]] = {}  # rank 0's, by report index
+        self._index = 0
+
+    def attempt_started(self, base: int) -> None:
+        """A new gang starts: its rank 0's ``k``-th report is report ``base + k``."""
+        self._index = base
+        self.attempt_metrics = {}
+
+    async def __call__(self, metrics: dict[str, Any], checkpoint: str | None) -> bool:
+        if self.stopped:
+            return False
+        self.attempt_metrics[self._index] = metrics
+        self._index += 1
+        self.history.append(metrics)
+        if checkpoint is not None:
+            self.book.add(Checkpoint(checkpoint), metrics)
+        self.results.write(json.dumps(metrics, default=repr) + "\n")
+        if self.trial is not None and not await self.trial.report_async(metrics, checkpoint):
+            self.stopped = True
+        return not self.stopped
