@@ -563,7 +563,11 @@ class ActorCell:
                     continue
                 if envelope[0] is STOP:
                     break
-                await _first(slots.acquire(), crashed)
+                try:
+                    await _first(slots.acquire(), crashed)
+                except asyncio.CancelledError:
+                    mailbox.queue.appendleft(envelope)  # killed waiting: the end fails it
+                    raise
                 if crashed.done():
                     mailbox.queue.appendleft(envelope)  # taken, never started: still queued
                     break

@@ -74,6 +74,36 @@ async def test_a_crash_under_concurrency_fails_the_rest(actorrt_runtime: actorrt
             await handle
 
 
+async def test_a_kill_fails_the_message_waiting_for_a_free_slot(
+    actorrt_runtime: actorrt.Runtime,
+) -> None:
+    both_running = asyncio.Event()
+    running = 0
+
+    @actorrt.actor(max_concurrency=2)
+    class Full:
+        async def wait(self) -> None:
+            nonlocal running
+            running += 1
+            if running == 2:
+                both_running.set()
+            await asyncio.Event().wait()
+
+        def quick(self) -> int:
+            return 1
+
+    ref = await Full.spawn()
+    busy = [ref.wait(), ref.wait()]
+    # Taken from the mailbox before the second call starts, it waits for one of the slots.
+    waiting = ref.quick()
+    await both_running.wait()
+    await ref.kill()
+    for handle in [*busy, waiting]:
+        assert handle.done()  # answered by the time the kill returns
+        with pytest.raises(actorrt.ActorDiedError, match="was killed"):
+            await handle
+
+
 async def test_ask_timeout_stops_the_wait_not_the_message(
     actorrt_runtime: actorrt.Runtime,
 ) -> None:

@@ -152,6 +152,11 @@ async def test_timeouts_names_stop_and_kill(actorrt_runtime: actorrt.Runtime) ->
 
 
 async def test_a_crash_restarts_the_actor_in_its_worker(actorrt_runtime: actorrt.Runtime) -> None:
+    @actorrt.actor
+    class Peer:
+        def ping(self) -> None:
+            pass
+
     @actorrt.actor(process=True, max_restarts=1)
     class Flaky:
         def __init__(self) -> None:
@@ -161,6 +166,10 @@ async def test_a_crash_restarts_the_actor_in_its_worker(actorrt_runtime: actorrt
             self.calls += 1
             return self.calls
 
+        async def crash_after(self, peer: actorrt.ActorRef[Peer]) -> None:
+            await peer.ping()
+            raise RuntimeError("boom")
+
         def crash(self) -> None:
             raise RuntimeError("boom")
 
@@ -168,24 +177,21 @@ async def test_a_crash_restarts_the_actor_in_its_worker(actorrt_runtime: actorrt
             return os.getpid()
 
     ref = await Flaky.spawn()
+    peer = await Peer.spawn()
     pid = await ref.pid()
     assert await ref.incr() == 1
-    ref.crash.tell()
-    died = await _first_failure(ref)
-    assert died.reason == "crashed"
-    assert await ref.incr() == 1  # a fresh instance
+    ref.crash_after.tell(peer)
+    # Sent before the peer can answer the crashing method, on the same connection: the
+    # worker has it queued when the crash comes, and it fails with the crash.
+    queued = ref.incr()
+    with pytest.raises(actorrt.ActorDiedError) as died:
+        await queued
+    assert died.value.reason == "crashed"
+    assert await ref.incr() == 1  # sent after the crash: a fresh instance answers
     assert await ref.pid() == pid  # in the same, healthy process
     ref.crash.tell()
     final = await ref.wait_stopped()
     assert final.reason == "crashed" and isinstance(final.cause, RuntimeError)
-
-
-async def _first_failure(ref: actorrt.ActorRef[object]) -> actorrt.ActorDiedError:
-    while True:
-        try:
-            await ref.incr()
-        except actorrt.ActorDiedError as err:
-            return err
 
 
 async def test_refs_travel_between_processes(actorrt_runtime: actorrt.Runtime) -> None:
