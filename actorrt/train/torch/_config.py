@@ -77,7 +77,7 @@ class TorchBackend(Backend):
             world_size=setup.world_size,
             timeout=datetime.timedelta(seconds=self.config.timeout_s),
         )
-        self._set_accelerate_env(on_gpu, setup.device_index)
+        self._set_accelerate_env(self._cuda_used, setup.device_index)
 
     def _set_accelerate_env(self, on_gpu: bool, device_index: int | None) -> None:
         """Hugging Face ``accelerate`` (under ``transformers.Trainer``) reads these: the
