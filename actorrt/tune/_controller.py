@@ -414,7 +414,9 @@ class TuneController:
         result["trial_id"] = trial_id
         result["date"] = time.strftime("%Y-%m-%d_%H-%M-%S")
         result["hostname"] = self._hostname
-        result["done"] = False
+        # A trial that reports done=True has finished, as in Ray.
+        reported_done = bool(result.get("done", False))
+        result["done"] = reported_done
         trial.pid = result.get("pid")
         if checkpoint is not None:
             result["checkpoint_dir_name"] = os.path.basename(checkpoint)
@@ -433,7 +435,7 @@ class TuneController:
                 logger.warning("tune: PAUSE decisions are not supported yet; the trial goes on")
                 self._warned_pause = True
             decision = CONTINUE
-        if self.stopper(trial_id, result):
+        if self.stopper(trial_id, result) or reported_done:
             decision = STOP
         if self.stopper.stop_all():
             self.stop_all("stopper")
