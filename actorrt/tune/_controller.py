@@ -104,7 +104,10 @@ class TuneController:
         self.scheduler: TrialScheduler = tune_config.scheduler or FIFOScheduler()
         self.scheduler.set_search_properties(tune_config.metric, tune_config.mode)
         self.stopper = to_stopper(run_config.stop)
-        self.progress = ProgressReporter(run_config.verbose, tune_config.metric, tune_config.mode)
+        self.progress = ProgressReporter(
+            run_config.verbose, tune_config.metric, tune_config.mode,
+            reporter=run_config.progress_reporter,
+        )
         given = list(run_config.callbacks or [])
         self.callbacks = CallbackList([*given, *default_callbacks(given)], self.progress.note)
         self.trials: list[Trial] = []
