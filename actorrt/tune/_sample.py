@@ -16,6 +16,7 @@ import abc
 import inspect
 import math
 import random
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -162,9 +163,10 @@ class Float(Domain):
         """This range, sampled uniformly (Ray's ``Float.uniform()``)."""
         return Float(self.lower, self.upper, q=self.q)
 
-    def loguniform(self, base: float = 10) -> Float:
-        """This range, sampled log-uniformly."""
-        return Float(self.lower, self.upper, log_base=base, q=self.q)
+    def loguniform(self, base: float | None = None) -> Float:
+        """This range, sampled log-uniformly (``base`` is deprecated, as in Ray)."""
+        _warn_for_base(base)
+        return Float(self.lower, self.upper, log_base=10, q=self.q)
 
     def quantized(self, q: float) -> Float:
         """This domain with values rounded to multiples of ``q``."""
@@ -172,6 +174,10 @@ class Float(Domain):
 
     def is_valid(self, value: Any) -> bool:
         return isinstance(value, int | float) and self.lower <= value <= self.upper
+
+    @property
+    def domain_str(self) -> str:
+        return f"({self.lower}, {self.upper})"
 
     def __repr__(self) -> str:
         kind = "loguniform" if self.log_base is not None else "uniform"
@@ -234,8 +240,9 @@ class Integer(Domain):
         """This range, sampled uniformly (Ray's ``Integer.uniform()``)."""
         return Integer(self.lower, self.upper, q=self.q)
 
-    def loguniform(self, base: float = 10) -> Integer:
-        """This range, sampled log-uniformly."""
+    def loguniform(self, base: float | None = None) -> Integer:
+        """This range, sampled log-uniformly (``base`` is deprecated, as in Ray)."""
+        _warn_for_base(base)
         return Integer(self.lower, self.upper, log=True, q=self.q)
 
     def quantized(self, q: int) -> Integer:
@@ -243,7 +250,15 @@ class Integer(Domain):
         return Integer(self.lower, self.upper, log=self.log, q=q)
 
     def is_valid(self, value: Any) -> bool:
-        return isinstance(value, int) and self.lower <= value < self.upper
+        # Ray's rule: both bounds included (randint's upper too); qrandint's upper, which
+        # is stored here as upper + 1, is the last valid value.
+        upper = self.upper - 1 if self.q is not None else self.upper
+        return isinstance(value, int) and self.lower <= value <= upper
+
+    @property
+    def domain_str(self) -> str:
+        upper = self.upper - 1 if self.q is not None else self.upper
+        return f"({self.lower}, {upper})"
 
     def __repr__(self) -> str:
         return f"randint({self.lower}, {self.upper})"
@@ -268,6 +283,10 @@ class Categorical(Domain):
 
     def is_valid(self, value: Any) -> bool:
         return value in self.categories
+
+    @property
+    def domain_str(self) -> str:
+        return str(self.categories)
 
     def __len__(self) -> int:
         return len(self.categories)
@@ -296,10 +315,16 @@ class Function(Domain):
 
     def _draw_with(self, config: Any, rng: random.Random) -> Any:
         try:
-            takes = len(inspect.signature(self.func).parameters)
-        except (TypeError, ValueError):
-            takes = 1
-        return self.func() if takes == 0 else self.func(dict(config or {}))
+            inspect.signature(self.func).bind({})
+        except TypeError:
+            return self.func()  # takes no config
+        except ValueError:
+            pass  # no signature to read: pass the config
+        return self.func(dict(config or {}))
+
+    @property
+    def domain_str(self) -> str:
+        return f"{self.func}()"
 
     def is_function(self) -> bool:
         return True
@@ -318,14 +343,30 @@ def quniform(lower: float, upper: float, q: float) -> Float:
     return Float(lower, upper, q=q)
 
 
-def loguniform(lower: float, upper: float, base: float = 10) -> Float:
-    """A float whose logarithm is uniform in ``[log(lower), log(upper))``; ``lower > 0``."""
-    return Float(lower, upper, log_base=base)
+def _warn_for_base(base: float | None) -> None:
+    if base is not None:
+        warnings.warn(
+            "the base argument is deprecated (as in Ray): it does not change the "
+            "distribution; remove it",
+            DeprecationWarning,
+            stacklevel=3,
+        )
 
 
-def qloguniform(lower: float, upper: float, q: float, base: float = 10) -> Float:
-    """A log-uniform float rounded to a multiple of ``q`` within ``[lower, upper]``."""
-    return Float(lower, upper, log_base=base, q=q)
+def loguniform(lower: float, upper: float, base: float | None = None) -> Float:
+    """A float whose logarithm is uniform in ``[log(lower), log(upper))``; ``lower > 0``.
+    ``base`` is deprecated, as in Ray (it does not change the distribution)."""
+    _warn_for_base(base)
+    return Float(lower, upper, log_base=10)
+
+
+def qloguniform(
+    lower: float, upper: float, q: float, base: float | None = None
+) -> Float:
+    """A log-uniform float rounded to a multiple of ``q`` within ``[lower, upper]``;
+    ``base`` is deprecated, as in Ray."""
+    _warn_for_base(base)
+    return Float(lower, upper, log_base=10, q=q)
 
 
 def randint(lower: int, upper: int) -> Integer:
@@ -338,15 +379,17 @@ def qrandint(lower: int, upper: int, q: int = 1) -> Integer:
     return Integer(lower, upper + 1, q=q)
 
 
-def lograndint(lower: int, upper: int, base: float = 10) -> Integer:
-    """An int whose logarithm is uniform, from ``[lower, upper)``; ``lower > 0``. (The
-    base does not change the distribution; it is taken for Ray's signature.)"""
+def lograndint(lower: int, upper: int, base: float | None = None) -> Integer:
+    """An int whose logarithm is uniform, from ``[lower, upper)``; ``lower > 0``.
+    ``base`` is deprecated, as in Ray (it does not change the distribution)."""
+    _warn_for_base(base)
     return Integer(lower, upper, log=True)
 
 
-def qlograndint(lower: int, upper: int, q: int, base: float = 10) -> Integer:
+def qlograndint(lower: int, upper: int, q: int, base: float | None = None) -> Integer:
     """A multiple of ``q`` whose logarithm is uniform, from ``[lower, upper]`` (``upper``
-    included, as in Ray); ``lower > 0``."""
+    included, as in Ray); ``lower > 0``. ``base`` is deprecated, as in Ray."""
+    _warn_for_base(base)
     return Integer(lower, upper + 1, log=True, q=q)
 
 

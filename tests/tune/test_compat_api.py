@@ -66,11 +66,15 @@ def test_domain_methods_users_call() -> None:
     categorical = tune.choice([1, 2, 3])
     assert len(categorical) == 3 and categorical[1] == 2 and categorical.uniform() is categorical
     assert categorical.is_valid(2) and not categorical.is_valid(4)
-    assert tune.randint(0, 5).is_valid(4) and not tune.randint(0, 5).is_valid(5)
+    assert tune.randint(0, 5).is_valid(5) and not tune.randint(0, 5).is_valid(6)  # Ray's rule
+    assert tune.qrandint(0, 10, 5).is_valid(10)
+    assert tune.qrandint(0, 10, 5).domain_str == "(0, 10)"
     assert not domain.is_grid() and tune.sample_from(lambda: 1).is_function()
-    assert "uniform" in domain.domain_str
+    assert domain.domain_str == "(1.0, 10.0)"  # as Ray writes it
     with pytest.raises(ValueError, match="size"):
         domain.sample(size=0)
+    with pytest.warns(DeprecationWarning, match="base"):
+        tune.loguniform(1, 10, base=2)  # deprecated in Ray too: it changes nothing
 
 
 # ------------------------------------------------------------------ ray.init
