@@ -78,27 +78,39 @@ class FunctionStopper(Stopper):
     """Stop a trial when ``function(trial_id, result)`` is true."""
 
     def __init__(self, function: Callable[[str, dict[str, Any]], bool]) -> None:
-        if not self.is_valid_function(function):
+        if not self.is_valid_function(function) or not _takes_two(function):
             raise ValueError(
                 f"FunctionStopper takes a function (trial_id, result) -> bool, got {function!r}"
             )
         self.function = function
 
-    @staticmethod
-    def is_valid_function(fn: Any) -> bool:
-        """Whether ``fn`` can be called as ``fn(trial_id, result)``."""
-        if not callable(fn) or isinstance(fn, Stopper):
-            return False
-        try:
-            inspect.signature(fn).bind("trial", {})
-        except TypeError:
-            return False
-        except ValueError:  # no signature to read (a builtin): take it on trust
-            return True
-        return True
+    @classmethod
+    def is_valid_function(cls, fn: Any) -> bool:
+        """Whether ``fn`` is a stop function rather than a ``Stopper`` (as Ray decides it).
+
+        Raises:
+            ValueError: ``fn`` has a ``stop_all`` method but is not a ``Stopper``.
+        """
+        is_function = callable(fn) and not isinstance(fn, Stopper)
+        if is_function and hasattr(fn, "stop_all"):
+            raise ValueError(
+                f"{fn!r} has stop_all() but is not a tune.Stopper: subclass tune.Stopper "
+                "so it is used as one"
+            )
+        return is_function
 
     def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
         return bool(self.function(trial_id, result))
+
+
+def _takes_two(fn: Any) -> bool:
+    try:
+        inspect.signature(fn).bind("trial", {})
+    except TypeError:
+        return False
+    except ValueError:  # no signature to read (a builtin): take it on trust
+        return True
+    return True
 
 
 class CombinedStopper(Stopper):
@@ -192,22 +204,21 @@ class TrialPlateauStopper(Stopper):
         self._count[trial_id] += 1
         window = self._window[trial_id]
         window.append(value)
-        if self._count[trial_id] < self._grace:
+        if self._count[trial_id] < self._grace or len(window) < self._num_results:
             return False
         if self._threshold is not None:
             if self._mode == "min" and value > self._threshold:
                 return False
             if self._mode == "max" and value < self._threshold:
                 return False
-        if len(window) < self._num_results:
-            return False
-        return statistics.pstdev(window) <= self._std
+        return statistics.pstdev(window) < self._std  # strictly below, as in Ray
 
 
 class TimeoutStopper(Stopper):
-    """Stop the whole experiment ``timeout`` after this stopper was made (seconds, or a
-    ``datetime.timedelta``), as Ray's ``TimeoutStopper``. Running trials are stopped and
-    count as finished."""
+    """Stop the whole experiment after ``timeout`` (seconds, or a ``datetime.timedelta``),
+    as Ray's ``TimeoutStopper``: the time counts from the first check (the first result),
+    and across a restore only the time the experiment ran. Running trials are stopped
+    and count as finished."""
 
     def __init__(self, timeout: float | datetime.timedelta) -> None:
         if isinstance(timeout, datetime.timedelta):
@@ -216,17 +227,26 @@ class TimeoutStopper(Stopper):
             raise ValueError(
                 f"timeout must be a positive number of seconds or a timedelta, got {timeout!r}"
             )
-        self._budget = float(timeout)
-        self._start = time.time()
+        self._timeout = float(timeout)
+        self._budget = self._timeout
+        self._last_check: float | None = None
 
     def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
         return False
 
     def stop_all(self) -> bool:
-        if time.time() - self._start >= self._budget:
-            logger.info("tune: TimeoutStopper: %.4g s reached, stopping", self._budget)
+        now = time.time()
+        if self._last_check is not None:
+            self._budget -= now - self._last_check
+        self._last_check = now
+        if self._budget <= 0:
+            logger.info("tune: TimeoutStopper: %.4g s reached, stopping", self._timeout)
             return True
         return False
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state["_last_check"] = None  # a restored experiment: the time between runs is free
+        self.__dict__.update(state)
 
 
 class ExperimentPlateauStopper(Stopper):
@@ -276,6 +296,6 @@ def to_stopper(stop: Any) -> Stopper:
         return stop
     if isinstance(stop, Mapping):
         return _DictStopper(stop)
-    if callable(stop) and not isinstance(stop, type):
+    if not isinstance(stop, type) and FunctionStopper.is_valid_function(stop):
         return FunctionStopper(stop)
     raise ValueError(f"stop must be a dict, a callable or a Stopper, got {stop!r}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import itertools
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -67,7 +68,7 @@ def test_every_stop_form_ray_accepts(cluster: None, tmp_path: Any) -> None:
 
 
 def test_plateau_combined_and_experiment_wide_stoppers(cluster: None, tmp_path: Any) -> None:
-    plateau = TrialPlateauStopper("flat", std=0.0, num_results=3, grace_period=5)
+    plateau = TrialPlateauStopper("flat", std=0.01, num_results=3, grace_period=5)
     assert iterations(fit(tmp_path, plateau)) == [5]
     combined = CombinedStopper(MaximumIterationStopper(9), FunctionStopper(
         lambda trial_id, result: result["score"] >= 7
@@ -109,7 +110,19 @@ def test_stopper_semantics_match_ray() -> None:
     assert not experiment("a", {"m": 1.0})
     assert experiment("b", {"m": 1.0}) and experiment.stop_all()  # patience 0
     assert FunctionStopper.is_valid_function(lambda trial_id, result: True)
-    assert not FunctionStopper.is_valid_function(lambda: True)
+    assert not FunctionStopper.is_valid_function(MaximumIterationStopper(1))
+
+
+def test_timeout_stopper_counts_from_its_first_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [1000.0]
+    monkeypatch.setattr(time, "time", lambda: clock[0])
+    timeout = TimeoutStopper(datetime.timedelta(seconds=10))
+    clock[0] += 60  # time before the experiment runs does not count, as in Ray
+    assert not timeout.stop_all()
+    clock[0] += 9
+    assert not timeout.stop_all()
+    clock[0] += 1
+    assert timeout.stop_all()
 
 
 def test_bad_stoppers_fail_where_they_are_made() -> None:
@@ -123,6 +136,18 @@ def test_bad_stoppers_fail_where_they_are_made() -> None:
         TimeoutStopper(-1)
     with pytest.raises(ValueError, match="Stopper instances"):
         CombinedStopper(MaximumIterationStopper(1), "nope")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="FunctionStopper takes"):
+        FunctionStopper(lambda: True)
+
+    class LooksLikeAStopper:
+        def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+            return False
+
+        def stop_all(self) -> bool:
+            return False
+
+    with pytest.raises(ValueError, match="subclass tune.Stopper"):
+        FunctionStopper.is_valid_function(LooksLikeAStopper())
     with pytest.raises(ValueError, match="watches 'm'"):
         TrialPlateauStopper("m")("t", {"other": 1})
 
@@ -130,3 +155,21 @@ def test_bad_stoppers_fail_where_they_are_made() -> None:
 def test_a_nested_stop_dict_is_refused_as_ray_refuses_it(cluster: None, tmp_path: Any) -> None:
     with pytest.raises(ValueError, match="slashes"):
         fit(tmp_path, {"info": {"steps": 1}})
+
+
+def reports_once(config: dict[str, Any]) -> None:
+    tune.report({"score": 1})
+    while True:  # never reports again: only the stopper's own clock can end it
+        time.sleep(0.05)
+
+
+def test_timeout_stopper_ends_trials_that_do_not_report(cluster: None, tmp_path: Any) -> None:
+    grid = tune.Tuner(
+        reports_once,
+        run_config=tune.RunConfig(
+            stop=TimeoutStopper(1), storage_path=str(tmp_path), verbose=0
+        ),
+    ).fit()
+    [result] = grid
+    assert result.error is None and result.status == "TERMINATED"
+    assert result.metrics["training_iteration"] == 1
