@@ -150,7 +150,9 @@ class ExperimentAnalysis:
         """The trial with the best ``metric``: its last value (``scope="last"``), its
         best over all results (``"all"``), their mean (``"avg"``), or the mean of its last
         5 or 10 (``"last-5-avg"``, ``"last-10-avg"``). ``None`` (with a warning) when no
-        trial reported the metric."""
+        trial reported the metric. As in Ray, an experiment of one trial returns it."""
+        if len(self.trials) == 1:
+            return self.trials[0]
         metric, mode = self._metric_mode(metric, mode, "the best trial")
         if scope not in SCOPES:
             raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
@@ -193,14 +195,24 @@ class ExperimentAnalysis:
     def get_best_checkpoint(
         self, trial: Trial | str, metric: str | None = None, mode: str | None = None
     ) -> Checkpoint | None:
-        """The checkpoint of ``trial`` (a trial or its folder) whose result has the best
-        ``metric`` (default: the experiment's metric, else ``training_iteration``, the
-        latest), among those still on disk; ``None`` when it has none."""
+        """The checkpoint of ``trial`` (a trial, its id or its folder) whose result has
+        the best ``metric`` (default: the experiment's metric, else
+        ``training_iteration``), among those still on disk; ``None`` (logged) when it has
+        none.
+
+        Raises:
+            ValueError: no ``mode`` here or as the default mode.
+        """
         trial = self._trial(trial)
         metric = metric or self.default_metric or "training_iteration"
-        mode = _check_mode(mode or self.default_mode or "max")
+        if mode is None and self.default_mode is None:
+            raise ValueError("get_best_checkpoint() needs mode='min' or 'max' (no default mode)")
+        mode = _check_mode(mode or self.default_mode)
         found = best_checkpoint(self._all_results(trial), trial.path, metric, mode)
-        return found[0] if found is not None else None
+        if found is None:
+            logger.error("tune: no checkpoint found for trial %s", trial.trial_id)
+            return None
+        return found[0]
 
     def get_last_checkpoint(
         self,
@@ -208,10 +220,14 @@ class ExperimentAnalysis:
         metric: str = "training_iteration",
         mode: str = "max",
     ) -> Checkpoint | None:
-        """The latest checkpoint of ``trial`` (default: the best trial)."""
+        """The latest checkpoint of ``trial`` (default: the best trial by ``metric`` and
+        ``mode``)."""
         if trial is None:
-            trial = self.best_trial
-        return self.get_best_checkpoint(trial, metric, mode)
+            best = self.get_best_trial(metric, mode)
+            if best is None:
+                return None
+            trial = best
+        return self.get_best_checkpoint(trial, "training_iteration", "max")
 
     def _trial(self, trial: Trial | str) -> Trial:
         if isinstance(trial, Trial):
@@ -236,7 +252,12 @@ class ExperimentAnalysis:
 
     @property
     def best_result(self) -> dict[str, Any]:
-        return self.best_trial.last_result
+        """The best trial's last result (with its ``config``, as Ray's results have)."""
+        return self._last_result(self.best_trial)
+
+    @staticmethod
+    def _last_result(trial: Trial) -> dict[str, Any]:
+        return {**trial.last_result, "config": trial.config} if trial.last_result else {}
 
     @property
     def best_checkpoint(self) -> Checkpoint | None:
@@ -254,23 +275,22 @@ class ExperimentAnalysis:
         """The best trial's last result as a one-row data frame."""
         import pandas  # type: ignore[import-untyped]
 
-        trial = self.best_trial
-        return pandas.DataFrame([flatten(trial.last_result)], index=[trial.trial_id])
+        return pandas.DataFrame.from_records([flatten(self.best_result)], index="trial_id")
 
     # ------------------------------------------------------------------ results
 
     @property
     def results(self) -> dict[str, dict[str, Any]]:
         """Each trial's last result, by trial id."""
-        return {t.trial_id: t.last_result for t in self.trials}
+        return {t.trial_id: self._last_result(t) for t in self.trials}
 
     @property
     def results_df(self) -> Any:
         """One row per trial (its last result, flattened), indexed by trial id."""
         import pandas
 
-        rows = [flatten({**t.last_result, "config": t.config}) for t in self.trials]
-        return pandas.DataFrame(rows, index=[t.trial_id for t in self.trials])
+        rows = [flatten(self._last_result(t)) | {"trial_id": t.trial_id} for t in self.trials]
+        return pandas.DataFrame.from_records(rows, index="trial_id")
 
     @property
     def trial_dataframes(self) -> dict[str, Any]:
@@ -287,17 +307,18 @@ class ExperimentAnalysis:
 
     def dataframe(self, metric: str | None = None, mode: str | None = None) -> Any:
         """One row per trial: its last result, or with ``metric`` and ``mode`` its best
-        result; with the config as ``config/<key>`` columns and its ``logdir``."""
+        result; with the config as ``config/<key>`` columns and its ``logdir``. (The
+        default metric and mode are not used here, as in Ray.)"""
         import pandas
 
         if mode is not None:
             _check_mode(mode)
-        if metric is not None and mode is None:
-            raise ValueError("dataframe(metric=...) needs mode='min' or 'max'")
+            if metric is None:
+                raise ValueError("dataframe(mode=...) needs a metric too")
         rows = []
         for trial in self.trials:
             row = trial.last_result
-            if metric is not None:
+            if metric is not None and mode is not None:
                 scored = [(v, r) for r in self._all_results(trial)
                           if (v := _number(flatten(r).get(metric))) is not None]
                 if scored:
@@ -310,9 +331,10 @@ class ExperimentAnalysis:
         return pandas.DataFrame(rows)
 
     def get_all_configs(self, prefix: bool = False) -> dict[str, dict[str, Any]]:
-        """Each trial's config by its folder (``prefix``: keys as ``config/<key>``)."""
+        """Each trial's config by its id (``prefix``: keys as ``config/<key>``)."""
         return {
-            t.path: (flatten({"config": t.config}) if prefix else t.config) for t in self.trials
+            t.trial_id: (flatten({"config": t.config}) if prefix else t.config)
+            for t in self.trials
         }
 
     def __repr__(self) -> str:

@@ -64,7 +64,9 @@ def test_tune_run_returns_an_experiment_analysis(tmp_path: Any) -> None:
     assert sorted(frame["config/x"]) == [1, 2, 3] and set(frame.index) == set(analysis.results)
     assert list(analysis.dataframe("loss", "min")["loss"]) == [1, 0, 1]
     assert all(len(df) == 4 for df in analysis.trial_dataframes.values())
-    assert set(analysis.get_all_configs()) == {t.path for t in analysis.trials}
+    assert set(analysis.get_all_configs()) == {t.trial_id for t in analysis.trials}
+    assert analysis.best_result["config"] == {"x": 2}  # Ray's results carry the config
+    assert list(analysis.best_result_df.index) == [analysis.best_trial.trial_id]
     # The same experiment, read back from its folder.
     again = tune.ExperimentAnalysis(analysis.experiment_path, default_metric="loss",
                                     default_mode="min")
