@@ -8,8 +8,11 @@ error or one warning, never silently dropped. The result is an
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import inspect
 import os
+import sys
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -58,24 +61,27 @@ def _checkpoint_config(
     used = [k for k, v in legacy.items() if v is not None]
     if not used:
         return given
-    if given is not None:
-        raise ValueError(f"tune.run(): give checkpoint_config or {used}, not both")
     warnings.warn(
-        f"tune.run({', '.join(used)}=...) is Ray's older spelling; use "
+        f"tune.run({', '.join(used)}=...) is deprecated in Ray; use "
         "checkpoint_config=tune.CheckpointConfig(...)",
         DeprecationWarning,
         stacklevel=3,
     )
-    attr, order = checkpoint_score_attr, "max"
-    if attr is not None and attr.startswith("min-"):
-        attr, order = attr[4:], "min"
-    return CheckpointConfig(
-        num_to_keep=keep_checkpoints_num,
-        checkpoint_score_attribute=attr,
-        checkpoint_score_order=order,
-        checkpoint_frequency=checkpoint_freq,
-        checkpoint_at_end=checkpoint_at_end or None,
-    )
+    # As Ray does, the older arguments override the fields of checkpoint_config.
+    config = dataclasses.replace(given) if given is not None else CheckpointConfig()
+    if keep_checkpoints_num is not None:
+        config.num_to_keep = keep_checkpoints_num
+    if checkpoint_score_attr is not None:
+        attr, order = checkpoint_score_attr, "max"
+        if attr.startswith("min-"):
+            attr, order = attr[4:], "min"
+        config.checkpoint_score_attribute, config.checkpoint_score_order = attr, order
+    if checkpoint_freq:
+        config.checkpoint_frequency = checkpoint_freq
+    if checkpoint_at_end:
+        config.checkpoint_at_end = True
+    config.__post_init__()  # the values given here are checked as CheckpointConfig's
+    return config
 
 
 def _trainable(run_or_experiment: Any, resources_per_trial: Any) -> Any:
@@ -96,11 +102,12 @@ def _trainable(run_or_experiment: Any, resources_per_trial: Any) -> Any:
 
 def run(  # Ray's signature, argument for argument
     run_or_experiment: Callable[..., Any] | type[Trainable] | str,
+    *,
     name: str | None = None,
     metric: str | None = None,
     mode: str | None = None,
     stop: Any = None,
-    time_budget_s: float | None = None,
+    time_budget_s: float | datetime.timedelta | None = None,
     config: dict[str, Any] | None = None,
     resources_per_trial: Any = None,
     num_samples: int = 1,
@@ -119,6 +126,7 @@ def run(  # Ray's signature, argument for argument
     max_failures: int = 0,
     fail_fast: bool | str = False,
     restore: str | None = None,
+    server_port: int | None = None,
     resume: bool | str | None = None,
     resume_config: Any = None,
     reuse_actors: bool | None = None,
@@ -129,6 +137,8 @@ def run(  # Ray's signature, argument for argument
     checkpoint_score_attr: str | None = None,
     checkpoint_freq: int = 0,
     checkpoint_at_end: bool = False,
+    checkpoint_keep_all_ranks: bool = False,
+    checkpoint_upload_from_workers: bool = False,
     chdir_to_trial_dir: Any = None,
     local_dir: str | None = None,
     seed: int | None = None,
@@ -142,7 +152,8 @@ def run(  # Ray's signature, argument for argument
     ``local_dir``), ``stop``, ``callbacks``, ``verbose``, ``progress_reporter``,
     ``checkpoint_config`` (or the older ``keep_checkpoints_num`` /
     ``checkpoint_score_attr`` / ``checkpoint_freq`` / ``checkpoint_at_end``),
-    ``max_failures`` and ``fail_fast`` to ``RunConfig``; ``resources_per_trial`` to
+    ``max_failures`` and ``fail_fast`` to ``RunConfig``; ``num_samples=-1`` samples until a
+    stopper or the time budget ends the experiment; ``resources_per_trial`` to
     ``tune.with_resources``; ``resume`` (``"AUTO"``, ``"LOCAL"``/``True``,
     ``"ERRORED_ONLY"``, ...) to ``Tuner.restore`` of ``storage_path/name``. ``seed``
     is an actorrt addition (``TuneConfig.seed``).
@@ -165,6 +176,25 @@ def run(  # Ray's signature, argument for argument
         )
     if fail_fast not in (True, False):
         raise ValueError(f"fail_fast must be True or False here, got {fail_fast!r}")
+    if fail_fast and max_failures != 0:
+        raise ValueError("max_failures must be 0 if fail_fast=True (as in Ray)")
+    unused = [
+        arg for arg, value in (
+            ("server_port", server_port),
+            ("checkpoint_keep_all_ranks", checkpoint_keep_all_ranks or None),
+            ("checkpoint_upload_from_workers", checkpoint_upload_from_workers or None),
+        ) if value is not None
+    ]
+    if unused:
+        warnings.warn(
+            f"tune.run({', '.join(unused)}=...) has no effect in actorrt (one machine, "
+            "no Tune server)",
+            stacklevel=2,
+        )
+    if isinstance(time_budget_s, datetime.timedelta):
+        time_budget_s = time_budget_s.total_seconds()
+    if num_samples == -1:
+        num_samples = sys.maxsize  # Ray's "until something stops the experiment"
     if export_formats:
         warnings.warn(
             f"tune.run(export_formats={list(export_formats)!r}) has no effect: trials keep "

@@ -98,6 +98,26 @@ def test_tune_run_legacy_checkpoint_arguments_and_resume(tmp_path: Any) -> None:
     assert [t.last_result["training_iteration"] for t in again.trials] == [4]
 
 
+class StopAfterThreeTrials(tune.Stopper):
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def __call__(self, trial_id: str, result: dict[str, Any]) -> bool:
+        self.seen.add(trial_id)
+        return False
+
+    def stop_all(self) -> bool:
+        return len(self.seen) >= 3
+
+
+def test_tune_run_samples_until_stopped_with_num_samples_minus_one(tmp_path: Any) -> None:
+    analysis = tune.run(trainable, config={"x": tune.randint(0, 5)}, num_samples=-1,
+                        stop=StopAfterThreeTrials(), storage_path=str(tmp_path), verbose=0,
+                        max_concurrent_trials=1)
+    assert len(analysis.trials) >= 3
+    assert all(t.status == "TERMINATED" for t in analysis.trials)
+
+
 def test_tune_run_refuses_what_it_cannot_honour(tmp_path: Any) -> None:
     with pytest.raises(TypeError, match="no_such_argument"):
         tune.run(trainable, no_such_argument=1)  # type: ignore[call-arg]
@@ -109,6 +129,10 @@ def test_tune_run_refuses_what_it_cannot_honour(tmp_path: Any) -> None:
         tune.run(trainable, resume="AUTO")
     with pytest.raises(ValueError, match="storage_filesystem"):
         tune.run(trainable, storage_filesystem=object())
+    with pytest.raises(ValueError, match="max_failures must be 0"):
+        tune.run(trainable, fail_fast=True, max_failures=2)
+    with pytest.raises(TypeError):
+        tune.run(trainable, "name")  # type: ignore[misc]  # keyword-only, as in Ray
     with pytest.warns(UserWarning, match="export_formats"):
         tune.run(trainable, config={"x": 2}, storage_path=str(tmp_path), verbose=0,
                  export_formats=["model"], stop={"training_iteration": 1})
