@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Sized
 from typing import Any
 
 __all__ = ["CLIReporter", "JupyterNotebookReporter", "ProgressReporter", "TuneReporterBase"]
@@ -48,8 +48,9 @@ class ProgressReporter:
 
 
 def _columns(name: str, columns: Any) -> dict[str, str] | None:
-    """Columns as ``{key: heading}``, from a list of keys or a dict of key to heading."""
-    if columns is None:
+    """Columns as ``{key: heading}``, from a list of keys or a dict of key to heading;
+    ``None`` (the defaults) for none or an empty one, as in Ray."""
+    if columns is None or (isinstance(columns, Sized) and len(columns) == 0):
         return None
     if isinstance(columns, Mapping):
         return {str(k): str(v) for k, v in columns.items()}
@@ -105,6 +106,10 @@ class TuneReporterBase(ProgressReporter):
     ) -> None:
         self.metric_columns = _columns("metric_columns", metric_columns)
         self.parameter_columns = _columns("parameter_columns", parameter_columns)
+        self._lists = {  # given as lists: a heading cannot differ from its key (Ray's rule)
+            "metric": isinstance(metric_columns, list),
+            "parameter": isinstance(parameter_columns, list),
+        }
         for name, value in (
             ("max_progress_rows", max_progress_rows),
             ("max_error_rows", max_error_rows),
@@ -128,29 +133,43 @@ class TuneReporterBase(ProgressReporter):
 
     def add_metric_column(self, metric: str, representation: str | None = None) -> None:
         """Show ``metric`` as a column too (headed ``representation``)."""
-        columns = self.metric_columns if self.metric_columns is not None else {}
-        if metric in columns:
-            raise ValueError(f"column {metric!r} is already shown")
-        columns[metric] = representation or metric
-        self.metric_columns = columns
+        self.metric_columns = self._add("metric", self.metric_columns, metric, representation)
 
     def add_parameter_column(self, parameter: str, representation: str | None = None) -> None:
         """Show config key ``parameter`` as a column too (headed ``representation``)."""
-        columns = self.parameter_columns if self.parameter_columns is not None else {}
-        if parameter in columns:
-            raise ValueError(f"column {parameter!r} is already shown")
-        columns[parameter] = representation or parameter
-        self.parameter_columns = columns
+        self.parameter_columns = self._add(
+            "parameter", self.parameter_columns, parameter, representation
+        )
+
+    def _add(
+        self, kind: str, columns: dict[str, str] | None, key: str, heading: str | None
+    ) -> dict[str, str]:
+        columns = dict(columns or {})
+        if key in columns:
+            raise ValueError(f"{kind} column {key!r} already exists")
+        if self._lists[kind] and heading is not None and heading != key:
+            raise ValueError(
+                f"this reporter's {kind}_columns were given as a list, so a column's "
+                f"heading cannot differ from its name: {key!r} vs {heading!r}"
+            )
+        columns[key] = heading or key
+        return columns
 
     def set_total_samples(self, total_samples: int) -> None:
         self.total_samples = total_samples
 
     def set_search_properties(self, metric: str | None, mode: str | None) -> bool:
-        """Take the experiment's metric and mode unless this reporter has its own."""
-        if (self.metric and metric and self.metric != metric) or (
-            self.mode and mode and self.mode != mode
-        ):
-            return False
+        """Take the experiment's metric and mode.
+
+        Raises:
+            ValueError: this reporter has its own metric or mode, and the experiment
+                gives one too (as in Ray).
+        """
+        if (self.metric and metric) or (self.mode and mode):
+            raise ValueError(
+                "TuneConfig gives a metric or mode, and the progress reporter was made with "
+                "its own metric and mode; remove them from one of the two"
+            )
         self.metric = self.metric or metric
         self.mode = self.mode or mode
         return True
@@ -212,7 +231,7 @@ class JupyterNotebookReporter(TuneReporterBase):
         **kwargs: as :class:`TuneReporterBase`.
     """
 
-    def __init__(self, overwrite: bool = True, **kwargs: Any) -> None:
+    def __init__(self, *, overwrite: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if overwrite:
             warnings.warn(

@@ -299,3 +299,18 @@ def test_search_domains_inside_a_scaling_config(tmp_path: Any) -> None:
 def test_train_report_outside_any_trial_or_trainer_is_still_an_error() -> None:
     with pytest.raises(RuntimeError, match="Tune trial"):
         train.report({"x": 1})
+
+
+def test_reporter_column_rules_follow_ray() -> None:
+    reporter = tune.CLIReporter(metric_columns=["loss"], parameter_columns=[])
+    assert reporter.parameter_columns is None  # empty: every parameter, as in Ray
+    reporter.add_metric_column("acc")
+    with pytest.raises(ValueError, match="already exists"):
+        reporter.add_metric_column("acc")
+    with pytest.raises(ValueError, match="given as a list"):
+        reporter.add_metric_column("f1", "F1")
+    named = tune.CLIReporter(metric_columns={"loss": "Loss"}, metric="loss", mode="min")
+    named.add_metric_column("f1", "F1")
+    assert named.metric_columns == {"loss": "Loss", "f1": "F1"}
+    with pytest.raises(ValueError, match="own metric and mode"):
+        named.set_search_properties("acc", "max")
