@@ -1,10 +1,10 @@
 """Ray's ``ray.init`` arguments, as ``actorrt.init`` takes them.
 
 Each Ray argument is one of: used (``num_cpus``, ``num_gpus``, ``resources``,
-``ignore_reinit_error``, ``logging_level``, ``runtime_env={"env_vars": ...}``), refused
-with a clear error where going on would mislead (``address`` of a cluster), or ignored
-with one warning line naming all the ignored ones (they have no meaning for a runtime on
-one machine without an object store or a dashboard). An argument that is neither Ray's
+``ignore_reinit_error``, ``logging_level``, ``runtime_env={"env_vars": ...}``, ``_memory``),
+refused with a clear error where going on would mislead (``address`` of a cluster), or
+ignored with one warning line naming all the ignored ones (they have no meaning for a
+runtime on one machine without an object store or a dashboard). An argument that is neither Ray's
 nor actorrt's is a ``TypeError``, as any unknown keyword argument is.
 """
 
@@ -47,6 +47,9 @@ IGNORED = {
     "_metrics_export_port": "there are no metrics",
     "_redis_password": "there is no Redis",
     "_tracing_startup_hook": "there is no tracing",
+    "_redis_max_memory": "there is no Redis",
+    "_driver_object_store_memory": "there is no object store",
+    "_node_name": "one machine",
 }
 
 _LOCAL_ADDRESSES = (None, "local")
@@ -62,6 +65,10 @@ def ray_init_args(address: Any, kwargs: dict[str, Any]) -> tuple[dict[str, Any],
         )
     runtime = {k: v for k, v in kwargs.items() if k in RUNTIME_ARGS}
     rest = {k: v for k, v in kwargs.items() if k not in RUNTIME_ARGS}
+    if "_memory" in rest:  # Ray's hidden spelling of the memory to schedule with
+        if "memory" in runtime:
+            raise TypeError("actorrt.init(): give memory or _memory, not both")
+        runtime["memory"] = rest.pop("_memory")
     reinit_ok = bool(rest.pop("ignore_reinit_error", False))
     level = rest.pop("logging_level", None)
     if level is not None:
