@@ -213,6 +213,17 @@ def test_reporter_and_config_arguments_ray_accepts() -> None:
         tune.TuneConfig(reuse_actors=None)
     with pytest.raises(ValueError, match="storage_filesystem"):
         tune.RunConfig(storage_filesystem=object())
+    # Ray 2.7-2.40 passed Train's configs to Tune: they are taken as Tune's.
+    converted = tune.RunConfig(
+        checkpoint_config=train.CheckpointConfig(num_to_keep=2, checkpoint_score_order="min"),
+        failure_config=air.FailureConfig(max_failures=3),
+    )
+    assert converted.checkpoint_config == tune.CheckpointConfig(
+        num_to_keep=2, checkpoint_score_order="min"
+    )
+    assert converted.failure_config == tune.FailureConfig(max_failures=3)
+    with pytest.raises(ValueError, match="checkpoint_config"):
+        tune.RunConfig(checkpoint_config={"num_to_keep": 2})  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------ Ray 2.7-2.40 spellings
