@@ -257,13 +257,17 @@ class Tuner:
         return self._results
 
     def get_results(self) -> ResultGrid:
-        """The results of this tuner's last ``fit()`` (Ray Tune's ``Tuner.get_results``).
+        """The results of this tuner's last ``fit()`` (Ray Tune's ``Tuner.get_results``);
+        for a tuner from :meth:`restore` that has not run, the results its folder holds
+        (trials that had not finished show as ``RUNNING``), read without changing it.
 
         Raises:
-            RuntimeError: ``fit()`` has not run yet (also for a restored tuner: Ray reads
-                a restored experiment's results without running it; here, call ``fit()``,
-                which returns at once with the results of a finished experiment).
+            RuntimeError: a new tuner whose ``fit()`` has not run yet.
         """
+        if self._results is None and self._restored is not None:
+            from ._saved_results import saved_results
+
+            return saved_results(self._restored)
         if self._results is None:
             raise RuntimeError(
                 "Tuner.get_results(): the experiment has not been run yet; call "

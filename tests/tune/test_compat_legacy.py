@@ -161,6 +161,15 @@ def test_get_results_and_best_checkpoints(tmp_path: Any) -> None:
     assert step_of(best.get_best_checkpoint("step", "max")) == 4
     with pytest.raises(ValueError, match="choose from"):
         best.get_best_checkpoint("accuracy", "max")
+    # A restored tuner's results, read from its folder without running anything (Ray's
+    # way to analyse a finished experiment).
+    restored = tune.Tuner.restore(grid.experiment_path, trainable)
+    saved = restored.get_results()
+    assert [(r.trial_id, r.status, r.metrics["loss"]) for r in saved] == [
+        (r.trial_id, r.status, r.metrics["loss"]) for r in grid
+    ]
+    assert saved.get_best_result().config == {"x": 2}
+    assert [step_of(c) for c, _ in saved.get_best_result().best_checkpoints] == [2, 4]
 
 
 # ------------------------------------------------------------------ with_parameters
