@@ -69,8 +69,8 @@ class ProgressReporter:
         self.settings = reporter if isinstance(reporter, TuneReporterBase) else None
         self.custom = reporter if self.settings is None else None
         if self.settings is not None:
-            self.settings.set_search_properties(metric, mode)
-            metric, mode = self.settings.metric, self.settings.mode
+            # The user's reporter is read, not changed: a tuner may run again with it.
+            metric, mode = self.settings._resolved_search(metric, mode)
         self.metric = metric
         self.mode = mode
         self.out = out or sys.stdout

@@ -165,14 +165,18 @@ class TuneReporterBase(ProgressReporter):
             ValueError: this reporter has its own metric or mode, and the experiment
                 gives one too (as in Ray).
         """
+        self.metric, self.mode = self._resolved_search(metric, mode)
+        return True
+
+    def _resolved_search(self, metric: str | None, mode: str | None) -> tuple[Any, Any]:
+        """The metric and mode the view uses with the experiment's ``metric`` and
+        ``mode`` (this reporter is not changed); see :meth:`set_search_properties`."""
         if (self.metric and metric) or (self.mode and mode):
             raise ValueError(
                 "TuneConfig gives a metric or mode, and the progress reporter was made with "
                 "its own metric and mode; remove them from one of the two"
             )
-        self.metric = self.metric or metric
-        self.mode = self.mode or mode
-        return True
+        return self.metric or metric, self.mode or mode
 
     def should_report(self, trials: list[Any], done: bool = False) -> bool:
         now = time.monotonic()
