@@ -7,7 +7,8 @@ domain: it returns Ray's marker dict ``{"grid_search": [...]}``, which the varia
 expands into one trial per value (per sample).
 
 Bounds follow Ray Tune: ``randint`` excludes ``upper``, ``qrandint`` includes it; quantized
-values are multiples of ``q`` and, unlike Ray's, never fall outside ``[lower, upper]``.
+values are multiples of ``q`` inside ``[lower, upper]`` (Ray refuses float bounds that are
+not multiples of ``q``; here they are accepted).
 """
 
 from __future__ import annotations
