@@ -136,6 +136,11 @@ def test_a_ray_name_actorrt_lacks_says_so(module: Any, name: str, hint: str) -> 
 def test_ray_style_submodule_access() -> None:
     assert ray.tune.Tuner is tune.Tuner and ray.train.report is train.report
     assert ray.air.RunConfig is train.RunConfig
+    assert set(air.__all__) == {
+        "Checkpoint", "CheckpointConfig", "FailureConfig", "Result", "RunConfig",
+        "ScalingConfig", "session",
+    }
+    assert {"report", "get_checkpoint", "get_trial_id", "get_world_rank"} <= set(session.__all__)
 
 
 # ------------------------------------------------------------------ reporters
@@ -238,7 +243,8 @@ def old_style(config: dict[str, Any]) -> None:
         with tempfile.TemporaryDirectory() as d:
             with open(os.path.join(d, "i"), "w") as f:
                 f.write(str(i))
-            metrics = {"i": i, "trial": train.get_context().get_trial_name()}
+            metrics = {"i": i, "trial": train.get_context().get_trial_name(),
+                       "id": session.get_trial_id(), "rank": session.get_world_rank()}
             if i % 2:
                 train.report(metrics, checkpoint=train.Checkpoint.from_directory(d))
             else:
@@ -272,6 +278,7 @@ def test_train_report_and_air_session_inside_a_tune_trainable(tmp_path: Any) -> 
     assert not grid.errors, grid.errors
     assert [r.metrics["i"] for r in grid] == [5, 5]
     assert grid[0].metrics["trial"] == os.path.basename(grid[0].path)
+    assert grid[0].metrics["id"] == grid[0].trial_id and grid[0].metrics["rank"] == 0
     assert seen.results == 10  # train.RunConfig(callbacks=) reached Tune
     for result in grid:
         kept = [n for n in os.listdir(result.path) if n.startswith("checkpoint_")]
