@@ -24,7 +24,7 @@ RUNTIME_ARGS = frozenset(
 # Ray's init arguments that mean nothing here, each with the reason the warning gives.
 IGNORED = {
     "local_mode": "trials and actors still run in worker processes",
-    "include_dashboard": "there is no dashboard (`actorrt status` shows a runtime)",
+    "include_dashboard": "there is no dashboard; `actorrt status` shows a runtime",
     "dashboard_host": "there is no dashboard",
     "dashboard_port": "there is no dashboard",
     "configure_logging": "actorrt never configures logging; it logs to 'actorrt'",

@@ -18,6 +18,10 @@ from typing import Any
 
 __all__ = ["CLIReporter", "JupyterNotebookReporter", "ProgressReporter", "TuneReporterBase"]
 
+# The metric columns shown when none are given (the view also shows the experiment's
+# metric first); a column added to a reporter made without metric_columns joins these.
+DEFAULT_METRIC_COLUMNS = {"training_iteration": "iter", "time_total_s": "total time (s)"}
+
 
 class ProgressReporter:
     """What a progress reporter implements (Ray Tune's ``ProgressReporter``).
@@ -144,7 +148,9 @@ class TuneReporterBase(ProgressReporter):
     def _add(
         self, kind: str, columns: dict[str, str] | None, key: str, heading: str | None
     ) -> dict[str, str]:
-        columns = dict(columns or {})
+        if columns is None:  # added to the default columns, as in Ray
+            columns = dict(DEFAULT_METRIC_COLUMNS) if kind == "metric" else {}
+        columns = dict(columns)
         if key in columns:
             raise ValueError(f"{kind} column {key!r} already exists")
         if self._lists[kind] and heading is not None and heading != key:

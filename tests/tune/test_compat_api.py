@@ -327,6 +327,11 @@ def test_reporter_column_rules_follow_ray() -> None:
         reporter.add_metric_column("acc")
     with pytest.raises(ValueError, match="given as a list"):
         reporter.add_metric_column("f1", "F1")
+    default = tune.CLIReporter()
+    default.add_metric_column("acc")  # joins the default columns, as in Ray
+    assert default.metric_columns == {
+        "training_iteration": "iter", "time_total_s": "total time (s)", "acc": "acc"
+    }
     named = tune.CLIReporter(metric_columns={"loss": "Loss"}, metric="loss", mode="min")
     named.add_metric_column("f1", "F1")
     assert named.metric_columns == {"loss": "Loss", "f1": "F1"}
