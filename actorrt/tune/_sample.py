@@ -282,6 +282,10 @@ class Categorical(Domain):
         """Each value equally likely (what it already is; Ray's ``Categorical.uniform()``)."""
         return self
 
+    def grid(self) -> dict[str, list[Any]]:
+        """Every value in turn (Ray's ``Categorical.grid()``): ``grid_search(categories)``."""
+        return grid_search(self.categories)
+
     def is_valid(self, value: Any) -> bool:
         return value in self.categories
 

@@ -66,6 +66,7 @@ def test_domain_methods_users_call() -> None:
     categorical = tune.choice([1, 2, 3])
     assert len(categorical) == 3 and categorical[1] == 2 and categorical.uniform() is categorical
     assert categorical.is_valid(2) and not categorical.is_valid(4)
+    assert categorical.grid() == tune.grid_search([1, 2, 3])
     assert tune.randint(0, 5).is_valid(5) and not tune.randint(0, 5).is_valid(6)  # Ray's rule
     assert tune.qrandint(0, 10, 5).is_valid(10)
     assert tune.qrandint(0, 10, 5).domain_str == "(0, 10)"
