@@ -99,3 +99,15 @@ for _name in __all__:
         except (AttributeError, TypeError):
             pass
 del _name, _obj
+
+
+def __getattr__(name: str) -> object:
+    # `import actorrt as ray; ray.tune.Tuner` works as `ray.tune` does: imported on use.
+    if name in ("tune", "train", "air"):
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    # A Ray name actorrt does not have: say so, and where the differences are listed.
+    from ._ray_names import missing
+
+    raise missing(__name__, name)

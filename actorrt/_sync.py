@@ -22,6 +22,7 @@ import uvloop
 
 from ._errors import AskTimeoutError, RuntimeAlreadyRunningError
 from ._handle import AskHandle, ThreadWait
+from ._ray_init import ray_init_args
 from ._runtime import Runtime, current_runtime
 
 T = TypeVar("T")
@@ -56,20 +57,34 @@ class _Facade:
             self._portal_cm.__exit__(None, None, None)
 
 
-def init(**runtime_kwargs: Any) -> Runtime:
+def init(address: str | None = None, **kwargs: Any) -> Runtime:
     """Start a runtime on a background thread, for synchronous scripts.
 
-    Takes the same keyword arguments as ``Runtime``. Raises
-    ``RuntimeAlreadyRunningError`` if a runtime is already running in this process.
-    ``shutdown()`` (also registered to run at exit) stops it.
+    Takes the same keyword arguments as ``Runtime``, and Ray's ``ray.init`` arguments:
+    ``num_cpus``, ``num_gpus``, ``resources`` are used; ``ignore_reinit_error=True``
+    returns the running runtime instead of raising; ``logging_level`` sets the
+    ``"actorrt"`` logger's level; ``runtime_env={"env_vars": {...}}`` sets the worker
+    processes' environment; ``address`` must be ``None`` or ``"local"``; the others
+    (``local_mode``, ``include_dashboard``, ``log_to_driver``, ``namespace``,
+    ``configure_logging``, ...) are ignored with one warning naming them.
+    ``shutdown()`` (also registered to run at exit) stops the runtime.
+
+    Raises:
+        RuntimeAlreadyRunningError: a runtime is already running in this process (and
+            not ``ignore_reinit_error``).
+        ValueError: a cluster ``address``.
+        TypeError: an argument that is neither Ray's nor actorrt's.
     """
     global _facade
+    runtime_kwargs, reinit_ok = ray_init_args(address, kwargs)
     with _lock:
         try:
-            current_runtime()
+            running = current_runtime()
         except RuntimeError:
             pass
         else:
+            if reinit_ok:
+                return running
             raise RuntimeAlreadyRunningError(
                 "actorrt.init(): a runtime is already running in this process; "
                 "call actorrt.shutdown() first"

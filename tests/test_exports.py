@@ -18,7 +18,7 @@ EXPECTED = {
 def test_all_is_exactly_the_public_surface() -> None:
     assert set(actorrt.__all__) == EXPECTED
     public = {name for name in dir(actorrt) if not name.startswith("_")}
-    submodules = {"testing", "resources", "tune", "train", "examples"}
+    submodules = {"testing", "resources", "tune", "train", "examples", "air"}
     assert public - submodules - {"annotations"} == EXPECTED
 
 

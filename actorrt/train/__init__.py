@@ -61,3 +61,10 @@ for _name in __all__:
         except (AttributeError, TypeError):
             pass
 del _name, _obj
+
+
+def __getattr__(name: str) -> object:
+    # A Ray name actorrt does not have: say so, and where the differences are listed.
+    from .._ray_names import missing
+
+    raise missing(__name__, name)

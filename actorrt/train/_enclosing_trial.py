@@ -11,6 +11,7 @@ session through the small protocol below, and stops the whole gang when Tune's a
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from typing import Any, Protocol, cast
 
 TUNE_SESSION_MODULE = "actorrt.tune._session"
@@ -32,6 +33,21 @@ class TuneTrial(Protocol):
     async def report_async(self, metrics: dict[str, Any], checkpoint_dir: str | None) -> bool:
         """Record one result as the trial's; ``False`` when Tune says stop. Runs on the
         process's event loop without blocking it."""
+        ...
+
+    def report(self, metrics: Mapping[str, Any], checkpoint: Any) -> None:
+        """``train.report`` called by a Tune function trainable (Ray 2.7-2.40's spelling):
+        report on the trial's thread as ``tune.report`` does (raises when told to stop)."""
+        ...
+
+    @property
+    def checkpoint(self) -> Any:
+        """The trial's latest checkpoint (an object with ``path``), or ``None``."""
+        ...
+
+    @property
+    def context(self) -> Any:
+        """The trial's ``tune.get_context()``."""
         ...
 
     def stop_signal(self) -> BaseException:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 DEFAULT_STORAGE = "~/actorrt_results"
 
@@ -83,12 +84,33 @@ class RunConfig:
         storage_path: where runs are written (default ``~/actorrt_results``).
         failure_config: restarts after failures (default: none).
         checkpoint_config: which checkpoints are kept (default: all).
+        stop, callbacks, verbose, progress_reporter, log_to_file, sync_config: Tune's
+            settings, as Ray 2.7-2.40's shared ``RunConfig`` had them: they take effect
+            when this config is given to ``tune.Tuner`` (or the trainer runs under one);
+            a trainer's own ``fit()`` warns that it does not use them.
     """
 
     name: str | None = None
     storage_path: str | os.PathLike[str] | None = None
     failure_config: FailureConfig = field(default_factory=FailureConfig)
     checkpoint_config: CheckpointConfig = field(default_factory=CheckpointConfig)
+    stop: Any = None
+    callbacks: list[Any] | None = None
+    verbose: int | None = None
+    progress_reporter: Any = None
+    log_to_file: Any = False
+    sync_config: Any = None
+
+    def tune_settings(self) -> dict[str, Any]:
+        """The Tune-only settings that were given (not their defaults)."""
+        given = {
+            "stop": self.stop, "callbacks": self.callbacks, "verbose": self.verbose,
+            "progress_reporter": self.progress_reporter, "sync_config": self.sync_config,
+        }
+        settings = {k: v for k, v in given.items() if v is not None}
+        if self.log_to_file is not False:
+            settings["log_to_file"] = self.log_to_file
+        return settings
 
     def __post_init__(self) -> None:
         if self.name is not None and (not isinstance(self.name, str) or not self.name

@@ -144,6 +144,8 @@ class ScalingConfig:
     trainer_resources: Mapping[str, float] | None = None
 
     def __post_init__(self) -> None:
+        if self.search_values():
+            return  # checked once Tune has resolved them, per trial
         n = self.num_workers
         if isinstance(n, bool) or not isinstance(n, int):
             raise TypeError(f"num_workers must be an int, got {n!r} ({type(n).__name__})")
@@ -187,6 +189,28 @@ class ScalingConfig:
                 "None for {'CPU': 1}"
             )
 
+    def search_values(self) -> list[str]:
+        """The fields that hold Tune search values (``tune.grid_search([1, 2])``,
+        ``tune.choice(...)``): such a config is only a template, for a Tuner's
+        ``param_space["scaling_config"]``, where each trial resolves them."""
+        found = []
+        for name in ("num_workers", "use_gpu", "resources_per_worker",
+                     "placement_strategy", "trainer_resources"):
+            value = getattr(self, name)
+            inner = list(value.values()) if isinstance(value, Mapping) else []
+            if _is_search_value(value) or any(_is_search_value(v) for v in inner):
+                found.append(name)
+        return found
+
+    def _check_resolved(self) -> None:
+        unresolved = self.search_values()
+        if unresolved:
+            raise ValueError(
+                f"this ScalingConfig holds Tune search values in {unresolved}; pass it as "
+                "Tuner(trainer, param_space={'scaling_config': ScalingConfig(...)}) so "
+                "each trial resolves them"
+            )
+
     def worker_bundle(self) -> dict[str, float]:
         """One worker's bundle, normalised (what each worker actor is spawned with)."""
         if self.resources_per_worker is None:
@@ -218,10 +242,19 @@ class ScalingConfig:
 
     def as_placement_group_factory(self) -> PlacementGroupSpec:
         """``[trainer bundle, worker bundle x num_workers]`` with ``placement_strategy``."""
+        self._check_resolved()
         worker = self.worker_bundle()
         return PlacementGroupSpec(
             [self.trainer_bundle()] + [worker] * self.num_workers, self.placement_strategy
         )
+
+
+def _is_search_value(value: Any) -> bool:
+    """A Tune search value, known by its shape (train does not import tune): the
+    ``{"grid_search": [...]}`` marker, or a domain (``sample`` and ``is_grid`` methods)."""
+    if isinstance(value, Mapping):
+        return list(value) == ["grid_search"]
+    return callable(getattr(value, "sample", None)) and callable(getattr(value, "is_grid", None))
 
 
 def _mentions_gpu(resources: Mapping[str, Any] | None) -> bool:

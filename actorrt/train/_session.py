@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ._checkpoint import Checkpoint, store
+from ._enclosing_trial import current_trial
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,7 @@ def _current(what: str) -> Session:
     if _session is None:
         raise RuntimeError(
             f"train.{what}() works inside a training function run by a trainer "
-            "(DataParallelTrainer / TorchTrainer), not here"
+            "(DataParallelTrainer / TorchTrainer) or a Tune trial, not here"
         )
     return _session
 
@@ -151,22 +152,42 @@ def report(metrics: Mapping[str, Any], checkpoint: Checkpoint | None = None) -> 
         metrics: a dict of metric name to value; numpy and torch scalars become floats.
         checkpoint: a ``Checkpoint`` to keep (``Checkpoint.from_directory(d)``).
 
+    Called in a Tune function trainable (outside any trainer), it is ``tune.report``,
+    as in Ray 2.7-2.40 where ``train.report`` was the spelling for both.
+
     Raises:
-        RuntimeError: called outside a training function.
+        RuntimeError: called outside a training function or a Tune trial.
         TypeError: metrics that are not a dict with string keys, or a bad checkpoint.
         ValueError: a checkpoint without the ``checkpoint_score_attribute`` metric.
     """
+    if _session is None:
+        trial = current_trial()
+        if trial is not None:
+            trial.report(_plain_metrics(metrics), checkpoint)
+            return
     _current("report").report(metrics, checkpoint)
 
 
 def get_checkpoint() -> Checkpoint | None:
     """The checkpoint to resume from: the latest one rank 0 reported before this attempt
-    (after a failure), or ``None`` on a fresh start. Every rank gets the same one."""
+    (after a failure), or ``None`` on a fresh start. Every rank gets the same one. In a
+    Tune function trainable, the trial's latest checkpoint (``tune.get_checkpoint()``)."""
+    if _session is None:
+        trial = current_trial()
+        if trial is not None:
+            latest = trial.checkpoint
+            return Checkpoint(latest.path) if latest is not None else None
     return _current("get_checkpoint").restore
 
 
 def get_context() -> TrainContext:
-    """This worker's ranks and sizes in the gang."""
+    """This worker's ranks and sizes in the gang. In a Tune function trainable, the
+    trial's context (``tune.get_context()``: trial id, name and folder; rank 0 of 1)."""
+    if _session is None:
+        trial = current_trial()
+        if trial is not None:
+            context: TrainContext = trial.context
+            return context
     return _current("get_context").context
 
 

@@ -100,6 +100,7 @@ class DataParallelTrainer:
         self.scaling_config = scaling_config
         self.run_config = run_config
         self.datasets = check_datasets(datasets)
+        self._warned_tune_settings = False
         self._pass_config = _takes_config(train_loop_per_worker, train_loop_config is not None)
 
     def _backend(self) -> Backend:
@@ -156,7 +157,15 @@ class DataParallelTrainer:
         ``StopTrial``. Without a ``storage_path``, the run's folder is inside the
         trial's folder; a restarted trial's workers resume from the trial's checkpoint.
         """
+        self.scaling_config._check_resolved()
         trial = current_trial()
+        unused = sorted(self.run_config.tune_settings())
+        if trial is None and unused and not self._warned_tune_settings:
+            self._warned_tune_settings = True
+            logger.warning(
+                "train: RunConfig %s take effect only under tune.Tuner; this fit() does "
+                "not use them (pass the trainer to tune.Tuner, as in Ray)", unused
+            )
         name = f"{type(self).__name__}_{time.strftime('%Y-%m-%d_%H-%M-%S')}_{secrets.token_hex(2)}"
         if trial is not None and self.run_config.storage_path is None:
             run_dir = Path(trial.trial_dir) / (self.run_config.name or name)
@@ -337,7 +346,7 @@ class DataParallelTrainer:
         overrides = config.get("train_loop_config")
         if overrides is not None and not isinstance(overrides, Mapping):
             raise TypeError(f"param_space['train_loop_config'] must be a dict, got {overrides!r}")
-        scaling = config.get("scaling_config")
+        scaling = _scaling_of(config)
         if scaling is not None and not isinstance(scaling, ScalingConfig):
             raise TypeError(
                 f"param_space['scaling_config'] must be a ScalingConfig, got {scaling!r}"
@@ -356,7 +365,7 @@ class DataParallelTrainer:
 
     def trial_resources(self, config: Mapping[str, Any]) -> ScalingConfig:
         """What a trial of ``as_trainable`` reserves: the scaling config it will use."""
-        scaling = config.get("scaling_config")
+        scaling = _scaling_of(config)
         return scaling if isinstance(scaling, ScalingConfig) else self.scaling_config
 
     def __repr__(self) -> str:
@@ -393,3 +402,12 @@ def _takes_config(func: Callable[..., Any], config_given: bool) -> bool:
 
 async def _nothing() -> None:
     return None
+
+
+def _scaling_of(config: Mapping[str, Any]) -> Any:
+    """A trial config's ``"scaling_config"``: a ``ScalingConfig``, or the dict of its
+    fields that a Tuner resolved (Ray's form when it holds search values)."""
+    scaling = config.get("scaling_config")
+    if isinstance(scaling, Mapping):
+        return ScalingConfig(**scaling)
+    return scaling

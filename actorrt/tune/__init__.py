@@ -10,9 +10,10 @@ This package is a library layer: it uses only the public ``actorrt`` API (and th
 ``actorrt.tune.logger``, ``actorrt.tune.schedulers``, ``actorrt.tune.search`` (and
 ``actorrt.tune.search.optuna``), ``actorrt.tune.stopper``, ``actorrt.tune.utils``.
 
-Names are imported on first use (PEP 562): a trial's worker process imports this package to
-run a trainable, and needs only the trial-side modules, not the controller's. Every trial
-process pays for what this package imports, so it stays small.
+A Ray name that actorrt does not have raises an ``AttributeError`` that says so and points
+to docs/porting.md. Names are imported on first use (PEP 562): a trial's worker process
+imports this package to run a trainable, and needs only the trial-side modules, not the
+controller's. Every trial process pays for what this package imports, so it stays small.
 """
 
 import importlib as _importlib
@@ -24,21 +25,29 @@ if _typing.TYPE_CHECKING:
     from . import search as search
     from . import stopper as stopper
     from . import utils as utils
+    from ._analysis import ExperimentAnalysis as ExperimentAnalysis
     from ._callbacks import Callback as Callback
     from ._checkpoint import Checkpoint as Checkpoint
     from ._config import CheckpointConfig as CheckpointConfig
     from ._config import FailureConfig as FailureConfig
     from ._config import RunConfig as RunConfig
+    from ._config import SyncConfig as SyncConfig
     from ._config import TuneConfig as TuneConfig
+    from ._reporters import CLIReporter as CLIReporter
+    from ._reporters import JupyterNotebookReporter as JupyterNotebookReporter
+    from ._reporters import ProgressReporter as ProgressReporter
     from ._resources import PlacementGroupFactory as PlacementGroupFactory
     from ._resources import with_resources as with_resources
     from ._result import Result as Result
     from ._result import ResultGrid as ResultGrid
+    from ._run import TuneError as TuneError
+    from ._run import run as run
     from ._sample import Domain as Domain
     from ._sample import choice as choice
     from ._sample import grid_search as grid_search
     from ._sample import lograndint as lograndint
     from ._sample import loguniform as loguniform
+    from ._sample import qlograndint as qlograndint
     from ._sample import qloguniform as qloguniform
     from ._sample import qrandint as qrandint
     from ._sample import qrandn as qrandn
@@ -53,24 +62,33 @@ if _typing.TYPE_CHECKING:
     from ._session import get_checkpoint as get_checkpoint
     from ._session import get_context as get_context
     from ._session import report as report
+    from ._stopper import Stopper as Stopper
     from ._trainable import Trainable as Trainable
     from ._tuner import Tuner as Tuner
+    from ._with_parameters import with_parameters as with_parameters
 
 __all__ = [
+    "CLIReporter",
     "Callback",
     "Checkpoint",
     "CheckpointConfig",
     "Domain",
+    "ExperimentAnalysis",
     "FailureConfig",
+    "JupyterNotebookReporter",
     "PlacementGroupFactory",
+    "ProgressReporter",
     "Result",
     "ResultGrid",
     "RunConfig",
     "StopTrial",
+    "Stopper",
+    "SyncConfig",
     "Trainable",
     "TrialScheduler",
     "TuneConfig",
     "TuneContext",
+    "TuneError",
     "Tuner",
     "choice",
     "get_checkpoint",
@@ -78,6 +96,7 @@ __all__ = [
     "grid_search",
     "lograndint",
     "loguniform",
+    "qlograndint",
     "qloguniform",
     "qrandint",
     "qrandn",
@@ -85,8 +104,10 @@ __all__ = [
     "randint",
     "randn",
     "report",
+    "run",
     "sample_from",
     "uniform",
+    "with_parameters",
     "with_resources",
 ]
 
@@ -123,6 +144,16 @@ _WHERE = {
     "report": "._session",
     "Trainable": "._trainable",
     "Tuner": "._tuner",
+    "CLIReporter": "._reporters",
+    "JupyterNotebookReporter": "._reporters",
+    "ProgressReporter": "._reporters",
+    "ExperimentAnalysis": "._analysis",
+    "TuneError": "._run",
+    "run": "._run",
+    "with_parameters": "._with_parameters",
+    "qlograndint": "._sample",
+    "Stopper": "._stopper",
+    "SyncConfig": "._config",
 }
 
 
@@ -135,7 +166,9 @@ def __getattr__(name: str) -> _typing.Any:
         if isinstance(value, type) and value.__module__.startswith(f"{__name__}._"):
             value.__module__ = __name__
     else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from .._ray_names import missing
+
+        raise missing(__name__, name)
     globals()[name] = value
     return value
 

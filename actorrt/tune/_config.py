@@ -11,10 +11,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ._callbacks import check_callbacks
+from ._reporters import ProgressReporter
 from ._schedulers import TrialScheduler
 from ._search import ConcurrencyLimiter, Searcher
 
-__all__ = ["CheckpointConfig", "FailureConfig", "RunConfig", "TuneConfig"]
+__all__ = ["CheckpointConfig", "FailureConfig", "RunConfig", "SyncConfig", "TuneConfig"]
 
 
 def _mode(mode: str | None) -> None:
@@ -42,6 +43,10 @@ class TuneConfig:
         seed: an actorrt addition: seeds the default search algorithm's sampling, so the
             same seed gives the same configs.
         trial_name_creator, trial_dirname_creator: ``trial -> str`` for names and folders.
+        reuse_actors: accepted for Ray's signature. actorrt always reuses worker
+            processes between trials (a trial's module is imported once per process) and
+            always builds a new ``Trainable`` per trial (``reset_config`` is not called);
+            ``True`` or ``False`` is therefore warned about once, as it cannot be honoured.
     """
 
     metric: str | None = None
@@ -54,9 +59,20 @@ class TuneConfig:
     seed: int | None = None
     trial_name_creator: Callable[[Any], str] | None = None
     trial_dirname_creator: Callable[[Any], str] | None = None
+    reuse_actors: bool | None = None
 
     def __post_init__(self) -> None:
         _mode(self.mode)
+        if self.reuse_actors is not None:
+            if not isinstance(self.reuse_actors, bool):
+                raise ValueError(f"reuse_actors must be True, False or None, got "
+                                 f"{self.reuse_actors!r}")
+            warnings.warn(
+                f"TuneConfig(reuse_actors={self.reuse_actors}) has no effect in actorrt: "
+                "worker processes are always reused between trials and a Trainable is "
+                "always built anew per trial (see docs/porting.md)",
+                stacklevel=3,
+            )
         if isinstance(self.num_samples, bool) or not isinstance(self.num_samples, int):
             raise ValueError(f"num_samples must be an int, got {self.num_samples!r}")
         if self.num_samples < 1:
@@ -164,6 +180,18 @@ class CheckpointConfig:
 
 
 @dataclasses.dataclass
+class SyncConfig:
+    """Ray's ``SyncConfig``, accepted so scripts run: actorrt writes experiments to local
+    storage only, so there is nothing to sync, and ``RunConfig(sync_config=...)`` says so
+    with one warning."""
+
+    sync_period: int = 300
+    sync_timeout: int = 1800
+    sync_artifacts: bool = False
+    sync_artifacts_on_checkpoint: bool = True
+
+
+@dataclasses.dataclass
 class RunConfig:
     """Where and how long to run (Ray's ``RunConfig``).
 
@@ -182,6 +210,14 @@ class RunConfig:
         verbose: ``0`` silent; ``1`` the progress (a live view on a terminal, else a
             status line every 10 s), trial errors and retries, and a final table; ``2``
             also a line per trial status change; ``3`` also a line per result.
+        progress_reporter: a ``tune.CLIReporter`` / ``JupyterNotebookReporter`` (the
+            view's columns, rows, frequency) or your own ``tune.ProgressReporter``.
+        log_to_file: accepted for Ray's signature: a trial's stdout and stderr always
+            also go to ``output.log`` in its folder; file names given here (a string or
+            a pair) are warned about and not used.
+        sync_config: accepted for Ray's signature; experiments are written to local
+            storage only, so a ``SyncConfig`` is warned about and not used.
+        storage_filesystem: must be ``None`` (local storage only).
     """
 
     name: str | None = None
@@ -191,8 +227,17 @@ class RunConfig:
     checkpoint_config: CheckpointConfig | None = None
     callbacks: list[Any] | None = None
     verbose: int = 1
+    progress_reporter: ProgressReporter | None = None
+    log_to_file: bool | str | tuple[str, str] = False
+    sync_config: Any = None
+    storage_filesystem: Any = None
 
     def __post_init__(self) -> None:
+        self.failure_config = _tune_failure_config(self.failure_config)
+        self.checkpoint_config = _tune_checkpoint_config(self.checkpoint_config)
+        if self.verbose is None:
+            self.verbose = 1  # Ray's tune.run(verbose=None)
+        self._check_ray_extras()
         check_callbacks(self.callbacks)
         if self.verbose not in (0, 1, 2, 3):
             raise ValueError(f"verbose must be 0, 1, 2 or 3, got {self.verbose!r}")
@@ -207,3 +252,59 @@ class RunConfig:
                 f"stop must be a dict, a callable (trial_id, result) -> bool, or a Stopper; "
                 f"got {self.stop!r}"
             )
+
+    def _check_ray_extras(self) -> None:
+        reporter = self.progress_reporter
+        if reporter is not None and not isinstance(reporter, ProgressReporter):
+            raise ValueError(
+                "progress_reporter must be a tune.ProgressReporter (CLIReporter, "
+                f"JupyterNotebookReporter or your subclass), got {reporter!r}"
+            )
+        if not isinstance(self.log_to_file, bool):
+            if not isinstance(self.log_to_file, str | tuple):
+                raise ValueError(
+                    f"log_to_file must be a bool, a file name or a pair of them, got "
+                    f"{self.log_to_file!r}"
+                )
+            warnings.warn(
+                f"RunConfig(log_to_file={self.log_to_file!r}): a trial's stdout and stderr "
+                "go to output.log in its folder; the file names are not used",
+                stacklevel=4,
+            )
+        if self.sync_config is not None:
+            warnings.warn(
+                "RunConfig(sync_config=...) has no effect: actorrt writes experiments to "
+                "local storage only (see docs/porting.md)",
+                stacklevel=4,
+            )
+        if self.storage_filesystem is not None:
+            raise ValueError(
+                "storage_filesystem is not supported: actorrt writes experiments to a local "
+                f"folder (storage_path), got {self.storage_filesystem!r}"
+            )
+
+
+def _tune_failure_config(config: Any) -> FailureConfig | None:
+    """A ``train.FailureConfig`` (Ray 2.7-2.40 passed those to Tuner) as Tune's."""
+    if config is None or isinstance(config, FailureConfig):
+        return config
+    if hasattr(config, "max_failures"):
+        return FailureConfig(
+            max_failures=config.max_failures, fail_fast=bool(getattr(config, "fail_fast", False))
+        )
+    raise ValueError(f"failure_config must be a FailureConfig, got {config!r}")
+
+
+def _tune_checkpoint_config(config: Any) -> CheckpointConfig | None:
+    """A ``train.CheckpointConfig`` (Ray 2.7-2.40 passed those to Tuner) as Tune's."""
+    if config is None or isinstance(config, CheckpointConfig):
+        return config
+    if hasattr(config, "num_to_keep") and hasattr(config, "checkpoint_score_attribute"):
+        return CheckpointConfig(
+            num_to_keep=config.num_to_keep,
+            checkpoint_score_attribute=config.checkpoint_score_attribute,
+            checkpoint_score_order=config.checkpoint_score_order,
+            checkpoint_frequency=int(getattr(config, "checkpoint_frequency", 0)),
+            checkpoint_at_end=getattr(config, "checkpoint_at_end", None),
+        )
+    raise ValueError(f"checkpoint_config must be a CheckpointConfig, got {config!r}")

@@ -55,6 +55,7 @@ __all__ = ["TuneController"]
 logger = logging.getLogger("actorrt.tune")
 
 STOP_GRACE_S = 2.0  # a trial told to stop gets this long to reach its next report
+STOPPER_CHECK_S = 1.0  # how often a stopper's stop_all() is asked between results
 MAX_PENDING_ENV = "ACTORRT_TUNE_MAX_PENDING_TRIALS"
 DEFAULT_STORAGE = os.path.join("~", "actorrt_results")
 
@@ -104,7 +105,10 @@ class TuneController:
         self.scheduler: TrialScheduler = tune_config.scheduler or FIFOScheduler()
         self.scheduler.set_search_properties(tune_config.metric, tune_config.mode)
         self.stopper = to_stopper(run_config.stop)
-        self.progress = ProgressReporter(run_config.verbose, tune_config.metric, tune_config.mode)
+        self.progress = ProgressReporter(
+            run_config.verbose, tune_config.metric, tune_config.mode,
+            reporter=run_config.progress_reporter,
+        )
         given = list(run_config.callbacks or [])
         self.callbacks = CallbackList([*given, *default_callbacks(given)], self.progress.note)
         self.trials: list[Trial] = []
@@ -155,6 +159,7 @@ class TuneController:
         self.callbacks.setup(self.stopper, self.tune_config.num_samples, self.searcher)
         timers: list[asyncio.TimerHandle] = []
         status_task: asyncio.Task[None] | None = None
+        stopper_task: asyncio.Task[None] | None = None
         try:
             self.record.open(metric=self.tune_config.metric, mode=self.tune_config.mode)
             if self.restored is not None:
@@ -165,6 +170,7 @@ class TuneController:
                 timers.append(loop.call_later(max(left, 0.0), self.stop_all, "time budget"))
             if self.run_config.verbose >= 1:
                 status_task = asyncio.create_task(self._status_loop())
+            stopper_task = asyncio.create_task(self._watch_stopper())
             while True:
                 self._launch(max_pending)
                 if not self._tasks and (self._search_done or self._stopping):
@@ -177,9 +183,10 @@ class TuneController:
         finally:
             for timer in timers:
                 timer.cancel()
-            if status_task is not None:
-                status_task.cancel()
-                await asyncio.gather(status_task, return_exceptions=True)
+            for task in (status_task, stopper_task):
+                if task is not None:
+                    task.cancel()
+                    await asyncio.gather(task, return_exceptions=True)
             await self._cancel_all()
             if self._kills:
                 await asyncio.gather(*self._kills, return_exceptions=True)
@@ -191,6 +198,19 @@ class TuneController:
             self.callbacks.experiment_end(self.trials)
         self.progress.final(self.trials, self.storage.path)
         return self.result_grid()
+
+    async def _watch_stopper(self) -> None:
+        """Ask the stopper's ``stop_all()`` between results too (Ray asks at every step of
+        its loop), so a ``TimeoutStopper`` ends an experiment whose trials report rarely."""
+        while not self._stopping:
+            await asyncio.sleep(STOPPER_CHECK_S)
+            try:
+                stop = self.stopper.stop_all()
+            except Exception:  # asked again at the next result, where it reaches the trial
+                logger.exception("tune: the stopper's stop_all() raised")
+                return
+            if stop:
+                self.stop_all("stopper")
 
     async def _status_loop(self) -> None:
         await self.progress.watch(self.trials, self._refs)
@@ -431,7 +451,9 @@ class TuneController:
         result["trial_id"] = trial_id
         result["date"] = time.strftime("%Y-%m-%d_%H-%M-%S")
         result["hostname"] = self._hostname
-        result["done"] = False
+        # A trial that reports done=True has finished, as in Ray.
+        reported_done = bool(result.get("done", False))
+        result["done"] = reported_done
         trial.pid = result.get("pid")
         if checkpoint is not None:
             result["checkpoint_dir_name"] = os.path.basename(checkpoint)
@@ -450,7 +472,7 @@ class TuneController:
                 logger.warning("tune: PAUSE decisions are not supported yet; the trial goes on")
                 self._warned_pause = True
             decision = CONTINUE
-        if self.stopper(trial_id, result):
+        if self.stopper(trial_id, result) or reported_done:
             decision = STOP
         if self.stopper.stop_all():
             self.stop_all("stopper")

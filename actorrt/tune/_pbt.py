@@ -161,7 +161,7 @@ class PopulationBasedTraining(TrialScheduler):
 
     def _resample(self, key: str, spec: Any) -> Any:
         if isinstance(spec, Domain) and not isinstance(spec, Function):
-            return spec.sample(self._rng)
+            return spec._draw(self._rng)
         if callable(spec):
             return spec()
         raise ValueError(

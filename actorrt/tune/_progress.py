@@ -23,6 +23,8 @@ from typing import Any, TextIO
 import actorrt
 
 from ._callbacks import importable
+from ._reporters import ProgressReporter as UserReporter
+from ._reporters import TuneReporterBase
 from ._trial import ERROR, PENDING, Trial
 from ._view import SHOWN, Snapshot, fmt, short
 
@@ -49,6 +51,9 @@ class ProgressReporter:
         out: where to print (default ``sys.stdout``).
         live: draw the live view (default: when ``out`` is a terminal and ``rich`` is
             installed).
+        reporter: ``RunConfig.progress_reporter``: a ``CLIReporter`` /
+            ``JupyterNotebookReporter`` sets the view's columns, rows and frequency;
+            another ``ProgressReporter`` is called instead of the periodic view.
     """
 
     def __init__(
@@ -58,15 +63,26 @@ class ProgressReporter:
         mode: str | None,
         out: TextIO | None = None,
         live: bool | None = None,
+        reporter: UserReporter | None = None,
     ) -> None:
         self.verbose = verbose
+        self.settings = reporter if isinstance(reporter, TuneReporterBase) else None
+        self.custom = reporter if self.settings is None else None
+        if self.settings is not None:
+            # The user's reporter is read, not changed: a tuner may run again with it.
+            metric, mode = self.settings._resolved_search(metric, mode)
         self.metric = metric
         self.mode = mode
         self.out = out or sys.stdout
         if live is None:
             live = _is_terminal(self.out) and importable("rich")
-        self.live = live and verbose >= 1
+        self.live = live and verbose >= 1 and self.custom is None
         self.interval = LIVE_REFRESH_S if self.live else PLAIN_INTERVAL_S
+        if self.settings is not None and not self.live:
+            self.interval = self.settings.max_report_frequency
+        if self.custom is not None:
+            self.interval = LIVE_REFRESH_S
+            self.custom.setup(time.time(), None, metric, mode)
         self._started = time.monotonic()
         self._changed: dict[str, float] = {}
         self._console: Any = None
@@ -119,6 +135,9 @@ class ProgressReporter:
             metric=self.metric,
             mode=self.mode,
             changed=dict(self._changed),
+            metric_names=self.settings.metric_columns if self.settings else None,
+            parameter_names=self.settings.parameter_columns if self.settings else None,
+            table_rows=self.settings.max_progress_rows if self.settings else None,
             names={
                 ref.actor_id: t.trial_name
                 for t in trials
@@ -133,6 +152,12 @@ class ProgressReporter:
     def status(self, trials: list[Trial]) -> None:
         """Show the progress now: redraw the live view, or print a status line."""
         if self.verbose < 1:
+            return
+        if self.custom is not None:
+            if self.custom.should_report(trials, done=False):
+                self.custom.report(trials, False, self.status_line(trials))
+            return
+        if self.settings is not None and self.settings.print_intermediate_tables is False:
             return
         if self._live is not None:
             self._live.update(self.snapshot(trials).renderable(), refresh=True)
@@ -185,6 +210,8 @@ class ProgressReporter:
         if self.verbose < 1:
             return
         self._stop_live()
+        if self.custom is not None:
+            self.custom.report(trials, True, self.status_line(trials))
         view = self.snapshot(trials)
         if self._console is not None:
             self._console.print(view.renderable(final=True))

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ._checkpoint import Checkpoint
-from ._storage import flatten
+from ._storage import flatten, read_results
 
 if TYPE_CHECKING:
     from ._trial import Trial
@@ -31,6 +32,9 @@ class Result:
         trial_id: its id.
         status: ``TERMINATED`` or ``ERROR`` (or ``PENDING`` for a trial that never started
             because the experiment stopped).
+        best_checkpoints: the trial's checkpoints still on disk (those
+            ``CheckpointConfig(num_to_keep=...)`` kept), oldest first, each with the
+            result it was reported with.
     """
 
     metrics: dict[str, Any]
@@ -40,6 +44,35 @@ class Result:
     error: BaseException | None = None
     trial_id: str = ""
     status: str = ""
+    best_checkpoints: list[tuple[Checkpoint, dict[str, Any]]] = dataclasses.field(
+        default_factory=list
+    )
+
+    def get_best_checkpoint(self, metric: str, mode: str) -> Checkpoint | None:
+        """The kept checkpoint whose result has the best ``metric`` (Ray's
+        ``Result.get_best_checkpoint``).
+
+        Raises:
+            RuntimeError: the trial kept no checkpoint.
+            ValueError: a bad mode, or no kept checkpoint's result has ``metric``.
+        """
+        _check_mode(mode)
+        if not self.best_checkpoints:
+            raise RuntimeError(f"trial {self.trial_id} has no checkpoint on disk")
+        scored = [
+            (float(v), checkpoint)
+            for checkpoint, metrics in self.best_checkpoints
+            if isinstance(v := flatten(metrics).get(metric), int | float)
+            and not isinstance(v, bool)
+        ]
+        if not scored:
+            known = sorted({k for _, m in self.best_checkpoints for k in flatten(m)})
+            raise ValueError(
+                f"no checkpoint of trial {self.trial_id} was reported with {metric!r}; "
+                f"choose from {known}"
+            )
+        pick = max if mode == "max" else min
+        return pick(scored, key=lambda pair: pair[0])[1]
 
     @property
     def metrics_dataframe(self) -> Any:
@@ -196,7 +229,28 @@ def grid_of(
             error=t.error,
             trial_id=t.trial_id,
             status=t.status,
+            best_checkpoints=_kept_checkpoints(t),
         )
         for t in trials
     ]
     return ResultGrid(results, path, metric, mode)
+
+
+def _kept_checkpoints(trial: Trial) -> list[tuple[Checkpoint, dict[str, Any]]]:
+    """A trial's checkpoints on disk with the results they came with (read from its
+    ``result.json``; a checkpoint taken at the end of a class trainable gets its last
+    result)."""
+    if not trial.checkpoints:
+        return []
+    by_name = {
+        str(r["checkpoint_dir_name"]): r
+        for r in read_results(trial.path)
+        if r.get("checkpoint_dir_name")
+    }
+    kept = []
+    for path, *_ in trial.checkpoints:
+        if not os.path.isdir(path):
+            continue
+        metrics = by_name.get(os.path.basename(path), trial.last_result)
+        kept.append((Checkpoint(path), {k: v for k, v in metrics.items() if k != "config"}))
+    return kept

@@ -7,14 +7,17 @@ domain: it returns Ray's marker dict ``{"grid_search": [...]}``, which the varia
 expands into one trial per value (per sample).
 
 Bounds follow Ray Tune: ``randint`` excludes ``upper``, ``qrandint`` includes it; quantized
-values are multiples of ``q`` and, unlike Ray's, never fall outside ``[lower, upper]``.
+values are multiples of ``q`` inside ``[lower, upper]`` (Ray refuses float bounds that are
+not multiples of ``q``; here they are accepted).
 """
 
 from __future__ import annotations
 
 import abc
+import inspect
 import math
 import random
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,6 +31,7 @@ __all__ = [
     "grid_search",
     "lograndint",
     "loguniform",
+    "qlograndint",
     "qloguniform",
     "qrandint",
     "qrandn",
@@ -40,11 +44,67 @@ __all__ = [
 
 
 class Domain(abc.ABC):
-    """Something a config value is sampled from, once per trial."""
+    """Something a config value is sampled from, once per trial (Ray Tune's ``Domain``)."""
 
     @abc.abstractmethod
-    def sample(self, rng: random.Random) -> Any:
-        """Draw one value with ``rng``."""
+    def _draw(self, rng: random.Random) -> Any:
+        """Draw one value with ``rng`` (what the variant generator calls)."""
+
+    def sample(
+        self, config: Any = None, size: int = 1, random_state: Any = None
+    ) -> Any:
+        """Draw values, as Ray's ``Domain.sample``: one value when ``size == 1``, else a list.
+
+        Args:
+            config: the config so far (used by ``sample_from`` domains only). A
+                ``random.Random`` here is taken as ``random_state``.
+            size: how many values.
+            random_state: ``None`` (the ``random`` module's state), an int seed, a
+                ``random.Random``, or a numpy ``Generator``/``RandomState``.
+        """
+        if isinstance(config, random.Random) and random_state is None:
+            config, random_state = None, config
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"size must be a positive int, got {size!r}")
+        rng = _rng(random_state)
+        values = [self._draw_with(config, rng) for _ in range(size)]
+        return values[0] if size == 1 else values
+
+    def _draw_with(self, config: Any, rng: random.Random) -> Any:
+        return self._draw(rng)
+
+    def is_grid(self) -> bool:
+        """False: a grid is ``tune.grid_search``'s marker, not a domain."""
+        return False
+
+    def is_function(self) -> bool:
+        """Whether this is a ``sample_from`` domain."""
+        return False
+
+    def is_valid(self, value: Any) -> bool:
+        """Whether ``value`` could have been drawn from this domain."""
+        return True
+
+    @property
+    def domain_str(self) -> str:
+        """The domain as text (Ray's ``domain_str``)."""
+        return repr(self)
+
+
+def _rng(random_state: Any) -> random.Random:
+    if random_state is None:
+        return random._inst  # the module-level generator
+    if isinstance(random_state, random.Random):
+        return random_state
+    if isinstance(random_state, int) and not isinstance(random_state, bool):
+        return random.Random(random_state)
+    integers = getattr(random_state, "integers", None) or getattr(random_state, "randint", None)
+    if callable(integers):  # numpy Generator / RandomState: seed ours from it
+        return random.Random(int(integers(0, 2**31 - 1)))
+    raise ValueError(
+        "random_state must be None, an int seed, a random.Random or a numpy "
+        f"Generator/RandomState, got {random_state!r}"
+    )
 
 
 def _number(name: str, value: object) -> float:
@@ -90,7 +150,7 @@ class Float(Domain):
         self.log_base = log_base
         self.q = _check_q(q)
 
-    def sample(self, rng: random.Random) -> float:
+    def _draw(self, rng: random.Random) -> float:
         if self.log_base is None:
             value = rng.uniform(self.lower, self.upper)
         else:
@@ -99,6 +159,26 @@ class Float(Domain):
         if self.q is not None:
             value = _quantize(value, self.lower, self.upper, self.q)
         return value
+
+    def uniform(self) -> Float:
+        """This range, sampled uniformly (Ray's ``Float.uniform()``)."""
+        return Float(self.lower, self.upper, q=self.q)
+
+    def loguniform(self, base: float | None = None) -> Float:
+        """This range, sampled log-uniformly (``base`` is deprecated, as in Ray)."""
+        _warn_for_base(base)
+        return Float(self.lower, self.upper, log_base=10, q=self.q)
+
+    def quantized(self, q: float) -> Float:
+        """This domain with values rounded to multiples of ``q``."""
+        return Float(self.lower, self.upper, log_base=self.log_base, q=q)
+
+    def is_valid(self, value: Any) -> bool:
+        return isinstance(value, int | float) and self.lower <= value <= self.upper
+
+    @property
+    def domain_str(self) -> str:
+        return f"({self.lower}, {self.upper})"
 
     def __repr__(self) -> str:
         kind = "loguniform" if self.log_base is not None else "uniform"
@@ -115,11 +195,18 @@ class Normal(Domain):
             raise ValueError(f"sd must be positive, got {sd!r}")
         self.q = _check_q(q)
 
-    def sample(self, rng: random.Random) -> float:
+    def _draw(self, rng: random.Random) -> float:
         value = rng.gauss(self.mean, self.sd)
         if self.q is not None:
             value = round(value / self.q) * self.q
         return value
+
+    def quantized(self, q: float) -> Normal:
+        """This distribution with values rounded to multiples of ``q``."""
+        return Normal(self.mean, self.sd, q=q)
+
+    def is_valid(self, value: Any) -> bool:
+        return isinstance(value, int | float)
 
     def __repr__(self) -> str:
         return f"randn({self.mean}, {self.sd})"
@@ -140,7 +227,7 @@ class Integer(Domain):
             raise ValueError(f"q must be a positive int, got {q!r}")
         self.lower, self.upper, self.log, self.q = lower, upper, log, q
 
-    def sample(self, rng: random.Random) -> int:
+    def _draw(self, rng: random.Random) -> int:
         if self.log:
             value = int(math.exp(rng.uniform(math.log(self.lower), math.log(self.upper))))
             value = min(max(value, self.lower), self.upper - 1)
@@ -149,6 +236,30 @@ class Integer(Domain):
         if self.q is not None:
             value = int(_quantize(value, self.lower, self.upper - 1, self.q))
         return value
+
+    def uniform(self) -> Integer:
+        """This range, sampled uniformly (Ray's ``Integer.uniform()``)."""
+        return Integer(self.lower, self.upper, q=self.q)
+
+    def loguniform(self, base: float | None = None) -> Integer:
+        """This range, sampled log-uniformly (``base`` is deprecated, as in Ray)."""
+        _warn_for_base(base)
+        return Integer(self.lower, self.upper, log=True, q=self.q)
+
+    def quantized(self, q: int) -> Integer:
+        """This domain with values that are multiples of ``q``."""
+        return Integer(self.lower, self.upper, log=self.log, q=q)
+
+    def is_valid(self, value: Any) -> bool:
+        # Ray's rule: both bounds included (randint's upper too); qrandint's upper, which
+        # is stored here as upper + 1, is the last valid value.
+        upper = self.upper - 1 if self.q is not None else self.upper
+        return isinstance(value, int) and self.lower <= value <= upper
+
+    @property
+    def domain_str(self) -> str:
+        upper = self.upper - 1 if self.q is not None else self.upper
+        return f"({self.lower}, {upper})"
 
     def __repr__(self) -> str:
         return f"randint({self.lower}, {self.upper})"
@@ -164,8 +275,29 @@ class Categorical(Domain):
             raise ValueError("choice() needs at least one value, got []")
         self.categories = list(categories)
 
-    def sample(self, rng: random.Random) -> Any:
+    def _draw(self, rng: random.Random) -> Any:
         return self.categories[rng.randrange(len(self.categories))]
+
+    def uniform(self) -> Categorical:
+        """Each value equally likely (what it already is; Ray's ``Categorical.uniform()``)."""
+        return self
+
+    def grid(self) -> dict[str, list[Any]]:
+        """Every value in turn (Ray's ``Categorical.grid()``): ``grid_search(categories)``."""
+        return grid_search(self.categories)
+
+    def is_valid(self, value: Any) -> bool:
+        return value in self.categories
+
+    @property
+    def domain_str(self) -> str:
+        return str(self.categories)
+
+    def __len__(self) -> int:
+        return len(self.categories)
+
+    def __getitem__(self, index: int) -> Any:
+        return self.categories[index]
 
     def __repr__(self) -> str:
         return f"choice({self.categories!r})"
@@ -183,8 +315,24 @@ class Function(Domain):
             raise ValueError(f"sample_from() takes a callable, got {func!r}")
         self.func = func
 
-    def sample(self, rng: random.Random) -> Any:
+    def _draw(self, rng: random.Random) -> Any:
         raise TypeError("a sample_from() domain is resolved with the config; see resolve()")
+
+    def _draw_with(self, config: Any, rng: random.Random) -> Any:
+        try:
+            inspect.signature(self.func).bind({})
+        except TypeError:
+            return self.func()  # takes no config
+        except ValueError:
+            pass  # no signature to read: pass the config
+        return self.func(dict(config or {}))
+
+    @property
+    def domain_str(self) -> str:
+        return f"{self.func}()"
+
+    def is_function(self) -> bool:
+        return True
 
     def __repr__(self) -> str:
         return f"sample_from({getattr(self.func, '__name__', self.func)!r})"
@@ -200,14 +348,30 @@ def quniform(lower: float, upper: float, q: float) -> Float:
     return Float(lower, upper, q=q)
 
 
-def loguniform(lower: float, upper: float, base: float = 10) -> Float:
-    """A float whose logarithm is uniform in ``[log(lower), log(upper))``; ``lower > 0``."""
-    return Float(lower, upper, log_base=base)
+def _warn_for_base(base: float | None) -> None:
+    if base is not None:
+        warnings.warn(
+            "the base argument is deprecated (as in Ray): it does not change the "
+            "distribution; remove it",
+            DeprecationWarning,
+            stacklevel=3,
+        )
 
 
-def qloguniform(lower: float, upper: float, q: float, base: float = 10) -> Float:
-    """A log-uniform float rounded to a multiple of ``q`` within ``[lower, upper]``."""
-    return Float(lower, upper, log_base=base, q=q)
+def loguniform(lower: float, upper: float, base: float | None = None) -> Float:
+    """A float whose logarithm is uniform in ``[log(lower), log(upper))``; ``lower > 0``.
+    ``base`` is deprecated, as in Ray (it does not change the distribution)."""
+    _warn_for_base(base)
+    return Float(lower, upper, log_base=10)
+
+
+def qloguniform(
+    lower: float, upper: float, q: float, base: float | None = None
+) -> Float:
+    """A log-uniform float rounded to a multiple of ``q`` within ``[lower, upper]``;
+    ``base`` is deprecated, as in Ray."""
+    _warn_for_base(base)
+    return Float(lower, upper, log_base=10, q=q)
 
 
 def randint(lower: int, upper: int) -> Integer:
@@ -220,9 +384,18 @@ def qrandint(lower: int, upper: int, q: int = 1) -> Integer:
     return Integer(lower, upper + 1, q=q)
 
 
-def lograndint(lower: int, upper: int) -> Integer:
-    """An int whose logarithm is uniform, from ``[lower, upper)``; ``lower > 0``."""
+def lograndint(lower: int, upper: int, base: float | None = None) -> Integer:
+    """An int whose logarithm is uniform, from ``[lower, upper)``; ``lower > 0``.
+    ``base`` is deprecated, as in Ray (it does not change the distribution)."""
+    _warn_for_base(base)
     return Integer(lower, upper, log=True)
+
+
+def qlograndint(lower: int, upper: int, q: int, base: float | None = None) -> Integer:
+    """A multiple of ``q`` whose logarithm is uniform, from ``[lower, upper]`` (``upper``
+    included, as in Ray); ``lower > 0``. ``base`` is deprecated, as in Ray."""
+    _warn_for_base(base)
+    return Integer(lower, upper + 1, log=True, q=q)
 
 
 def randn(mean: float = 0.0, sd: float = 1.0) -> Normal:

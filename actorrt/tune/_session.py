@@ -65,6 +65,22 @@ class TuneContext:
         """Always 0: a Tune trial is a single driver (Train's contexts have real ranks)."""
         return 0
 
+    def get_local_rank(self) -> int:
+        """Always 0 (see ``get_world_rank``)."""
+        return 0
+
+    def get_world_size(self) -> int:
+        """Always 1: a Tune trial is a single driver."""
+        return 1
+
+    def get_local_world_size(self) -> int:
+        """Always 1 (see ``get_world_size``)."""
+        return 1
+
+    def get_node_rank(self) -> int:
+        """Always 0: one machine."""
+        return 0
+
     def __repr__(self) -> str:
         return f"TuneContext(trial_id={self.get_trial_id()!r})"
 

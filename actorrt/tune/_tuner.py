@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import inspect
 import os
 import signal
@@ -70,6 +71,39 @@ def _from_trainer(trainable: Any) -> Any:
     return trainable
 
 
+def _tune_run_config(run_config: Any) -> RunConfig:
+    """Tune's ``RunConfig`` from what a Ray script passes: Tune's own, or a Train
+    ``RunConfig`` (Ray 2.7-2.40 spelling, with ``stop=``/``callbacks=``)."""
+    if run_config is None:
+        return RunConfig()
+    if isinstance(run_config, RunConfig):
+        return run_config
+    settings = getattr(run_config, "tune_settings", None)
+    if not callable(settings):
+        raise ValueError(f"run_config must be a tune.RunConfig, got {run_config!r}")
+    storage = run_config.storage_path
+    return RunConfig(
+        name=run_config.name,
+        storage_path=os.fspath(storage) if storage is not None else None,
+        failure_config=run_config.failure_config,
+        checkpoint_config=run_config.checkpoint_config,
+        **settings(),
+    )
+
+
+def _template_scaling_config(param_space: dict[str, Any]) -> dict[str, Any]:
+    """``param_space["scaling_config"]`` holding search values (``ScalingConfig(
+    num_workers=tune.grid_search([1, 2]))``) as a dict of its fields, which the search
+    resolves per trial and the trainer turns back into a ``ScalingConfig``, as in Ray."""
+    scaling = param_space.get("scaling_config")
+    search_values = getattr(scaling, "search_values", None)
+    if callable(search_values) and search_values() and dataclasses.is_dataclass(scaling):
+        param_space["scaling_config"] = {
+            f.name: getattr(scaling, f.name) for f in dataclasses.fields(scaling)
+        }
+    return param_space
+
+
 def _check_trainable(trainable: Any) -> None:
     if inspect.isclass(trainable) and issubclass(trainable, Trainable):
         return
@@ -111,14 +145,20 @@ class Tuner:
         tune_config: TuneConfig | None = None,
         run_config: RunConfig | None = None,
     ) -> None:
+        given = trainable
         trainable = _from_trainer(trainable)
         _check_trainable(trainable)
         if param_space is not None and not isinstance(param_space, dict):
             raise ValueError(f"param_space must be a dict, got {param_space!r}")
+        if tune_config is not None and not isinstance(tune_config, TuneConfig):
+            raise ValueError(f"tune_config must be a tune.TuneConfig, got {tune_config!r}")
         self.trainable = trainable
-        self.param_space = dict(param_space or {})
+        self.param_space = _template_scaling_config(dict(param_space or {}))
         self.tune_config = tune_config or TuneConfig()
-        self.run_config = run_config or RunConfig()
+        if run_config is None and given is not trainable:
+            run_config = getattr(given, "run_config", None)  # a trainer's, as in Ray
+        self.run_config = _tune_run_config(run_config)
+        self._results: ResultGrid | None = None
         self._task: asyncio.Task[ResultGrid] | None = None
         self._controller: TuneController | None = None
         self._restored: RestoredExperiment | None = None
@@ -215,7 +255,27 @@ class Tuner:
             self.trainable, self.param_space, self.tune_config, self.run_config, restored
         )
         self._controller = controller
-        return await controller.run()
+        self._results = await controller.run()
+        return self._results
+
+    def get_results(self) -> ResultGrid:
+        """The results of this tuner's last ``fit()`` (Ray Tune's ``Tuner.get_results``);
+        for a tuner from :meth:`restore` that has not run, the results its folder holds
+        (trials that had not finished show as ``RUNNING``), read without changing it.
+
+        Raises:
+            RuntimeError: a new tuner whose ``fit()`` has not run yet.
+        """
+        if self._results is None and self._restored is not None:
+            from ._saved_results import saved_results
+
+            return saved_results(self._restored)
+        if self._results is None:
+            raise RuntimeError(
+                "Tuner.get_results(): the experiment has not been run yet; call "
+                "Tuner.fit() first"
+            )
+        return self._results
 
     def fit(self) -> ResultGrid:
         """Run the sweep from synchronous code and return its results.

@@ -131,7 +131,7 @@ def resolve_one(space: dict[str, Any], grid_point: dict[Path, Any], rng: random.
             functions.append((path, value))
             _set(config, path, None)
         elif isinstance(value, Domain):
-            _set(config, path, value.sample(rng))
+            _set(config, path, value._draw(rng))
     _resolve_functions(config, functions)
     return config
 

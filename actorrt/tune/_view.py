@@ -88,6 +88,9 @@ class Snapshot:
         changed: when each trial last changed status (``time.monotonic()``), by id.
         names: trial names by the actor id of their trial actor, to name the holders in
             the broker's reasons.
+        metric_names, parameter_names: the columns a ``CLIReporter`` asked for, with
+            their headings (``None``: the defaults).
+        table_rows: the final table's rows (``None``: the default).
     """
 
     elapsed: float
@@ -99,6 +102,9 @@ class Snapshot:
     mode: str | None = None
     changed: dict[str, float] = dataclasses.field(default_factory=dict)
     names: dict[str, str] = dataclasses.field(default_factory=dict)
+    metric_names: dict[str, str] | None = None
+    parameter_names: dict[str, str] | None = None
+    table_rows: int | None = None
 
     def best(self) -> tuple[Trial, float] | None:
         """The trial with the best last ``metric`` so far, and that value."""
@@ -138,15 +144,22 @@ class Snapshot:
         return [reason for reason, _ in counts.most_common(_REASONS_SHOWN)]
 
     def metric_columns(self) -> list[str]:
+        if self.metric_names is not None:
+            return list(self.metric_names)
         return [k for k in (self.metric, *SHOWN) if k]
 
     def config_columns(self, trials: Iterable[Trial]) -> list[str]:
+        if self.parameter_names is not None:
+            return list(self.parameter_names)
         columns: list[str] = []
         for trial in trials:
             for key in flatten(trial.config):
                 if key not in columns:
                     columns.append(key)
         return columns[:_CONFIG_COLUMNS]
+
+    def _rows(self) -> int:
+        return self.table_rows if self.table_rows is not None else _TABLE_ROWS
 
     def live_rows(self) -> list[Trial]:
         """Running trials, then waiting ones, then the most recently ended."""
@@ -178,15 +191,15 @@ class Snapshot:
         return [
             trial.trial_name,
             trial.status,
-            *[_cell(trial.last_result.get(k, "")) for k in self.metric_columns()],
+            *[_cell(flatten(trial.last_result).get(k, "")) for k in self.metric_columns()],
             *[_cell(flat.get(k, "")) for k in config_columns],
         ]
 
     def header(self, config_columns: list[str]) -> list[str]:
         return [
             "trial", "status",
-            *[_HEADINGS.get(k, k) for k in self.metric_columns()],
-            *config_columns,
+            *[(self.metric_names or _HEADINGS).get(k, k) for k in self.metric_columns()],
+            *[(self.parameter_names or {}).get(k, k) for k in config_columns],
         ]
 
     def renderable(self, final: bool = False) -> Any:
@@ -216,7 +229,7 @@ class Snapshot:
         if self.pending:
             parts.append(Text(f"Waiting for resources: {len(self.pending)}", style="yellow"))
             parts.extend(Text(f"  {reason}") for reason in self.reasons())
-        parts.append(self._table(self.trials[:_TABLE_ROWS] if final else self.live_rows()))
+        parts.append(self._table(self.trials[:self._rows()] if final else self.live_rows()))
         errored = [t for t in self.trials if t.status == ERROR]
         if errored:
             parts.append(Text(f"Errors: {len(errored)}", style="bold red"))
@@ -246,12 +259,12 @@ class Snapshot:
 
     def plain_table(self) -> list[str]:
         """The final table as plain lines (no escape codes)."""
-        rows = self.trials[:_TABLE_ROWS]
+        rows = self.trials[:self._rows()]
         columns = self.config_columns(rows)
         cells = [self.header(columns), *[self.row(t, columns) for t in rows]]
         widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
         lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
                  for r in cells]
-        if len(self.trials) > _TABLE_ROWS:
-            lines.append(f"... and {len(self.trials) - _TABLE_ROWS} more trials")
+        if len(self.trials) > len(rows):
+            lines.append(f"... and {len(self.trials) - len(rows)} more trials")
         return lines

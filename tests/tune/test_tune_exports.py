@@ -11,6 +11,9 @@ EXPECTED = {
     "TuneConfig", "TuneContext", "Tuner", "choice", "get_checkpoint", "get_context",
     "grid_search", "lograndint", "loguniform", "qloguniform", "qrandint", "qrandn",
     "quniform", "randint", "randn", "report", "sample_from", "uniform", "with_resources",
+    # Ray's everyday names added for ported scripts
+    "CLIReporter", "ExperimentAnalysis", "JupyterNotebookReporter", "ProgressReporter",
+    "Stopper", "SyncConfig", "TuneError", "qlograndint", "run", "with_parameters",
 }
 SUBMODULES = {"logger", "schedulers", "search", "stopper", "utils"}
 
@@ -32,11 +35,24 @@ def test_public_classes_name_their_public_module() -> None:
 def test_ray_style_submodules() -> None:
     from actorrt.tune.schedulers import ASHAScheduler, AsyncHyperBandScheduler
     from actorrt.tune.search import BasicVariantGenerator, ConcurrencyLimiter
-    from actorrt.tune.stopper import Stopper
+    from actorrt.tune.stopper import (
+        CombinedStopper,
+        ExperimentPlateauStopper,
+        FunctionStopper,
+        MaximumIterationStopper,
+        NoopStopper,
+        Stopper,
+        TimeoutStopper,
+        TrialPlateauStopper,
+    )
     from actorrt.tune.utils import wait_for_gpu
 
     assert ASHAScheduler is AsyncHyperBandScheduler
     assert callable(wait_for_gpu) and Stopper and BasicVariantGenerator and ConcurrencyLimiter
+    assert Stopper is tune.Stopper
+    for stopper in (CombinedStopper, ExperimentPlateauStopper, FunctionStopper,
+                    MaximumIterationStopper, NoopStopper, TimeoutStopper, TrialPlateauStopper):
+        assert issubclass(stopper, Stopper)
 
 
 def test_logger_and_optuna_modules_show_where_their_classes_are_imported_from() -> None:

@@ -1,0 +1,110 @@
+"""Ray's ``ray.init`` arguments, as ``actorrt.init`` takes them.
+
+Each Ray argument is one of: used (``num_cpus``, ``num_gpus``, ``resources``,
+``ignore_reinit_error``, ``logging_level``, ``runtime_env={"env_vars": ...}``, ``_memory``),
+refused with a clear error where going on would mislead (``address`` of a cluster), or
+ignored with one warning line naming all the ignored ones (they have no meaning for a
+runtime on one machine without an object store or a dashboard). An argument that is neither Ray's
+nor actorrt's is a ``TypeError``, as any unknown keyword argument is.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["RUNTIME_ARGS", "ray_init_args"]
+
+RUNTIME_ARGS = frozenset(
+    {"num_cpus", "num_gpus", "memory", "resources", "shutdown_timeout", "worker_env"}
+)
+
+# Ray's init arguments that mean nothing here, each with the reason the warning gives.
+IGNORED = {
+    "local_mode": "trials and actors still run in worker processes",
+    "include_dashboard": "there is no dashboard; `actorrt status` shows a runtime",
+    "dashboard_host": "there is no dashboard",
+    "dashboard_port": "there is no dashboard",
+    "configure_logging": "actorrt never configures logging; it logs to 'actorrt'",
+    "logging_format": "actorrt never configures logging",
+    "logging_config": "actorrt never configures logging",
+    "log_to_driver": "worker output always reaches the driver's terminal",
+    "namespace": "actor names are per runtime",
+    "job_config": "there are no Ray jobs",
+    "object_store_memory": "there is no object store",
+    "labels": "there are no node labels",
+    "enable_resource_isolation": "there is no resource isolation",
+    "system_reserved_cpu": "there is no resource isolation",
+    "system_reserved_memory": "there is no resource isolation",
+    "storage": "experiments choose their storage_path",
+    "_system_config": "Ray's internal settings do not apply",
+    "_temp_dir": "Ray's internal settings do not apply",
+    "_node_ip_address": "one machine",
+    "_plasma_directory": "there is no object store",
+    "_enable_object_reconstruction": "there is no object store",
+    "_metrics_export_port": "there are no metrics",
+    "_redis_password": "there is no Redis",
+    "_tracing_startup_hook": "there is no tracing",
+    "_redis_max_memory": "there is no Redis",
+    "_driver_object_store_memory": "there is no object store",
+    "_node_name": "one machine",
+}
+
+_LOCAL_ADDRESSES = (None, "local")
+
+
+def ray_init_args(address: Any, kwargs: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """``actorrt.init``'s arguments split: the runtime's keyword arguments, and whether
+    an already running runtime is fine (``ignore_reinit_error``)."""
+    if address not in _LOCAL_ADDRESSES:
+        raise ValueError(
+            f"actorrt.init(address={address!r}): actorrt runs on this machine only; "
+            "leave address unset (or 'local') (see docs/porting.md)"
+        )
+    runtime = {k: v for k, v in kwargs.items() if k in RUNTIME_ARGS}
+    rest = {k: v for k, v in kwargs.items() if k not in RUNTIME_ARGS}
+    if "_memory" in rest:  # Ray's hidden spelling of the memory to schedule with
+        if "memory" in runtime:
+            raise TypeError("actorrt.init(): give memory or _memory, not both")
+        runtime["memory"] = rest.pop("_memory")
+    reinit_ok = bool(rest.pop("ignore_reinit_error", False))
+    level = rest.pop("logging_level", None)
+    if level is not None:
+        logging.getLogger("actorrt").setLevel(level)
+    runtime_env = rest.pop("runtime_env", None)
+    ignored = [f"{k} ({IGNORED[k]})" for k in rest if k in IGNORED]
+    if runtime_env is not None:
+        runtime["worker_env"] = _worker_env(runtime_env, runtime.get("worker_env"), ignored)
+    unknown = sorted(k for k in rest if k not in IGNORED)
+    if unknown:
+        raise TypeError(
+            f"actorrt.init() got unknown arguments {unknown}; it takes Ray's init "
+            f"arguments and {sorted(RUNTIME_ARGS)}"
+        )
+    if ignored:
+        warnings.warn(
+            "actorrt.init() ignores these Ray arguments: " + "; ".join(ignored),
+            stacklevel=3,
+        )
+    return runtime, reinit_ok
+
+
+def _worker_env(
+    runtime_env: Any, given: Mapping[str, str] | None, ignored: list[str]
+) -> dict[str, str]:
+    if not isinstance(runtime_env, Mapping):
+        raise ValueError(f"runtime_env must be a dict, got {runtime_env!r}")
+    env = dict(given or {})
+    env_vars = runtime_env.get("env_vars") or {}
+    if not isinstance(env_vars, Mapping):
+        raise ValueError(f"runtime_env['env_vars'] must be a dict, got {env_vars!r}")
+    env.update({str(k): str(v) for k, v in env_vars.items()})
+    others = sorted(k for k in runtime_env if k != "env_vars")
+    if others:
+        ignored.append(
+            f"runtime_env {others} (workers share this machine's environment; only "
+            "env_vars is used)"
+        )
+    return env

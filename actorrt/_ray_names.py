@@ -1,0 +1,84 @@
+"""Ray names that actorrt does not have: a clear ``AttributeError`` instead of a bare one.
+
+``actorrt``, ``actorrt.tune`` and ``actorrt.train`` look a missing attribute up here (from
+their module ``__getattr__``), so a ported script that uses, say, ``ray.remote`` learns that
+actorrt has no such thing, what to use instead where there is something, and that
+docs/porting.md lists what differs.
+"""
+
+from __future__ import annotations
+
+__all__ = ["missing"]
+
+PORTING = "see docs/porting.md for what a Ray script needs to change"
+
+_ACTORRT = {
+    "remote": "actors are classes decorated with @actorrt.actor (no remote tasks); "
+              "ActorClass.spawn() starts one",
+    "put": "there is no object store: pass values in messages (tune.with_parameters "
+           "sends a large object to each worker once)",
+    "wait": "there is no object store: await refs' asks (asyncio.wait) instead",
+    "kill": "stop an actor with `await ref.stop()` or `await ref.kill()`",
+    "cancel": "there are no remote tasks to cancel",
+    "get_runtime_context": "use actorrt.get_context()",
+    "nodes": "actorrt runs on one machine: see actorrt.cluster_resources()",
+    "method": "actor methods need no decorator",
+    "ObjectRef": "there is no object store; asks return AskHandle",
+    "util": "ray.util is not provided (placement groups: actorrt.placement_group)",
+    "data": "Ray Data is not provided",
+    "serve": "Ray Serve is not provided",
+    "rllib": "RLlib is not provided",
+    "air": "import actorrt.air (Ray 2.7's names) explicitly: `from actorrt import air`",
+    "timeline": "there is no timeline",
+    "exceptions": "errors are actorrt.ActorError and its subclasses",
+    "job_config": "there are no Ray jobs",
+    "autoscaler": "actorrt runs on one machine, with no autoscaler",
+    "client": "there is no Ray Client",
+}
+
+_TUNE = {
+    "register_trainable": "there is no trainable registry: pass the function or class itself",
+    "register_env": "there is no environment registry (RLlib is not provided)",
+    "run_experiments": "use tune.run(trainable, ...) or tune.Tuner",
+    "Experiment": "use tune.run(trainable, ...) or tune.Tuner",
+    "ResumeConfig": "use Tuner.restore(path, trainable, resume_errored=..., "
+                    "restart_errored=...)",
+    "create_searcher": "build the searcher directly (tune.search.optuna.OptunaSearch, ...)",
+    "create_scheduler": "build the scheduler directly (tune.schedulers.ASHAScheduler, ...)",
+    "Trial": "trials are read through ExperimentAnalysis.trials and Result objects",
+    "is_session_enabled": "tune.get_context() raises outside a trial",
+}
+
+_TRAIN = {
+    "SyncConfig": "experiments are written to local storage only: nothing to sync",
+    "DataConfig": "Ray Data is not provided",
+    "get_dataset_shard": "Ray Data is not provided: load data in the training function",
+    "lightning": "train.lightning is not provided; use train.torch.TorchTrainer",
+    "huggingface": "train.huggingface is not provided; use train.torch.TorchTrainer",
+    "xgboost": "train.xgboost is not provided",
+    "lightgbm": "train.lightgbm is not provided",
+    "tensorflow": "train.tensorflow is not provided",
+    "horovod": "train.horovod is not provided",
+    "BackendConfig": "the backend is chosen by the trainer (TorchTrainer: torch.distributed)",
+}
+
+_TABLES = {"actorrt": _ACTORRT, "actorrt.tune": _TUNE, "actorrt.train": _TRAIN}
+_RAY_MODULES = {"actorrt": "ray", "actorrt.tune": "ray.tune", "actorrt.train": "ray.train"}
+
+
+def missing(module: str, name: str) -> AttributeError:
+    """The error for ``module.name`` that does not exist (to be raised by the caller)."""
+    if name.startswith("__"):
+        return AttributeError(f"module {module!r} has no attribute {name!r}")
+    hint = _TABLES.get(module, {}).get(name)
+    ray = f"{_RAY_MODULES.get(module, module)}.{name}"
+    if hint:
+        text = f"actorrt does not have {ray} ({module}.{name}): {hint}; {PORTING}"
+    else:
+        text = (
+            f"module {module!r} has no attribute {name!r}; if this is Ray's {ray}, actorrt "
+            f"does not have it: {PORTING}"
+        )
+    error = AttributeError(text)
+    error.name = name
+    return error
