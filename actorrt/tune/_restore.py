@@ -49,6 +49,7 @@ from ._experiment_state import (
     read_journal,
     read_searcher_state,
 )
+from ._recover import recover_lost_trials
 from ._sample import Domain
 from ._search import Searcher, resume_search
 from ._storage import PROGRESS_FILE, RESULT_FILE, read_results, trim_torn_tail
@@ -261,6 +262,7 @@ def load_experiment(
     run_config = _load_piece(header, "run_config", folder)
     space = _param_space(header, param_space, folder)
     journal = fold_journal(read_journal(folder))
+    recover_lost_trials(folder, header.tag, journal, run_config.checkpoint_config)
     for record in journal.trials:
         record.config = _fill(record.config, param_space, record.trial_id)
     saved = read_searcher_state(folder)
