@@ -39,6 +39,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ._liveness import Liveness, LivenessWatch
 from ._wire_connection import Connection
 
 logger = logging.getLogger("actorrt")
@@ -127,6 +128,7 @@ class WorkerProcess:
         self.hosted: Any = None  # the ProcessActor whose actor this worker runs now
         self._tasks: list[asyncio.Task[None]] = []
         self._early_stderr: collections.deque[str] = collections.deque(maxlen=10)
+        self.liveness = Liveness()
 
     @property
     def pid(self) -> int:
@@ -305,6 +307,11 @@ class WorkerPool:
         self._all: dict[str, WorkerProcess] = {}
         self._reaping: set[asyncio.Future[int]] = set()
         self._count = 0
+        self.watch = LivenessWatch(self)
+
+    def live_workers(self) -> list[WorkerProcess]:
+        """The workers that are connected and have not exited."""
+        return [w for w in self._all.values() if w.conn is not None and w.alive]
 
     def worker(self, worker_id: str) -> WorkerProcess | None:
         return self._all.get(worker_id)
@@ -343,6 +350,7 @@ class WorkerPool:
                     worker.exited.set_result(-9)
             raise
         worker.uses = 1
+        self.watch.ensure_running()
         return worker
 
     def release(self, worker: WorkerProcess) -> None:
@@ -385,6 +393,7 @@ class WorkerPool:
 
     async def shutdown(self) -> None:
         """Kill every worker's process group and wait until each is reaped."""
+        await self.watch.close()
         workers = list(self._all.values())
         for worker in workers:
             worker.kill()
