@@ -24,6 +24,7 @@ from ._errors import AskTimeoutError as AskTimeoutError
 from ._errors import InfeasibleResourceError as InfeasibleResourceError
 from ._errors import MailboxFullError as MailboxFullError
 from ._errors import NoRuntimeError as NoRuntimeError
+from ._errors import RemoteError as RemoteError
 from ._errors import ResourceDeadlockError as ResourceDeadlockError
 from ._errors import ResourceError as ResourceError
 from ._errors import RuntimeAlreadyRunningError as RuntimeAlreadyRunningError
@@ -67,6 +68,7 @@ __all__ = [
     "NoRuntimeError",
     "PlacementGroup",
     "PlacementInfo",
+    "RemoteError",
     "ResourceDeadlockError",
     "ResourceError",
     "Runtime",

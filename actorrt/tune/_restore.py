@@ -353,7 +353,7 @@ def rebuild_trials(restored: RestoredExperiment, storage: ExperimentStorage) -> 
     closed: list[Trial] = []
     for record in restored.journal.trials:
         path = os.path.join(storage.path, record.dirname)
-        os.makedirs(path, exist_ok=True)
+        os.makedirs(path, mode=0o700, exist_ok=True)
         trial = Trial(record.trial_id, record.trial_name, record.config, None, path)
         for name in (RESULT_FILE, PROGRESS_FILE):
             trim_torn_tail(os.path.join(path, name))

@@ -150,12 +150,13 @@ class ExperimentStorage:
 
     def __init__(self, storage_path: str, name: str) -> None:
         self.path = os.path.join(os.path.abspath(os.path.expanduser(storage_path)), name)
-        os.makedirs(self.path, exist_ok=True)
+        # Only this user may read it: it holds pickled configs (params.pkl, tuner.pkl).
+        os.makedirs(self.path, mode=0o700, exist_ok=True)
         self._files: dict[str, _TrialFiles] = {}
 
     def trial_dir(self, dirname: str) -> str:
         path = os.path.join(self.path, dirname)
-        os.makedirs(path, exist_ok=True)
+        os.makedirs(path, mode=0o700, exist_ok=True)
         return path
 
     def write_params(self, trial_dir: str, config: Mapping[str, Any]) -> None:
