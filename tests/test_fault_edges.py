@@ -137,3 +137,26 @@ async def test_experiment_folders_are_private(
     for result in grid:
         assert stat.S_IMODE(os.stat(result.path).st_mode) == 0o700
         assert "params.pkl" in os.listdir(result.path)
+
+
+@actorrt.actor(process=True)
+class Share:
+    def granted(self) -> dict[str, float]:
+        return dict(actorrt.get_context().get_assigned_resources())
+
+
+@pytest.mark.actorrt(num_cpus=1)
+async def test_fractions_ray_accepts_are_put_on_the_grid_as_ray_does(
+    actorrt_runtime: actorrt.Runtime,
+) -> None:
+    thirds = [await Share.options(num_cpus=1 / 3).spawn() for _ in range(3)]  # all fit in 1
+    for ref in thirds:
+        assert (await ref.granted())["CPU"] == 0.3333
+    assert actorrt.available_resources().get("CPU", 0.0) == pytest.approx(0.0001)
+    for ref in thirds:
+        await ref.stop()
+    assert actorrt.available_resources()["CPU"] == 1.0  # exactly all of it back
+    summed = await Share.options(num_cpus=0.1 + 0.2).spawn()
+    assert (await summed.granted())["CPU"] == 0.3
+    with pytest.raises(ValueError, match=r"num_cpus=1e-05: below 1/10000"):
+        Share.options(num_cpus=0.00001)
