@@ -31,6 +31,7 @@ from ._errors import RuntimeAlreadyRunningError as RuntimeAlreadyRunningError
 from ._errors import RuntimeClosedError as RuntimeClosedError
 from ._errors import RuntimeStateError as RuntimeStateError
 from ._handle import AskHandle as AskHandle
+from ._lookup import get_actor as get_actor
 from ._options import ActorOptions as ActorOptions
 from ._placement_group import BundleRef as BundleRef
 from ._placement_group import PlacementGroup as PlacementGroup
@@ -40,7 +41,6 @@ from ._ref import MethodRef as MethodRef
 from ._runtime import Runtime as Runtime
 from ._runtime import available_resources as available_resources
 from ._runtime import cluster_resources as cluster_resources
-from ._runtime import get_actor as get_actor
 from ._runtime import get_gpu_ids as get_gpu_ids
 from ._runtime import pending_requests as pending_requests
 from ._runtime import run as run
