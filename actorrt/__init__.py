@@ -24,12 +24,14 @@ from ._errors import AskTimeoutError as AskTimeoutError
 from ._errors import InfeasibleResourceError as InfeasibleResourceError
 from ._errors import MailboxFullError as MailboxFullError
 from ._errors import NoRuntimeError as NoRuntimeError
+from ._errors import RemoteError as RemoteError
 from ._errors import ResourceDeadlockError as ResourceDeadlockError
 from ._errors import ResourceError as ResourceError
 from ._errors import RuntimeAlreadyRunningError as RuntimeAlreadyRunningError
 from ._errors import RuntimeClosedError as RuntimeClosedError
 from ._errors import RuntimeStateError as RuntimeStateError
 from ._handle import AskHandle as AskHandle
+from ._lookup import get_actor as get_actor
 from ._options import ActorOptions as ActorOptions
 from ._placement_group import BundleRef as BundleRef
 from ._placement_group import PlacementGroup as PlacementGroup
@@ -39,7 +41,6 @@ from ._ref import MethodRef as MethodRef
 from ._runtime import Runtime as Runtime
 from ._runtime import available_resources as available_resources
 from ._runtime import cluster_resources as cluster_resources
-from ._runtime import get_actor as get_actor
 from ._runtime import get_gpu_ids as get_gpu_ids
 from ._runtime import pending_requests as pending_requests
 from ._runtime import run as run
@@ -67,6 +68,7 @@ __all__ = [
     "NoRuntimeError",
     "PlacementGroup",
     "PlacementInfo",
+    "RemoteError",
     "ResourceDeadlockError",
     "ResourceError",
     "Runtime",

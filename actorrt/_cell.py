@@ -65,6 +65,20 @@ class _Crash(Exception):
         self.where = where
 
 
+async def stop_within(target: Any, grace: float | None) -> ActorDiedError:
+    """Wait for ``target``'s requested stop; past ``grace`` seconds, kill it."""
+    if grace is None:
+        return await asyncio.shield(target.died)
+    try:
+        return await asyncio.wait_for(asyncio.shield(target.died), grace)
+    except TimeoutError:
+        logger.warning(
+            "%s did not stop within its grace of %g s: killing it", target.describe(), grace
+        )
+        result: ActorDiedError = await target.kill()
+        return result
+
+
 class ActorCell:
     """Everything the runtime knows about one actor that runs in this process.
 
@@ -223,14 +237,14 @@ class ActorCell:
             self._supervise(started), name=f"actorrt:{self.describe()}"
         )
 
-    async def stop(self) -> ActorDiedError:
+    async def stop(self, grace: float | None = None) -> ActorDiedError:
         if get_running_loop() is not self.loop:
-            return await self._on_loop(self.stop())
+            return await self._on_loop(self.stop(grace))
         if self.accepting:
             self.accepting = False
             self._stop_requested = True
             self.mailbox.put_waiting((STOP, (), {}, None), None)
-        return await asyncio.shield(self.died)
+        return await stop_within(self, grace)
 
     async def kill(self) -> ActorDiedError:
         if get_running_loop() is not self.loop:

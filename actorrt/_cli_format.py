@@ -18,7 +18,9 @@ from ._experiment import Experiment, TrialSummary, flatten
 __all__ = ["amount", "amounts", "render_results", "render_status", "results_json", "table"]
 
 _ORDER = {"CPU": 0, "GPU": 1, "memory": 2}
-_STATE_ORDER = ("running", "starting", "pending", "restarting", "stopping", "dead")
+_STATE_ORDER = (
+    "unresponsive", "running", "starting", "pending", "restarting", "stopping", "dead"
+)
 
 
 def amount(name: str, value: float) -> str:
@@ -189,6 +191,8 @@ def _actors(
         else:
             where = "-"
         notes = []
+        if a.get("unresponsive"):
+            notes.append(f"process {a['unresponsive']}")
         if a.get("resources"):
             notes.append(amounts(a["resources"]))
         if a.get("group"):

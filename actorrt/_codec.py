@@ -62,7 +62,7 @@ import cloudpickle
 import msgpack
 from msgpack import ExtType
 
-from ._errors import ActorrtError
+from ._errors import RemoteError
 
 __all__ = [
     "EXT_CODES",
@@ -115,28 +115,6 @@ class _TupleMarker:
 
 
 _MARKER: Final = _TupleMarker()
-
-
-class RemoteError(ActorrtError):
-    """An exception raised on the other side that could not be rebuilt here.
-
-    Its class could not be pickled there or unpickled here (missing module, constructor that
-    refuses its pickled arguments, pickle not allowed on the connection).
-
-    Attributes:
-        type_name: the original exception's ``module.QualifiedName``.
-        remote_message: ``str()`` of the original exception.
-        remote_traceback: the original traceback, formatted, as text.
-    """
-
-    def __init__(self, type_name: str, remote_message: str, remote_traceback: str = "") -> None:
-        super().__init__(f"{type_name}: {remote_message}")
-        self.type_name = type_name
-        self.remote_message = remote_message
-        self.remote_traceback = remote_traceback
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (RemoteError, (self.type_name, self.remote_message, self.remote_traceback))
 
 
 class _Unsendable(Exception):

@@ -8,6 +8,8 @@
     │   ├── ActorNotFoundError          no actor has that name (also a ValueError, as in Ray)
     │   ├── MailboxFullError            a plain tell found the mailbox full
     │   └── AskTimeoutError             an ask got no answer in time (also a TimeoutError)
+    ├── RemoteError                     an exception from another process that could not be
+    │                                   rebuilt here (its type name, message and traceback)
     ├── RuntimeStateError               the runtime is not in a state for the call (a RuntimeError)
     │   ├── NoRuntimeError              no runtime is running in this process
     │   ├── RuntimeAlreadyRunningError  a second runtime where only one may run
@@ -31,6 +33,7 @@ __all__ = [
     "InfeasibleResourceError",
     "MailboxFullError",
     "NoRuntimeError",
+    "RemoteError",
     "ResourceDeadlockError",
     "ResourceError",
     "RuntimeAlreadyRunningError",
@@ -134,3 +137,25 @@ class InfeasibleResourceError(ResourceError, ValueError):
 
 class ResourceDeadlockError(ResourceError):
     """The request waits on resources that can only be freed once its own holder ends."""
+
+
+class RemoteError(ActorrtError):
+    """An exception raised on the other side that could not be rebuilt here.
+
+    Its class could not be pickled there or unpickled here (missing module, constructor that
+    refuses its pickled arguments, pickle not allowed on the connection).
+
+    Attributes:
+        type_name: the original exception's ``module.QualifiedName``.
+        remote_message: ``str()`` of the original exception.
+        remote_traceback: the original traceback, formatted, as text.
+    """
+
+    def __init__(self, type_name: str, remote_message: str, remote_traceback: str = "") -> None:
+        super().__init__(f"{type_name}: {remote_message}")
+        self.type_name = type_name
+        self.remote_message = remote_message
+        self.remote_traceback = remote_traceback
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (RemoteError, (self.type_name, self.remote_message, self.remote_traceback))

@@ -33,6 +33,14 @@ class Target(Protocol):
 T = TypeVar("T")
 
 
+def _retrieve(fut: asyncio.Future[Any]) -> None:
+    """Mark the outcome of an ask that its caller gave up on (it timed out) as seen: the
+    answer, or the actor's death, comes later and nobody awaits it any more, so asyncio
+    must not log "Future exception was never retrieved" for it."""
+    if not fut.cancelled():
+        fut.exception()
+
+
 class AskHandle(Generic[T]):
     """The pending answer to one ask.
 
@@ -95,6 +103,7 @@ class AskHandle(Generic[T]):
         try:
             return await asyncio.wait_for(asyncio.shield(self._fut), max(remaining, 0.0))
         except TimeoutError:
+            self._fut.add_done_callback(_retrieve)
             raise self._timeout_error() from None
         except ConnectionLostError:
             if self._cell.inline:
@@ -110,6 +119,7 @@ class AskHandle(Generic[T]):
         try:
             return await asyncio.wait_for(asyncio.shield(wrapped), max(remaining, 0.0))
         except TimeoutError:
+            wrapped.add_done_callback(_retrieve)
             raise self._timeout_error() from None
 
     def _timeout_error(self) -> AskTimeoutError:

@@ -15,6 +15,7 @@ operation         sent by                     what it does
 ``spawn_process`` worker (request)            start a worker-process actor for a worker actor
 ``get_actor``     worker (request)            look a name up in the owner's registry
 ``hello``         worker (request)            a new worker introduces itself
+``ping``          owner (request)             answered at once: the worker's loop runs
 ``died``          worker (notification)       the hosted actor ended without being asked
 ``restarted``     worker (notification)       the hosted actor crashed and restarts there
 ``wait_edge``     worker (notification)       an actor there began or ended awaiting another
@@ -59,6 +60,7 @@ class Host:
             "spawn_process": self._spawn_process,
             "get_actor": self._get_actor,
             "hello": self._hello,
+            "ping": self._ping,
             "died": self._died,
             "restarted": self._restarted,
             "wait_edge": self._wait_edge,
@@ -140,7 +142,8 @@ class Host:
         target = self.runtime.lookup(msg[1])
         if target is not None and target.inline:
             target.requested_end = True  # ended on request: nobody needs a "died" notice
-        self._answer(conn, request_id, self._lifecycle(msg[1], "stop"))
+        grace = msg[2] if len(msg) > 2 else None
+        self._answer(conn, request_id, self._lifecycle(msg[1], "stop", grace))
 
     def _kill(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
         target = self.runtime.lookup(msg[1])
@@ -153,11 +156,11 @@ class Host:
     ) -> None:
         self._answer(conn, request_id, self._lifecycle(msg[1], "wait_stopped"))
 
-    async def _lifecycle(self, actor_id: str, op: str) -> ActorDiedError:
+    async def _lifecycle(self, actor_id: str, op: str, *args: Any) -> ActorDiedError:
         target = self.runtime.lookup(actor_id)
         if target is None:
             return self._gone(actor_id)
-        result: ActorDiedError = await getattr(target, op)()
+        result: ActorDiedError = await getattr(target, op)(*args)
         return result
 
     # ------------------------------------------------------------------ spawn
@@ -191,6 +194,10 @@ class Host:
             conn.reply(request_id, None)
         else:
             conn.reply_error(request_id, PermissionError(f"unknown worker {worker_id!r}"))
+
+    def _ping(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
+        if request_id is not None:
+            conn.reply(request_id, None)  # the owner's liveness check: this loop runs
 
     def _died(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
         _, actor_id, error = msg

@@ -11,6 +11,7 @@ the actors placed in them. The group's holder is the actor that called
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -75,8 +76,20 @@ class PlacementGroup:
 
         Raises ``TimeoutError`` after ``timeout`` seconds; a timeout or a cancelled wait
         withdraws the reservation. Raises ``ResourceDeadlockError`` when the wait can only
-        end once its holder ends.
+        end once its holder ends. A ``timeout`` that is negative, NaN or infinite is a
+        ``ValueError`` (``None`` waits without a limit).
         """
+        if timeout is not None:
+            if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+                raise TypeError(
+                    f"PlacementGroup.ready(timeout=...) must be a number of seconds or None, "
+                    f"got {timeout!r}"
+                )
+            if not math.isfinite(timeout) or timeout < 0:
+                raise ValueError(
+                    f"PlacementGroup.ready(timeout=...) must be >= 0 and finite (seconds), or "
+                    f"None to wait without a limit; got {timeout!r}"
+                )
         if self._removed:
             raise ResourceError(f"placement group {self.id} was removed")
         if self._owner_conn() is not None:

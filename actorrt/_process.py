@@ -1,9 +1,18 @@
 """Worker processes and their pool, seen from the runtime that owns them.
 
-A worker is a fresh interpreter (``python -m actorrt._worker``, never ``fork``) in its own
-process group, told over its stdin where the runtime's socket is and the runtime's secret
-(stdin, not the environment, so the secret does not leak into the worker's own children). It
-connects back, proves it knows the secret, and hosts one resource-bearing actor at a time.
+A worker is a fresh interpreter (never ``fork``) in its own process group, told over its stdin
+where the runtime's socket is and the runtime's secret (stdin, not the environment, so the
+secret does not leak into the worker's own children). It connects back, proves it knows the
+secret, and hosts one resource-bearing actor at a time.
+
+The interpreter runs :data:`BOOTSTRAP` with ``-P`` (no working directory on ``sys.path``):
+before importing anything it asks the kernel to SIGKILL it when its parent goes
+(``PR_SET_PDEATHSIG``, which needs no thread of the worker to run, so a worker holding the GIL
+in a C call or stopped by SIGSTOP dies too), and it imports ``actorrt`` from the folder this
+process imported it from, never from a same-named folder in the working directory. The
+parent that death signal watches is the *thread* that started the worker: workers are started
+from the runtime's event-loop thread, which lives as long as the runtime. Processes the worker
+starts are ended by its own watcher (see :mod:`actorrt._worker`).
 
 Idle workers are pooled by the exact environment they were started with (``WorkerKey``):
 a worker is reused only for an actor whose key matches, never after a crash or a kill, and
@@ -17,19 +26,43 @@ with it; the exit is reaped at once, leaving no zombie.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import dataclasses
+import errno
 import json
 import logging
 import os
+import resource
 import signal
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ._liveness import Liveness, LivenessWatch
 from ._wire_connection import Connection
 
 logger = logging.getLogger("actorrt")
+
+# The folder holding this process's ``actorrt`` package: workers import it from there.
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Exit code of a worker that could not connect to its runtime (it says why on stderr).
+START_FAILED = 3
+
+# ``python -P -c BOOTSTRAP <owner pid> <package parent>``: see the module's docstring.
+BOOTSTRAP = """\
+import sys
+owner, package = int(sys.argv[1]), sys.argv[2]
+if sys.platform == "linux":
+    import ctypes, os
+    ctypes.CDLL(None).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+    if os.getppid() != owner:
+        os._exit(1)  # the owner died before the line above: nobody waits for this worker
+sys.path.insert(0, package)
+import runpy
+runpy.run_module("actorrt._worker", run_name="__main__", alter_sys=True)  # as -m does
+"""
 
 # Variables that change how a process computes; a pooled worker must match them exactly.
 THREAD_VARIABLES = (
@@ -94,6 +127,8 @@ class WorkerProcess:
         self.on_exit: Callable[[WorkerProcess, int], None] | None = None
         self.hosted: Any = None  # the ProcessActor whose actor this worker runs now
         self._tasks: list[asyncio.Task[None]] = []
+        self._early_stderr: collections.deque[str] = collections.deque(maxlen=10)
+        self.liveness = Liveness()
 
     @property
     def pid(self) -> int:
@@ -103,8 +138,11 @@ class WorkerProcess:
     async def start(self, socket_path: str, secret_text: str, owner_pid: int) -> None:
         self.proc = await asyncio.create_subprocess_exec(
             self.key.executable,
-            "-m",
-            "actorrt._worker",
+            "-P",
+            "-c",
+            BOOTSTRAP,
+            str(owner_pid),
+            PACKAGE_PARENT,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -165,6 +203,8 @@ class WorkerProcess:
             if not line:
                 return
             text = line.decode(errors="replace")
+            if not to_stdout and not self.connected.done():
+                self._early_stderr.append(text.rstrip("\n"))  # why a start failed
             out = sys.stdout if to_stdout else sys.stderr
             out.write(f"({self.label} pid={self.pid}) {text}")
             if not text.endswith("\n"):
@@ -177,8 +217,13 @@ class WorkerProcess:
         self.kill_group()  # whatever it started goes with it
         await asyncio.gather(*self._tasks[:2], return_exceptions=True)
         if not self.connected.done():
+            said = next((line.strip() for line in reversed(self._early_stderr) if line.strip()), "")
             self.connected.set_exception(
-                ConnectionError(f"worker process {self.pid} exited with {describe_exit(code)}")
+                ConnectionError(
+                    f"worker process {self.pid} failed to start: it exited with "
+                    f"{describe_exit(code)} before connecting to its runtime"
+                    + (f"; it said: {said}" if said else "")
+                )
             )
         if self.conn is not None:
             self.conn.abort()
@@ -205,6 +250,31 @@ class WorkerProcess:
     @property
     def alive(self) -> bool:
         return self.proc is not None and not self.exited.done()
+
+
+def out_of_fds(exc: OSError) -> bool:
+    """Whether starting a process failed for want of file descriptors. uvloop reports a
+    failed socketpair as errno -1, so a failure near the limit counts too."""
+    if exc.errno in (errno.EMFILE, errno.ENFILE):
+        return True
+    try:
+        open_fds = len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return False
+    return open_fds >= resource.getrlimit(resource.RLIMIT_NOFILE)[0] - 16
+
+
+def fd_limit_message(exc: OSError) -> str:
+    """Say that a worker could not start for want of file descriptors, and what to do."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    which = "the system's" if exc.errno == errno.ENFILE else "this process's"
+    return (
+        f"cannot start a worker process: too many open files ({which} limit; "
+        f"RLIMIT_NOFILE is {soft}, hard limit {hard}). Each running worker process holds "
+        "about 4 of the runtime's file descriptors: raise the limit (`ulimit -n 65536` "
+        "in the shell, or resource.setrlimit(resource.RLIMIT_NOFILE, ...)) or start fewer "
+        "workers at once"
+    )
 
 
 def describe_exit(code: int) -> str:
@@ -237,6 +307,11 @@ class WorkerPool:
         self._all: dict[str, WorkerProcess] = {}
         self._reaping: set[asyncio.Future[int]] = set()
         self._count = 0
+        self.watch = LivenessWatch(self)
+
+    def live_workers(self) -> list[WorkerProcess]:
+        """The workers that are connected and have not exited."""
+        return [w for w in self._all.values() if w.conn is not None and w.alive]
 
     def worker(self, worker_id: str) -> WorkerProcess | None:
         return self._all.get(worker_id)
@@ -254,7 +329,12 @@ class WorkerPool:
         self._all[worker.worker_id] = worker
         worker.on_exit = self._exited
         try:
-            await worker.start(self.socket_path, self.secret_text, os.getpid())
+            try:
+                await worker.start(self.socket_path, self.secret_text, os.getpid())
+            except OSError as exc:
+                if out_of_fds(exc):
+                    raise OSError(errno.EMFILE, fd_limit_message(exc)) from exc
+                raise
             worker.conn = await asyncio.wait_for(
                 asyncio.shield(worker.connected), start_timeout
             )
@@ -270,6 +350,7 @@ class WorkerPool:
                     worker.exited.set_result(-9)
             raise
         worker.uses = 1
+        self.watch.ensure_running()
         return worker
 
     def release(self, worker: WorkerProcess) -> None:
@@ -312,6 +393,7 @@ class WorkerPool:
 
     async def shutdown(self) -> None:
         """Kill every worker's process group and wait until each is reaped."""
+        await self.watch.close()
         workers = list(self._all.values())
         for worker in workers:
             worker.kill()

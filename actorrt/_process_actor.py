@@ -18,7 +18,7 @@ import logging
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
-from ._cell import RESTART_BACKOFF_INITIAL, RESTART_BACKOFF_MAX
+from ._cell import RESTART_BACKOFF_INITIAL, RESTART_BACKOFF_MAX, stop_within
 from ._errors import ActorDiedError
 from ._handle import AskHandle
 from ._process import WorkerKey, WorkerProcess, describe_exit
@@ -68,6 +68,7 @@ class ProcessActor(RemoteActor):
         self._held: list[tuple[str, tuple[Any, ...], dict[str, Any], Any]] = []
         self._ended: asyncio.Future[ActorDiedError] | None = None
         self._stop_requested = False
+        self._stopping: asyncio.Task[None] | None = None
         self._kill_requested = False
         self._end_reason: tuple[str, BaseException | None] | None = None
         self._lost: asyncio.Future[ActorDiedError] = self.loop.create_future()
@@ -334,13 +335,33 @@ class ProcessActor(RemoteActor):
 
     # ------------------------------------------------------ stop, kill, wait
 
-    async def stop(self) -> ActorDiedError:
+    async def stop(self, grace: float | None = None) -> ActorDiedError:
         if asyncio.get_running_loop() is not self.loop:
-            return await self.runtime.call_on_loop(self.stop())
+            return await self.runtime.call_on_loop(self.stop(grace))
         if not self._stop_requested and not self._kill_requested and not self.died.done():
             self._stop_requested = True
-            await self._graceful_stop()
-        return await asyncio.shield(self.died)
+            if self.worker is not None and self.worker.liveness.stopped:
+                self.frozen()  # it could never finish: kill it now
+            else:
+                self._stopping = self.loop.create_task(self._graceful_stop())
+        return await stop_within(self, grace)
+
+    def frozen(self) -> None:
+        """Our worker was found stopped or unresponsive (see ``_liveness``). A stop that
+        waits on a process stopped by a signal escalates to a kill: it could never end."""
+        worker = self.worker
+        if (
+            self._stop_requested
+            and worker is not None
+            and worker.liveness.stopped
+            and not self._kill_requested
+            and not self.died.done()
+        ):
+            logger.warning(
+                "stopping %s: its worker process %d is %s; killing it",
+                self.describe(), worker.pid, worker.liveness.describe(),
+            )
+            self.kill_nowait()
 
     async def _graceful_stop(self) -> None:
         if self.state in ("starting", "restarting"):
@@ -369,7 +390,9 @@ class ProcessActor(RemoteActor):
         if worker is not None:
             worker.tainted = True  # a message may still run on its thread: never reuse it
         self._lose(self._make_error("killed"))
-        if state in ("running", "stopping") and conn is not None and worker is not None:
+        if worker is not None and worker.liveness.why is not None:
+            worker.kill()  # frozen: it cannot answer a kill request
+        elif state in ("running", "stopping") and conn is not None and worker is not None:
             try:
                 await asyncio.wait_for(conn.request(("kill", self.actor_id)), KILL_GRACE)
             except (TimeoutError, Exception):

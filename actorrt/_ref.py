@@ -135,13 +135,32 @@ class ActorRef(Generic[A]):
         """The actor's id, unique within the runtime's lifetime."""
         return self._cell.actor_id
 
-    async def stop(self) -> ActorDiedError:
+    async def stop(self, grace: float | None = None) -> ActorDiedError:
         """Stop after the messages sent before this call; wait until the actor has ended.
 
         Messages sent after it fail with ``ActorDiedError``. Children are stopped first, then
         ``on_stop`` runs. Returns what ``wait_stopped()`` returns.
+
+        Args:
+            grace: seconds to wait for the graceful stop; if the actor has not ended by then
+                it is killed (a warning says so) and the result says ``"killed"``. ``None``
+                (the default) waits as long as the actor works through its queue, but a
+                worker-process actor whose process is stopped by a signal (SIGSTOP) is
+                killed as soon as that is seen, since it could never finish.
+
+        Raises:
+            TypeError: ``grace`` is not a number.
+            ValueError: ``grace`` is negative or not finite.
         """
-        return await self._cell.stop()
+        if grace is not None:
+            if isinstance(grace, bool) or not isinstance(grace, int | float):
+                raise TypeError(f"stop(grace=...) must be a number of seconds, got {grace!r}")
+            if not math.isfinite(grace) or grace < 0:
+                raise ValueError(
+                    f"stop(grace=...) must be >= 0 and finite (seconds), got {grace!r}"
+                )
+            grace = float(grace)
+        return await self._cell.stop(grace)
 
     async def kill(self) -> ActorDiedError:
         """End the actor now: cancel its current message and fail every queued one.

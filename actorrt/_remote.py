@@ -248,8 +248,10 @@ class RelayTarget(RemoteActor):
             reason="runtime shut down",
         )
 
-    async def stop(self) -> ActorDiedError:
-        return await self._lifecycle("stop")
+    async def stop(self, grace: float | None = None) -> ActorDiedError:
+        assert self.conn is not None
+        result: ActorDiedError = await self.conn.request(("stop", self.actor_id, grace))
+        return result
 
     async def kill(self) -> ActorDiedError:
         return await self._lifecycle("kill")
@@ -276,7 +278,7 @@ class DeadTarget(RemoteActor):
             f"actor {self.describe()} no longer exists", actor=self.describe(), reason="stopped"
         )
 
-    async def stop(self) -> ActorDiedError:
+    async def stop(self, grace: float | None = None) -> ActorDiedError:
         return self.death_error()
 
     async def kill(self) -> ActorDiedError:

@@ -540,21 +540,6 @@ class Runtime:
         return await asyncio.wrap_future(future)
 
 
-async def get_actor(name: str) -> ActorRef[Any]:
-    """The ref of the live actor registered as ``name``; ``ActorNotFoundError`` if none."""
-    runtime = current_runtime()
-    head = runtime._workers.head if runtime._workers is not None else None
-    if head is not None and name not in runtime._names:
-        return await runtime.workers.get_actor_via_owner(name)
-    if asyncio.get_running_loop() is not runtime.loop:
-
-        async def lookup() -> ActorRef[Any]:
-            return runtime.get_actor(name)
-
-        return await runtime.call_on_loop(lookup())
-    return runtime.get_actor(name)
-
-
 def cluster_resources() -> dict[str, float]:
     """Everything the cluster has, by resource name (GPU: the number of devices)."""
     return _on_owner(lambda rt: rt.cluster_resources())

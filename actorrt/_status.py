@@ -99,9 +99,12 @@ class _Names:
 
 
 def actor_state(target: Any) -> str:
-    """``starting``, ``running``, ``restarting``, ``stopping`` or ``dead``."""
+    """``starting``, ``running``, ``unresponsive`` (its worker process is stopped or does not
+    answer), ``restarting``, ``stopping`` or ``dead``."""
     state = getattr(target, "state", None)  # a worker-process actor keeps its own
     if isinstance(state, str):
+        if _frozen(target) is not None and state in ("running", "stopping"):
+            return "unresponsive"
         return state
     if target.died.done():
         return "dead"
@@ -110,6 +113,13 @@ def actor_state(target: Any) -> str:
     if target.instance is None:
         return "restarting" if target.restart_count else "starting"
     return "running"
+
+
+def _frozen(target: Any) -> str | None:
+    """How the actor's worker process is frozen (``"stopped by a signal ... for 3 s"``)."""
+    worker = getattr(target, "worker", None)
+    liveness = getattr(worker, "liveness", None)
+    return liveness.describe() if liveness is not None else None
 
 
 def _actors(runtime: Runtime, names: _Names) -> list[dict[str, Any]]:
@@ -134,6 +144,7 @@ def _actors(runtime: Runtime, names: _Names) -> list[dict[str, Any]]:
                 "restarts": int(getattr(target, "restart_count", 0)),
                 "queued": len(mailbox) if mailbox is not None else None,
                 "waiting_on": sorted(names.of(t) for t in runtime.waits.waiting_on(actor_id)),
+                "unresponsive": _frozen(target),
             }
         )
     for actor_id, (cls_name, name, parent_id) in names.spawning.items():
@@ -153,6 +164,7 @@ def _actors(runtime: Runtime, names: _Names) -> list[dict[str, Any]]:
                 "restarts": 0,
                 "queued": None,
                 "waiting_on": ["resources"],
+                "unresponsive": None,
             }
         )
     return out

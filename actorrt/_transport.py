@@ -10,7 +10,9 @@ whose every connection must pass the secret handshake (:func:`serve_unix`) and t
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
+import random
 import stat
 import tempfile
 from typing import Any
@@ -45,6 +47,14 @@ __all__ = [
 
 # sockaddr_un.sun_path holds 108 bytes on Linux (104 on macOS), NUL included.
 _MAX_SOCKET_PATH = 103
+
+# Connections a listener queues before accepting them. A burst of worker starts connects all
+# at once; the kernel caps this at net.core.somaxconn (4096 on current Linux).
+LISTEN_BACKLOG = 4096
+
+# A full backlog makes a Unix socket's connect fail with EAGAIN at once (it does not wait as
+# TCP does): the client retries with a growing, jittered delay for this long.
+CONNECT_RETRY_FOR = 60.0
 
 
 def make_private_dir(prefix: str = "actorrt-", base: str | None = None) -> str:
@@ -171,7 +181,7 @@ async def serve_unix(
             handler, secret=secret, server=True, on_open=opened, on_close=closed, **options
         )
 
-    server = await loop.create_unix_server(factory, path)
+    server = await loop.create_unix_server(factory, path, backlog=LISTEN_BACKLOG)
     os.chmod(path, 0o600)
     return WireServer(server, path, connections)
 
@@ -194,15 +204,34 @@ async def connect_unix(
     Returns:
         The open connection.
 
+    A connect refused with EAGAIN (the server's listen backlog is full, as in a burst of
+    worker starts) is retried with backoff for up to :data:`CONNECT_RETRY_FOR` seconds.
+
     Raises:
         AuthenticationError: the server does not know the secret, or refused ours.
         ConnectionLostError: the connection ended during the handshake.
-        OSError: nothing listens at ``path``.
+        OSError: nothing listens at ``path``, or its backlog stayed full.
     """
     loop = asyncio.get_running_loop()
-    _, conn = await loop.create_unix_connection(
-        lambda: Connection(handler, secret=secret, server=False, **options), path
-    )
+    deadline = loop.time() + CONNECT_RETRY_FOR
+    delay = 0.002
+    while True:
+        try:
+            _, conn = await loop.create_unix_connection(
+                lambda: Connection(handler, secret=secret, server=False, **options), path
+            )
+            break
+        except OSError as exc:
+            if exc.errno != errno.EAGAIN:
+                raise
+            if loop.time() + delay > deadline:
+                raise OSError(
+                    errno.EAGAIN,
+                    f"the server at {path} kept refusing connections for "
+                    f"{CONNECT_RETRY_FOR:.0f} s: its listen backlog stayed full",
+                ) from exc
+        await asyncio.sleep(delay * random.uniform(0.5, 1.5))
+        delay = min(delay * 2, 0.25)
     try:
         await conn.ready
     except BaseException:

@@ -1,10 +1,20 @@
-"""The worker process: ``python -m actorrt._worker``, started by a runtime's pool.
+"""The worker process, started by a runtime's pool (see :data:`actorrt._process.BOOTSTRAP`).
 
 It reads one JSON line from stdin (the socket path, the secret, the owner's pid, its own id,
-the owner's ``sys.path``), watches the owning *process* (not a thread of it: the sync facade
-runs the runtime on a thread), connects back, and hosts actors until the owner closes the
-connection. When the owner dies, a watchdog thread kills this worker's whole process group,
-so the worker and everything it started (subprocesses, DataLoader workers) go with it.
+the owner's ``sys.path``), connects back, and hosts actors until the owner closes the
+connection. Nothing it runs may outlive the owner:
+
+- the worker itself dies with its owner through ``PR_SET_PDEATHSIG``, set before any import;
+- everything it starts (subprocesses, DataLoader workers) shares its process group, which a
+  small watcher process, forked here before any thread exists, kills once the owning
+  *process* has exited (a pidfd, not the death of a thread: the sync facade runs the runtime
+  on a thread). The watcher is a process of its own, so a worker whose thread holds the GIL
+  in a long C call, or that is stopped, cannot hold it up; it also removes the socket that a
+  killed owner leaves behind.
+
+A worker that cannot connect (its runtime gone, its backlog full past the retry time) says
+why on stderr and exits with :data:`~actorrt._process.START_FAILED`, never with a signal, so
+its owner does not mistake the failure for a kill.
 """
 
 from __future__ import annotations
@@ -16,11 +26,13 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 
 import uvloop
 
 from . import _auth
+from ._process import START_FAILED
 from ._runtime import Runtime
 from ._transport import connect_unix
 
@@ -35,39 +47,66 @@ def remove_socket(path: str) -> None:
             pass
 
 
-def watch_owner(owner_pid: int, socket_path: str) -> Callable[[float], bool]:
-    """Kill this process group once the process ``owner_pid`` has exited, removing the
-    socket it leaves behind. Returns a check: has the owner exited?"""
+def _owner_check(owner_pid: int) -> tuple[Callable[[float | None], bool], int | None]:
+    """A check ``owner_gone(within)`` that waits up to ``within`` seconds (``None``: for
+    ever) for the owning process to exit, and the pidfd it uses (``None`` without pidfd)."""
+    try:
+        pidfd: int | None = os.pidfd_open(owner_pid)
+    except (AttributeError, OSError):
+        pidfd = None
+
+    def owner_gone(within: float | None) -> bool:
+        if pidfd is not None:
+            return bool(select.select([pidfd], [], [], within)[0])
+        deadline = None if within is None else time.monotonic() + within
+        while os.getppid() == owner_pid:  # no pidfd: notice being re-parented
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(0.2)
+        return True
+
+    return owner_gone, pidfd
+
+
+def watch_owner(owner_pid: int, socket_path: str) -> tuple[Callable[[float | None], bool], int]:
+    """Start the watcher that kills this process group once ``owner_pid`` has exited.
+
+    Returns the check "has the owner exited?" and the watcher's pid (0: a thread watches,
+    because no process could be forked).
+    """
+    owner_gone, pidfd = _owner_check(owner_pid)
 
     def kill_group() -> None:
         remove_socket(socket_path)
         os.killpg(os.getpgid(0), signal.SIGKILL)
 
     try:
-        pidfd = os.pidfd_open(owner_pid)
-    except (AttributeError, OSError):
-        pidfd = None
+        watcher = os.fork()  # no thread exists yet: forking is safe here
+    except OSError:
+        watcher = -1
+    if watcher == 0:
+        try:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):  # hold none of the worker's pipes open
+                os.dup2(devnull, fd)
+            owner_gone(None)
+            kill_group()
+        finally:
+            os._exit(0)
+    if watcher < 0:  # a thread then, which a GIL-holding actor can hold up
 
-    def owner_gone(within: float) -> bool:
-        if pidfd is not None:
-            return bool(select.select([pidfd], [], [], within)[0])
-        return os.getppid() != owner_pid
+        def watch() -> None:
+            owner_gone(None)
+            kill_group()
 
-    def watch() -> None:
-        if pidfd is not None:
-            select.select([pidfd], [], [])  # readable once the owner has exited
-        else:  # no pidfd: notice being re-parented
-            while os.getppid() == owner_pid:
-                time.sleep(0.2)
-        kill_group()
-
+        threading.Thread(target=watch, name="actorrt-owner-watch", daemon=True).start()
+        watcher = 0
     if pidfd is None and os.getppid() != owner_pid:
         kill_group()
-    threading.Thread(target=watch, name="actorrt-owner-watch", daemon=True).start()
-    return owner_gone
+    return owner_gone, watcher
 
 
-async def serve(boot: dict[str, object]) -> None:
+async def serve(boot: dict[str, object], connected: list[bool]) -> None:
     runtime = Runtime(shutdown_timeout=5.0)
     runtime.discoverable = False  # `actorrt status` shows the owner, which knows this one
     async with runtime:
@@ -78,6 +117,7 @@ async def serve(boot: dict[str, object]) -> None:
         )
         workers.attach_owner(conn)
         await conn.request(("hello", boot["worker_id"], os.getpid()))
+        connected.append(True)
         await conn.wait_closed()
 
 
@@ -87,14 +127,28 @@ def main() -> None:
     os.dup2(devnull, 0)  # the user's code gets an empty stdin, not the bootstrap pipe
     os.close(devnull)
     sys.path[:] = [str(p) for p in boot["sys_path"]]
-    owner_gone = watch_owner(int(boot["owner_pid"]), str(boot["socket"]))
+    socket_path = str(boot["socket"])
+    owner_gone, watcher = watch_owner(int(boot["owner_pid"]), socket_path)
+    connected: list[bool] = []
     try:
-        uvloop.run(serve(boot))
+        uvloop.run(serve(boot, connected))
+    except BaseException as exc:
+        if not connected:  # a start failure: say why, and exit with a code, not a signal
+            traceback.print_exc()
+            print(  # last: the owner quotes a failed start's last line
+                f"actorrt worker {os.getpid()} could not connect to its runtime at "
+                f"{socket_path}: {type(exc).__name__}: {exc}",
+                file=sys.stderr,
+                flush=True,
+            )
+            if watcher > 0:
+                os.kill(watcher, signal.SIGKILL)
+            os._exit(START_FAILED)
     finally:
         # The owner never closes a worker's connection (it kills the worker's group), so
         # the connection ended because the owner is dying: once it is gone, tidy up after it.
         if owner_gone(1.0):
-            remove_socket(str(boot["socket"]))
+            remove_socket(socket_path)
         # The owner is gone or let us go: nothing this worker started may outlive it.
         os.killpg(os.getpgid(0), signal.SIGKILL)
 

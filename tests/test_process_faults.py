@@ -15,6 +15,14 @@ from conftest import child_processes, eventually, wait_until
 import actorrt
 
 
+def state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(") ", 1)[1][0]
+    except FileNotFoundError:
+        return "gone"
+
+
 def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -93,10 +101,16 @@ DRIVER = textwrap.dedent(
             self.child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
             return os.getpid(), self.child.pid
 
+        def hog(self):
+            print("holding the GIL", flush=True)
+            sum(range(10**14))  # one C call that never lets the GIL go
+
     async def main():
         ref = await Holder.spawn()
         worker, child = await ref.start()
         print(worker, child, flush=True)
+        if sys.argv[2] == "gil":
+            ref.hog.tell()
         await asyncio.sleep(120)
 
     if sys.argv[1] == "async":
@@ -107,20 +121,27 @@ DRIVER = textwrap.dedent(
         ref = actorrt.get(Holder.spawn())
         worker, child = actorrt.get(ref.start())
         print(worker, child, flush=True)
+        if sys.argv[2] == "gil":
+            ref.hog.tell()
         time.sleep(120)
     """
 )
 
 
+@pytest.mark.parametrize("worker_state", ["idle", "gil", "stopped"])
 @pytest.mark.parametrize("mode", ["async", "sync facade"])
-def test_killing_the_runtime_process_ends_its_workers(tmp_path: object, mode: str) -> None:
+def test_killing_the_runtime_process_ends_its_workers(
+    tmp_path: object, mode: str, worker_state: str
+) -> None:
+    """However its worker is stuck (holding the GIL in C, or SIGSTOPped), it and its
+    child die with the runtime's process, also when the runtime runs on a thread."""
     script = os.path.join(str(tmp_path), "driver.py")
     with open(script, "w") as f:
         f.write(DRIVER)
     tmp = os.path.join(str(tmp_path), "t")  # where the runtime makes its socket's folder
     os.mkdir(tmp)
     driver = subprocess.Popen(
-        [sys.executable, script, mode.split()[0]],
+        [sys.executable, script, mode.split()[0], worker_state],
         stdout=subprocess.PIPE,
         text=True,
         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -130,6 +151,11 @@ def test_killing_the_runtime_process_ends_its_workers(tmp_path: object, mode: st
         assert driver.stdout is not None
         worker, child = map(int, driver.stdout.readline().split())
         assert alive(worker) and alive(child)
+        if worker_state == "gil":
+            assert "holding the GIL" in driver.stdout.readline()
+        elif worker_state == "stopped":
+            os.kill(worker, signal.SIGSTOP)
+            assert wait_until(lambda: state(worker) == "T")
         driver.kill()
         driver.wait()
         gone = wait_until(lambda: not alive(worker) and not alive(child), timeout=10)

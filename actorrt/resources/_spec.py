@@ -4,16 +4,19 @@ Names: ``CPU``, ``GPU``, ``memory`` (bytes) and custom names (any other non-empt
 Tune-style dicts may also spell ``cpu`` and ``gpu``; giving both spellings of one name with
 different values is a ``ValueError``.
 
-Values: finite, non-negative real numbers (not ``bool``), exact to 1/10000. Inside they are
-fixed-point integers in units of 1/10000 (:data:`UNIT` per whole), so sums and differences never
-drift: ten grants of 0.1 then ten releases give back exactly 1. A value is exact when its
-shortest decimal form has at most four decimals (``0.1`` is, ``0.1 + 0.2`` is not). Zero-valued
-keys are dropped. A GPU amount above 1 must be whole (a fraction is placed on one device and
-never split across devices). ``memory`` is a number of bytes and must be whole.
+Values: finite, non-negative real numbers (not ``bool``). Inside they are fixed-point integers
+in units of 1/10000 (:data:`UNIT` per whole), so sums and differences never drift: ten grants
+of 0.1 then ten releases give back exactly 1. A value is put on that grid as Ray puts it:
+cut toward zero (``1/3`` is 0.3333, ``2/3`` is 0.6666, ``0.1 + 0.2`` is 0.3). A value whose
+shortest decimal form has at most four decimals is kept exactly (``0.29`` is 0.29; Ray's
+float multiplication can make it 0.2899). A non-zero amount below 1/10000 is refused, as Ray
+refuses it. Zero-valued keys are dropped. A GPU amount above 1 must be whole (a fraction is
+placed on one device and never split across devices). ``memory`` is a number of bytes and
+must be whole.
 
 Every bad value is reported at the call that made it, naming the key, the value and what is
 allowed: ``TypeError`` for a non-number (``bool`` included), ``ValueError`` for a negative,
-NaN, infinite or inexact amount.
+NaN or infinite amount, or one finer than 1/10000.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ UNIT = 10_000
 """Fixed-point scale: one whole CPU (GPU, byte, custom unit) is ``UNIT`` internal units."""
 
 _ALIASES = {"cpu": CPU, "gpu": GPU}
-_ALLOWED = "a finite, non-negative number (int or float, not bool) exact to 1/10000"
+_ALLOWED = "a finite, non-negative number (int or float, not bool)"
 
 
 def to_units(key: str, value: object, *, label: str | None = None) -> int:
@@ -57,8 +60,8 @@ def to_units(key: str, value: object, *, label: str | None = None) -> int:
 
     Raises:
         TypeError: the value is not a real number, or is a bool.
-        ValueError: the value is negative, NaN, infinite, not exact to 1/10000, a non-whole
-            GPU amount above 1, or a non-whole number of memory bytes.
+        ValueError: the value is negative, NaN, infinite, non-zero but below 1/10000, a
+            non-whole GPU amount above 1, or a non-whole number of memory bytes.
     """
     name = label if label is not None else f"resource {key!r}"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -75,12 +78,15 @@ def to_units(key: str, value: object, *, label: str | None = None) -> int:
 
 
 def _exact_units(name: str, value: numbers.Real) -> int:
+    """``value`` on the 1/10000 grid: exact when it is on it, else cut toward zero."""
     if isinstance(value, numbers.Integral):
         whole = int(value)
         if whole < 0:
             raise ValueError(f"{name}={value!r}: must be non-negative; expected {_ALLOWED}")
         return whole * UNIT
-    if not isinstance(value, numbers.Rational):
+    if isinstance(value, numbers.Rational):
+        exact = Fraction(int(value.numerator), int(value.denominator))
+    else:
         as_float = float(value)
         if not math.isfinite(as_float) or as_float < 0:
             raise ValueError(f"{name}={value!r}: expected {_ALLOWED}")
@@ -88,19 +94,19 @@ def _exact_units(name: str, value: numbers.Real) -> int:
             return int(as_float) * UNIT
         units = round(as_float * UNIT)
         # r / UNIT is correctly rounded, so it equals the float exactly when the float is the
-        # double nearest a decimal with at most four places (its shortest repr).
-        if units / UNIT != as_float:
-            raise ValueError(
-                f"{name}={value!r}: not exact to 1/10000; amounts are fixed-point with at most "
-                "four decimals (e.g. 0.25 or 0.0001)"
-            )
-        return units
-    exact = Fraction(int(value.numerator), int(value.denominator)) * UNIT
+        # double nearest a decimal with at most four places (its shortest repr): keep that.
+        if units / UNIT == as_float:
+            return units
+        exact = Fraction(as_float)
     if exact < 0:
         raise ValueError(f"{name}={value!r}: must be non-negative; expected {_ALLOWED}")
-    if exact.denominator != 1:
-        raise ValueError(f"{name}={value!r}: not exact to 1/10000")
-    return int(exact)
+    units = math.floor(exact * UNIT)  # Ray's rule: cut toward zero onto the grid
+    if units == 0 and exact > 0:
+        raise ValueError(
+            f"{name}={value!r}: below 1/10000, the finest amount there is (Ray refuses it "
+            "too); use 0 or at least 0.0001"
+        )
+    return units
 
 
 def format_amount(key: str, units: int) -> str:
@@ -285,7 +291,7 @@ def parse_resources(spec: Mapping[str, object] | Resources | None) -> Resources:
 
     Raises:
         TypeError: a name is not a string, or an amount is not a number (bool included).
-        ValueError: an amount is negative, NaN, infinite or not exact to 1/10000; a GPU amount
+        ValueError: an amount is negative, NaN, infinite or non-zero below 1/10000; a GPU amount
             above 1 is fractional; memory is not whole bytes; ``cpu`` and ``CPU`` (or ``gpu``
             and ``GPU``) disagree.
     """

@@ -9,9 +9,11 @@ Three files in the experiment folder, next to the trial folders:
   ``param_space`` that cannot be pickled (an actor ref) is stored as a placeholder, to be
   given again with ``Tuner.restore(..., param_space=...)``.
 - ``experiment_state.jsonl``, the **journal**: one JSON object per line, appended and
-  flushed as things happen, never rewritten. ``trial`` (a trial was created: id, name,
-  folder, config, resources), ``checkpoint`` (a checkpoint was recorded, with the sizes of
-  the trial's result logs at that moment), ``config`` (a scheduler changed a trial's config),
+  flushed as things happen (``fsync``-ed at each trial end and checkpoint, so a machine
+  crash loses at most the lines after the last of those), never rewritten. ``trial`` (a
+  trial was created: id, name, folder, config, resources), ``checkpoint`` (a checkpoint was
+  recorded, with the sizes of the trial's result logs at that moment), ``config`` (a
+  scheduler changed a trial's config),
   ``end`` (a trial finished or errored), and ``start`` (with the metric and mode) /
   ``finished`` / ``interrupted`` for each run of ``fit()``. Every line carries ``t``, the
   experiment's running time in seconds over all its runs. A crash can leave the last line
@@ -24,7 +26,8 @@ process cannot run or restore the same experiment at the same time; the lock goe
 process, however it ends.
 
 Everything else a restore needs is in the trial folders already (``result.json``,
-checkpoints).
+checkpoints, ``params.pkl``); a trial folder the journal lost is recovered from them
+(:mod:`._recover`).
 """
 
 from __future__ import annotations
@@ -253,13 +256,16 @@ class Journal:
         """The experiment's running time, over every run, in seconds."""
         return self._base + time.monotonic() - self._started
 
-    def append(self, event: str, **fields: Any) -> None:
-        """Write one event as one line and flush it."""
+    def append(self, event: str, *, durable: bool = False, **fields: Any) -> None:
+        """Write one event as one line and flush it; with ``durable``, also ``fsync`` it, so
+        that a machine crash cannot take it back (trial ends and checkpoints)."""
         if self._file is None:
             return
         line = {"event": event, "t": round(self.elapsed(), 3), **fields}
         self._file.write(json.dumps(line, default=repr) + "\n")
         self._file.flush()
+        if durable:
+            os.fsync(self._file.fileno())
         self.lines += 1
 
     def close(self) -> None:
@@ -294,18 +300,27 @@ def read_journal(experiment_path: str) -> list[dict[str, Any]]:
     """Every event of the journal, in order. A torn last line is skipped.
 
     Raises:
-        ValueError: a line other than the last is not a JSON object.
+        ValueError: a line other than the last is not UTF-8 text or not a JSON object.
     """
     path = os.path.join(experiment_path, JOURNAL_FILE)
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().split("\n")
+    with open(path, "rb") as f:
+        raw_lines = f.read().split(b"\n")
     events: list[dict[str, Any]] = []
-    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
-    for i, line in enumerate(lines):
-        if not line.strip():
+    last = max((i for i, raw in enumerate(raw_lines) if raw.strip()), default=-1)
+    for i, raw in enumerate(raw_lines):
+        if not raw.strip():
             continue
         try:
+            line = raw.decode("utf-8")
             event = json.loads(line)
+        except UnicodeDecodeError as exc:
+            if i == last:
+                break  # cut short by a crash, inside a character
+            raise ValueError(
+                f"{path}: line {i + 1} is not UTF-8 text (byte {raw[exc.start]:#04x} at "
+                f"column {exc.start + 1}): the journal is damaged; restore a copy of it, or "
+                "remove it and tuner.pkl to start the experiment over"
+            ) from None
         except json.JSONDecodeError:
             if i == last:
                 break  # cut short by a crash

@@ -109,7 +109,7 @@ class ExperimentRecorder:
         path, score, iteration, time_total = record
         result_bytes, progress_bytes = self.storage.sizes(trial.path)
         self.journal.append(
-            "checkpoint", id=trial.trial_id, dir=os.path.basename(path), score=score,
+            "checkpoint", durable=True, id=trial.trial_id, dir=os.path.basename(path), score=score,
             iteration=iteration, time_total_s=time_total, result_bytes=result_bytes,
             progress_bytes=progress_bytes,
         )
@@ -124,12 +124,12 @@ class ExperimentRecorder:
         if trial.status == ERROR:
             error = trial.error
             self.journal.append(
-                "end", id=trial.trial_id, status=ERROR,
+                "end", durable=True, id=trial.trial_id, status=ERROR,
                 error=_error_b64(error) if error is not None else None,
                 error_type=type(error).__name__, error_text=trial.error_text,
             )
         else:
-            self.journal.append("end", id=trial.trial_id, status=TERMINATED)
+            self.journal.append("end", durable=True, id=trial.trial_id, status=TERMINATED)
         self.searcher(searcher)
 
     def searcher(self, searcher: Searcher) -> None:

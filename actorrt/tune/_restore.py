@@ -49,6 +49,7 @@ from ._experiment_state import (
     read_journal,
     read_searcher_state,
 )
+from ._recover import recover_lost_trials
 from ._sample import Domain
 from ._search import Searcher, resume_search
 from ._storage import PROGRESS_FILE, RESULT_FILE, read_results, trim_torn_tail
@@ -261,6 +262,7 @@ def load_experiment(
     run_config = _load_piece(header, "run_config", folder)
     space = _param_space(header, param_space, folder)
     journal = fold_journal(read_journal(folder))
+    recover_lost_trials(folder, header.tag, journal, run_config.checkpoint_config)
     for record in journal.trials:
         record.config = _fill(record.config, param_space, record.trial_id)
     saved = read_searcher_state(folder)
@@ -351,7 +353,7 @@ def rebuild_trials(restored: RestoredExperiment, storage: ExperimentStorage) -> 
     closed: list[Trial] = []
     for record in restored.journal.trials:
         path = os.path.join(storage.path, record.dirname)
-        os.makedirs(path, exist_ok=True)
+        os.makedirs(path, mode=0o700, exist_ok=True)
         trial = Trial(record.trial_id, record.trial_name, record.config, None, path)
         for name in (RESULT_FILE, PROGRESS_FILE):
             trim_torn_tail(os.path.join(path, name))

@@ -20,6 +20,8 @@ import shutil
 from collections.abc import Mapping
 from typing import IO, Any
 
+import cloudpickle
+
 __all__ = [
     "ExperimentStorage",
     "copy_dir_atomic",
@@ -148,16 +150,27 @@ class ExperimentStorage:
 
     def __init__(self, storage_path: str, name: str) -> None:
         self.path = os.path.join(os.path.abspath(os.path.expanduser(storage_path)), name)
-        os.makedirs(self.path, exist_ok=True)
+        # Only this user may read it: it holds pickled configs (params.pkl, tuner.pkl).
+        os.makedirs(self.path, mode=0o700, exist_ok=True)
         self._files: dict[str, _TrialFiles] = {}
 
     def trial_dir(self, dirname: str) -> str:
         path = os.path.join(self.path, dirname)
-        os.makedirs(path, exist_ok=True)
+        os.makedirs(path, mode=0o700, exist_ok=True)
         return path
 
     def write_params(self, trial_dir: str, config: Mapping[str, Any]) -> None:
+        """``params.json``, and ``params.pkl`` (exact, as Ray writes it) when the config
+        pickles: a restore whose journal lost the trial takes its config from there."""
         write_json_atomic(os.path.join(trial_dir, "params.json"), config)
+        try:
+            blob = cloudpickle.dumps(dict(config))
+        except Exception:
+            return  # a value that cannot be pickled (an actor ref): params.json must do
+        tmp = os.path.join(trial_dir, f"params.pkl.tmp{os.getpid()}")
+        with open(tmp, "wb") as f:
+            f.write(blob)
+        os.replace(tmp, os.path.join(trial_dir, "params.pkl"))
 
     def append_result(self, trial_dir: str, result: Mapping[str, Any]) -> None:
         files = self._files.get(trial_dir)

@@ -43,16 +43,23 @@ def test_negative_nan_inf_are_value_errors(bad: float) -> None:
         parse_resources({"CPU": bad})
 
 
-def test_exact_to_a_ten_thousandth() -> None:
+def test_amounts_go_on_the_ten_thousandth_grid_as_in_ray() -> None:
     assert parse_resources({"CPU": 0.0001}).units("CPU") == 1
     assert parse_resources({"CPU": 1.1}).units("CPU") == 11000
+    assert parse_resources({"CPU": 0.29}).units("CPU") == 2900  # four decimals: kept exactly
     assert parse_resources({"CPU": Fraction(1, 4)}).units("CPU") == 2500
-    with pytest.raises(ValueError, match=r"'CPU'=0.30000000000000004.*not exact to 1/10000"):
-        parse_resources({"CPU": 0.1 + 0.2})
-    with pytest.raises(ValueError, match="not exact"):
-        parse_resources({"x": 0.00001})
-    with pytest.raises(ValueError, match="not exact"):
-        parse_resources({"x": Fraction(1, 3)})
+    # Off the grid: cut toward zero, as Ray's fixed point does.
+    assert parse_resources({"CPU": 0.1 + 0.2}).units("CPU") == 3000
+    assert parse_resources({"CPU": 1 / 3}).units("CPU") == 3333
+    assert parse_resources({"CPU": 2 / 3}).units("CPU") == 6666
+    assert parse_resources({"x": Fraction(1, 3)}).units("x") == 3333
+    assert parse_resources({"GPU": 1 / 3}).units("GPU") == 3333
+    assert parse_resources({"CPU": 1 + 1e-12}).units("CPU") == 10000
+    three = parse_resources({"CPU": 1 / 3})
+    assert (three + three + three).units("CPU") == 9999  # exact sums of what was granted
+    for tiny in (0.00001, Fraction(1, 30000)):
+        with pytest.raises(ValueError, match=r"below 1/10000.*0.0001"):
+            parse_resources({"x": tiny})
 
 
 def test_gpu_above_one_must_be_whole() -> None:

@@ -1,0 +1,136 @@
+"""Liveness of worker processes: is each one stopped, or not answering?
+
+A worker can be alive and still do nothing: stopped by a signal (SIGSTOP, a debugger, a
+terminal's Ctrl-Z), or with a thread holding the GIL in one long C call so that its event
+loop never runs. Asks to such a worker wait, and a graceful stop never completes. So the
+runtime that owns workers checks each one every :data:`CHECK_INTERVAL` seconds:
+
+- its state in ``/proc/<pid>/stat``: ``T`` (stopped) or ``t`` (stopped by a tracer);
+- a ping on its connection, which its event loop answers; one not answered within
+  :data:`UNRESPONSIVE_AFTER` seconds makes the worker unresponsive.
+
+A worker found frozen is reported once per episode (a warning naming the actor and the pid;
+an info line when it answers again), shown by ``actorrt status`` (state ``unresponsive``),
+and its actor is told (:meth:`~actorrt._process_actor.ProcessActor.frozen`): a stop waiting
+on a stopped worker escalates to a kill. The checks run only while the runtime has workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._process import WorkerPool, WorkerProcess
+
+logger = logging.getLogger("actorrt")
+
+CHECK_INTERVAL = 1.0  # seconds between two checks of every worker
+UNRESPONSIVE_AFTER = 10.0  # seconds a ping may go unanswered before the worker is frozen
+
+
+def process_state(pid: int) -> str:
+    """The one-letter state of process ``pid`` (``R``, ``S``, ``T``, ...); ``?`` if unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return "?"
+    return stat[stat.rindex(b")") + 2 :][:1].decode() or "?"
+
+
+class Liveness:
+    """One worker's liveness, as its owner last saw it."""
+
+    __slots__ = ("frozen_since", "ping_sent", "stopped", "why")
+
+    def __init__(self) -> None:
+        self.why: str | None = None  # None: live; else what is wrong ("stopped by a signal")
+        self.stopped = False  # stopped by a signal (not merely slow to answer)
+        self.frozen_since: float | None = None
+        self.ping_sent: float | None = None  # monotonic time of the unanswered ping
+
+    def describe(self) -> str | None:
+        if self.why is None or self.frozen_since is None:
+            return None
+        return f"{self.why} for {time.monotonic() - self.frozen_since:.0f} s"
+
+
+class LivenessWatch:
+    """Checks every worker of a pool, once per :data:`CHECK_INTERVAL`."""
+
+    def __init__(self, pool: WorkerPool) -> None:
+        self.pool = pool
+        self._task: asyncio.Task[None] | None = None
+
+    def ensure_running(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(
+                self._run(), name="actorrt:liveness"
+            )
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _run(self) -> None:
+        while self.pool.live_workers():
+            for worker in self.pool.live_workers():
+                self.check(worker)
+            await asyncio.sleep(CHECK_INTERVAL)
+
+    def check(self, worker: WorkerProcess) -> None:
+        conn = worker.conn
+        if conn is None or conn.is_closing() or not worker.alive:
+            return
+        live = worker.liveness
+        now = time.monotonic()
+        state = process_state(worker.pid)
+        if state in ("T", "t"):
+            why: str | None = "stopped by a signal (SIGSTOP or a debugger)"
+        elif live.ping_sent is not None and now - live.ping_sent >= UNRESPONSIVE_AFTER:
+            why = "not answering (its event loop is blocked, e.g. by a thread holding the GIL)"
+        else:
+            why = None
+        if live.ping_sent is None:
+            try:
+                pong = conn.request(("ping",))
+            except Exception:  # the connection is going: its end is reported elsewhere
+                return
+            live.ping_sent = now
+            pong.add_done_callback(functools.partial(self._answered, worker=worker))
+        if why != live.why:
+            self._changed(worker, why, now)
+
+    def _answered(self, pong: asyncio.Future[object], worker: WorkerProcess) -> None:
+        if pong.cancelled() or pong.exception() is not None:
+            return  # the connection ended: the process's exit is reported elsewhere
+        worker.liveness.ping_sent = None
+        if worker.liveness.why is not None and process_state(worker.pid) not in ("T", "t"):
+            self._changed(worker, None, time.monotonic())
+
+    def _changed(self, worker: WorkerProcess, why: str | None, now: float) -> None:
+        live = worker.liveness
+        was = live.describe()
+        live.why = why
+        live.stopped = why is not None and why.startswith("stopped")
+        if why is None:
+            live.frozen_since = None
+            logger.info("%s (pid %d) is responsive again after being %s", worker.label,
+                        worker.pid, was)
+            return
+        if live.frozen_since is None:
+            live.frozen_since = now
+        logger.warning(
+            "%s (pid %d) is %s: asks to it wait until it runs again or is killed "
+            "(ref.kill(), or ref.stop(grace=...))",
+            worker.label, worker.pid, why,
+        )
+        if worker.hosted is not None:
+            worker.hosted.frozen()
