@@ -241,7 +241,8 @@ def choice(categories: Sequence[Any]) -> Categorical:
 
 
 def sample_from(func: Callable[..., Any]) -> Function:
-    """A value computed per trial by ``func(spec)``; ``spec.config`` is the config so far."""
+    """A value computed per trial by ``func(config)`` from the config drawn so far (the
+    older ``lambda spec: spec.config.x`` works too)."""
     return Function(func)
 
 

@@ -17,6 +17,7 @@ import actorrt
 
 from ._config import RunConfig, TuneConfig
 from ._controller import TuneController, trainable_name
+from ._prepare import check_picklable, prepare_experiment
 from ._resources import is_function_trainable, with_resources
 from ._restore import RestoredExperiment, ResumeOptions, can_restore, load_experiment
 from ._result import ResultGrid
@@ -96,9 +97,14 @@ class Tuner:
 
     Raises:
         ValueError: ``trainable`` is neither kind, or ``param_space`` is not a dict.
+        TypeError: ``trainable`` cannot be pickled, so it could not be sent to the trials'
+            worker processes (it holds a lock, an open file, a socket...).
 
-    An experiment keeps its state in its folder as it runs; one that stopped early (killed,
-    Ctrl-C, SIGTERM, a crashed machine) continues with :meth:`restore`.
+    As in Ray, constructing a Tuner creates the experiment's folder
+    (``storage_path/name``) and writes the experiment's definition there, so
+    :meth:`can_restore` is true from then on. An experiment keeps its state in its folder
+    as it runs; one that stopped early (killed, Ctrl-C, SIGTERM, a crashed machine)
+    continues with :meth:`restore`.
     """
 
     def __init__(
@@ -109,8 +115,21 @@ class Tuner:
         tune_config: TuneConfig | None = None,
         run_config: RunConfig | None = None,
     ) -> None:
+        self._init(trainable, param_space, tune_config, run_config)
+        self._prepared: tuple[str, str] | None = prepare_experiment(
+            self.trainable, self.param_space, self.tune_config, self.run_config
+        )
+
+    def _init(
+        self,
+        trainable: Any,
+        param_space: dict[str, Any] | None,
+        tune_config: TuneConfig | None,
+        run_config: RunConfig | None,
+    ) -> None:
         trainable = _from_trainer(trainable)
         _check_trainable(trainable)
+        check_picklable(trainable)
         if param_space is not None and not isinstance(param_space, dict):
             raise ValueError(f"param_space must be a dict, got {param_space!r}")
         self.trainable = trainable
@@ -121,6 +140,7 @@ class Tuner:
         self._controller: TuneController | None = None
         self._restored: RestoredExperiment | None = None
         self._restore_args: tuple[str, dict[str, Any] | None, ResumeOptions] | None = None
+        self._prepared = None
 
     @classmethod
     def restore(
@@ -173,12 +193,8 @@ class Tuner:
         _check_trainable(trainable)
         options = ResumeOptions(resume_unfinished, resume_errored, restart_errored)
         restored = load_experiment(path, trainable_name(trainable), param_space, options)
-        tuner = cls(
-            trainable,
-            param_space=restored.param_space,
-            tune_config=restored.tune_config,
-            run_config=restored.run_config,
-        )
+        tuner = cls.__new__(cls)  # the folder is the experiment's: nothing is written
+        tuner._init(trainable, restored.param_space, restored.tune_config, restored.run_config)
         tuner._restored = restored
         tuner._restore_args = (restored.path, param_space, options)
         return tuner
@@ -187,9 +203,10 @@ class Tuner:
     def can_restore(cls, path: str | os.PathLike[str]) -> bool:
         """Whether ``path`` is an experiment folder that :meth:`restore` can continue.
 
-        True once an experiment has started there (its ``tuner.pkl`` and
-        ``experiment_state.jsonl`` exist), also when it has finished: restoring a finished
-        experiment runs nothing and returns its results.
+        True once a ``Tuner`` was constructed with that folder as ``storage_path/name``
+        (as in Ray, construction writes the experiment's definition), before ``fit()``
+        too: restoring it then runs the whole experiment. Also true when it has finished:
+        restoring a finished experiment runs nothing and returns its results.
         """
         return can_restore(path)
 
@@ -210,7 +227,8 @@ class Tuner:
         if restored is not None:
             self.tune_config, self.run_config = restored.tune_config, restored.run_config
         controller = TuneController(
-            self.trainable, self.param_space, self.tune_config, self.run_config, restored
+            self.trainable, self.param_space, self.tune_config, self.run_config, restored,
+            prepared=self._prepared,
         )
         self._controller = controller
         return await controller.run()
