@@ -33,6 +33,7 @@ __all__ = [
     "check_callbacks",
     "default_callbacks",
     "importable",
+    "warn_unsaved_callback_state",
 ]
 
 logger = logging.getLogger("actorrt.tune")
@@ -180,6 +181,18 @@ def importable(module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
         return False
+
+
+def warn_unsaved_callback_state(callbacks: Iterable[Callback]) -> None:
+    """Say so when a restored experiment's callbacks keep state that Ray would restore
+    (``get_state``) and actorrt does not save."""
+    for callback in callbacks:
+        if type(callback).get_state is not Callback.get_state:
+            logger.warning(
+                "tune: %s defines get_state(), but callback state is not saved with the "
+                "experiment here (Ray restores it): it starts afresh in the restored run",
+                type(callback).__name__,
+            )
 
 
 def default_callbacks(given: Iterable[Callback]) -> list[Callback]:

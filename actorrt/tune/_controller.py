@@ -35,7 +35,7 @@ from typing import Any
 import actorrt
 
 from ._bus import ReportBusActor, TrialDriverActor
-from ._callbacks import CallbackList, default_callbacks
+from ._callbacks import CallbackList, default_callbacks, warn_unsaved_callback_state
 from ._checkpoint import Checkpoint
 from ._config import CheckpointConfig, FailureConfig, RunConfig, TuneConfig, limited_search_alg
 from ._experiment_state import make_header
@@ -155,6 +155,8 @@ class TuneController:
         )
         self._fatal: BaseException | None = None
         self._chdir = True
+        if restored is not None:
+            warn_unsaved_callback_state(given)
         self.trials: list[Trial] = []
         self._by_id: dict[str, Trial] = {}
         self._tasks: dict[asyncio.Task[None], Trial] = {}

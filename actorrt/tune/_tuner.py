@@ -73,11 +73,30 @@ def _check_trainable(trainable: Any) -> None:
     if inspect.isclass(trainable) and issubclass(trainable, Trainable):
         return
     if is_function_trainable(trainable):
+        _check_signature(trainable)
         return
     raise ValueError(
         "Tuner takes a function trainable (def train(config): ... tune.report(...)) or a "
         f"tune.Trainable subclass, got {type(trainable).__name__}: {trainable!r}"
     )
+
+
+def _check_signature(trainable: Any) -> None:
+    """Ray's rule: a function trainable is called with the config as its one positional
+    argument; one that cannot be is a ``ValueError`` here, not a ``TypeError`` in every
+    trial."""
+    try:
+        signature = inspect.signature(trainable)
+    except (TypeError, ValueError):
+        return  # nothing to read: let the call decide
+    try:
+        signature.bind({})
+    except TypeError:
+        raise ValueError(
+            f"the function trainable {getattr(trainable, '__name__', trainable)!r} must take "
+            f"the config as its one positional argument, as in Ray: def train(config); its "
+            f"signature is {signature}. Pass other arguments with tune.with_parameters"
+        ) from None
 
 
 class Tuner:

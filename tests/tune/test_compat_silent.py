@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 import actorrt
-from actorrt import tune
+from actorrt import train, tune
 from actorrt.tune._variants import resolve_one
 from actorrt.tune.schedulers import ASHAScheduler
 
@@ -98,6 +98,31 @@ def test_each_trial_runs_in_its_own_folder_unless_turned_off(tmp_path: Path) -> 
     off = [r for r in rows if r["chdir"] == "0"]
     assert len(off) == 3 and all(r["cwd"] == script_dir == r["orig"] for r in off)
     assert (tmp_path / "model.txt").read_text().startswith("trial ")
+
+
+def cwd_loop(config: dict[str, Any]) -> None:
+    train.report({"worker_cwd": os.getcwd(), "rank": train.get_context().get_world_rank()})
+
+
+def train_driver(config: dict[str, Any]) -> None:
+    result = train.DataParallelTrainer(
+        cwd_loop, scaling_config=train.ScalingConfig(num_workers=2)
+    ).fit()
+    tune.report({"worker_cwd": result.metrics["worker_cwd"], "driver_cwd": os.getcwd()})
+
+
+@pytest.mark.actorrt(num_cpus=3)
+async def test_train_workers_in_a_trial_share_its_folder(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Path
+) -> None:
+    grid = await tune.Tuner(
+        tune.with_resources(train_driver, train.ScalingConfig(num_workers=2)),
+        run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0),
+    ).fit_async()
+    [result] = grid
+    assert result.error is None, result.error
+    assert result.metrics["worker_cwd"] == result.metrics["driver_cwd"] == result.path
+    assert os.getcwd() != result.path
 
 
 def test_chdir_to_trial_dir_is_deprecated_as_in_ray(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -479,6 +504,18 @@ def test_a_trainable_that_cannot_be_sent_fails_at_construction(tmp_path: Path) -
 
     with pytest.raises(TypeError, match="'holds_a_lock' cannot be pickled"):
         tune.Tuner(holds_a_lock, run_config=tune.RunConfig(storage_path=str(tmp_path)))
+
+
+def test_a_function_that_cannot_take_the_config_fails_at_construction(tmp_path: Path) -> None:
+    def no_config() -> None:
+        tune.report({"x": 1})
+
+    def two_arguments(config: dict[str, Any], data: Any) -> None:
+        tune.report({"x": 1})
+
+    for trainable in (no_config, two_arguments):
+        with pytest.raises(ValueError, match="must take the config as its one positional"):
+            tune.Tuner(trainable, run_config=tune.RunConfig(storage_path=str(tmp_path)))
 
 
 @pytest.mark.actorrt(num_cpus=2)
