@@ -245,9 +245,14 @@ class Tuner:
         restored = self._take_restored()
         if restored is not None:
             self.tune_config, self.run_config = restored.tune_config, restored.run_config
+        prepared, self._prepared = self._prepared, None
+        if restored is None and prepared is None:  # fit() again: a new experiment
+            prepared = prepare_experiment(
+                self.trainable, self.param_space, self.tune_config, self.run_config
+            )
         controller = TuneController(
             self.trainable, self.param_space, self.tune_config, self.run_config, restored,
-            prepared=self._prepared,
+            prepared=prepared,
         )
         self._controller = controller
         return await controller.run()

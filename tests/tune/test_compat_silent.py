@@ -495,6 +495,20 @@ async def test_a_constructed_experiment_restores_and_runs_from_the_start(
     assert sorted(r.metrics["x"] for r in grid) == [1, 2]
 
 
+@pytest.mark.actorrt(num_cpus=2)
+async def test_fit_twice_runs_a_second_experiment_without_mixing_results(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Path
+) -> None:
+    tuner = tune.Tuner(
+        reports_loss, run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0)
+    )
+    first = await tuner.fit_async()
+    second = await tuner.fit_async()
+    assert first[0].path != second[0].path
+    for grid in (first, second):
+        assert list(grid[0].metrics_dataframe["training_iteration"]) == [1, 2, 3]
+
+
 def test_a_trainable_that_cannot_be_sent_fails_at_construction(tmp_path: Path) -> None:
     lock = threading.Lock()
 
