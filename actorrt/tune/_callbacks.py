@@ -294,7 +294,7 @@ class CallbackList:
                 except Exception:
                     logger.exception(
                         "tune: callback %s.on_checkpoint raised for trial %s; the "
-                        "experiment goes on (as in Ray)",
+                        "experiment goes on, as in Ray (unlike Ray, the checkpoint is kept)",
                         type(callback).__name__, trial.trial_name,
                     )
         self._event("on_trial_save", trials, trial)
