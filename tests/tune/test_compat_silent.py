@@ -63,7 +63,7 @@ def train(config):
         "pid": os.getpid(),
     })
 
-ray.init(num_cpus=1)  # one trial at a time: every trial may reuse one worker process
+ray.init(num_cpus=2)  # two trials at a time; the third reuses a worker process
 rows = []
 for chdir in ("default", "0"):
     if chdir == "0":
