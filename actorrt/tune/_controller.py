@@ -21,7 +21,6 @@ journal, and prints how to resume.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import math
@@ -39,9 +38,10 @@ from ._callbacks import CallbackList, default_callbacks, warn_unsaved_callback_s
 from ._checkpoint import Checkpoint
 from ._config import CheckpointConfig, FailureConfig, RunConfig, TuneConfig, limited_search_alg
 from ._experiment_state import make_header
+from ._prepare import DEFAULT_STORAGE, check_checkpoint_config, experiment_name, trainable_name
 from ._progress import ProgressReporter
 from ._recorder import ExperimentRecorder
-from ._resources import is_function_trainable, resolve_resources
+from ._resources import resolve_resources
 from ._restore import RestoredExperiment, rebuild_trials, replay_scheduler, restore_searcher
 from ._result import ResultGrid, grid_of
 from ._result_checks import ResultChecker
@@ -62,38 +62,6 @@ logger = logging.getLogger("actorrt.tune")
 STOP_GRACE_S = 2.0  # a trial told to stop gets this long to reach its next report
 STEP_S = 0.1  # the longest step of the controller (callbacks' on_step_begin/on_step_end)
 MAX_PENDING_ENV = "ACTORRT_TUNE_MAX_PENDING_TRIALS"
-DEFAULT_STORAGE = os.path.join("~", "actorrt_results")
-
-
-def trainable_name(trainable: Any) -> str:
-    name = getattr(trainable, "__name__", None) or type(trainable).__name__
-    return str(name)
-
-
-def experiment_name(trainable: Any, run_config: RunConfig) -> str:
-    """``RunConfig(name)``, or the trainable's name and the time, as Ray names it."""
-    return run_config.name or f"{trainable_name(trainable)}_{time.strftime('%Y-%m-%d_%H-%M-%S')}"
-
-
-def check_checkpoint_config(trainable: Any, config: CheckpointConfig | None) -> None:
-    """Ray's rule: a function trainable takes its checkpoints itself (``tune.report(...,
-    checkpoint=...)``), so ``checkpoint_frequency`` and ``checkpoint_at_end`` are errors.
-
-    Raises:
-        ValueError: either is set for a function trainable.
-    """
-    if config is None or not is_function_trainable(trainable):
-        return
-    for name in ("checkpoint_frequency", "checkpoint_at_end"):
-        value = getattr(config, name)
-        if value:
-            raise ValueError(
-                f"CheckpointConfig({name}={value!r}) is not supported for a function "
-                "trainable (as in Ray): it takes its checkpoints itself. Report one every N "
-                "iterations, or at the end, with tune.report(metrics, "
-                "checkpoint=tune.Checkpoint.from_directory(...)); checkpoint_frequency and "
-                "checkpoint_at_end apply to tune.Trainable classes"
-            )
 
 
 class TuneController:
@@ -253,8 +221,13 @@ class TuneController:
         self._launch(max_pending)
         finished = not self._tasks and (self._search_done or self._stopping)
         if not finished:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), STEP_S)
+            # A timer rather than asyncio.wait_for, which on Python 3.11 can swallow a
+            # cancellation (Ctrl-C) that arrives as the wait ends.
+            timer = asyncio.get_running_loop().call_later(STEP_S, self._changed.set)
+            try:
+                await self._changed.wait()
+            finally:
+                timer.cancel()
             self._changed.clear()
         self._raise_fatal()
         self.callbacks.step_end(self.trials)

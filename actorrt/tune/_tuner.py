@@ -16,8 +16,8 @@ from typing import Any
 import actorrt
 
 from ._config import RunConfig, TuneConfig
-from ._controller import TuneController, trainable_name
-from ._prepare import check_picklable, prepare_experiment
+from ._controller import TuneController
+from ._prepare import check_picklable, prepare_experiment, trainable_name
 from ._resources import is_function_trainable, with_resources
 from ._restore import RestoredExperiment, ResumeOptions, can_restore, load_experiment
 from ._result import ResultGrid
