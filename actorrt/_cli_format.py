@@ -242,15 +242,22 @@ def render_results(
         f"  {len(trials)} trial(s): {summary}",
         "",
     ]
+    # One column per config key, in the param space's order (params.json keeps it), whole.
+    columns: list[str] = []
+    for t in trials:
+        for key in flatten(t.config or {}):
+            if key not in columns:
+                columns.append(key)
     rows = []
     for t in trials:
         value = t.metric(metric) if metric else None
+        flat = flatten(t.config) if t.config is not None else None
         rows.append([
             t.name, t.status, str(t.iterations),
             "-" if value is None else _number(value),
-            _clip(_config_text(t.config), max(width - 40, 30)),
+            *[_config_value(flat, key) for key in columns],
         ])  # fmt: skip
-    header = ["trial", "status", "iter", metric or "metric", "config"]
+    header = ["trial", "status", "iter", metric or "metric", *columns]
     lines += table(header, rows, indent="", right=(2, 3))
     lines.append("")
     if best is not None and metric is not None:
@@ -293,6 +300,14 @@ def _number(value: float | None) -> str:
     if math.isfinite(value) and float(value).is_integer() and abs(value) < 1e15:
         return str(int(value))
     return f"{value:.6g}"
+
+
+def _config_value(flat: Mapping[str, Any] | None, key: str) -> str:
+    if flat is None:
+        return "?"
+    if key not in flat:
+        return "-"
+    return json.dumps(flat[key], default=repr)
 
 
 def _config_text(config: Mapping[str, Any] | None) -> str:

@@ -395,12 +395,14 @@ def test_results_summarises_a_tuner_experiment(experiment: str, env: dict[str, s
     assert shown.returncode == 0, shown.stderr
     out = shown.stdout
     assert "3 trial(s): 1 error, 2 terminated" in out
-    rows = {line.split()[0]: line.split() for line in out.splitlines() if "x=" in line}
-    by_x = {row[-1]: row[1:4] for row in rows.values()}
+    [header] = [line for line in out.splitlines() if line.startswith("trial ")]
+    assert header.split() == ["trial", "status", "iter", "loss", "x"]  # a column per key
+    rows = [line.split() for line in out.splitlines() if line.startswith("train_")]
+    by_x = {row[-1]: row[1:4] for row in rows}
     assert by_x == {
-        "x=1": ["terminated", "3", "8"],
-        "x=2": ["error", "1", "20"],
-        "x=3": ["terminated", "3", "28"],
+        "1": ["terminated", "3", "8"],
+        "2": ["error", "1", "20"],
+        "3": ["terminated", "3", "28"],
     }
     # The only metric reported is loss, but whether lower is better is not guessed.
     assert "pass --mode min or --mode max" in out

@@ -23,6 +23,7 @@ import asyncio
 import copy
 import inspect
 import logging
+import os
 import secrets
 import time
 from collections.abc import Callable, Mapping
@@ -307,6 +308,9 @@ class DataParallelTrainer:
             next_index=book.next_index,
             score_attribute=self.run_config.checkpoint_config.checkpoint_score_attribute,
             report_waits=trial is not None,
+            # In a Tune trial the workers share the trial's working directory (its folder,
+            # unless RAY_CHDIR_TO_TRIAL_DIR=0), as Ray's do.
+            working_dir=os.getcwd() if trial is not None else None,
         )
 
     def as_trainable(self) -> Callable[[dict[str, Any]], None]:

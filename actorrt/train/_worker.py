@@ -12,11 +12,13 @@ once Tune has taken it and decided that the trial goes on, as ``tune.report`` do
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,25 @@ class RunSpec:
     score_attribute: str | None
     report_waits: bool = False
     datasets: dict[str, Any] = field(default_factory=dict)  # this worker's shards
+    working_dir: str | None = None  # the enclosing Tune trial's working directory
+
+
+@contextlib.contextmanager
+def _working_dir(path: str | None) -> Iterator[None]:
+    """Run the block in ``path`` (when given), with relative ``sys.path`` entries kept
+    meaning the original directory; both are put back after, so a pooled worker process
+    is reused as it was."""
+    if path is None:
+        yield
+        return
+    original, saved_path = os.getcwd(), list(sys.path)
+    sys.path[:] = [p if os.path.isabs(p) else os.path.join(original, p) for p in sys.path]
+    try:
+        os.chdir(path)
+        yield
+    finally:
+        os.chdir(original)
+        sys.path[:] = saved_path
 
 
 @actorrt.actor(process=True, max_concurrency=3)
@@ -82,6 +103,10 @@ class TrainWorker:
 
     def run(self, spec: RunSpec) -> dict[str, Any]:
         """Run the training function once; return what the coordinator must know after."""
+        with _working_dir(spec.working_dir):
+            return self._run(spec)
+
+    def _run(self, spec: RunSpec) -> dict[str, Any]:
         self._report_waits = spec.report_waits
         saved = {key: os.environ.get(key) for key in spec.env}
         os.environ.update(spec.env)

@@ -4,11 +4,15 @@ Every hook runs in the driver process, on the runtime's event loop, in the contr
 step: a slow hook slows the whole experiment (results wait for it), so hand long work to a
 thread. Hooks are called with keyword arguments, as Ray calls them.
 
-A hook that raises does not end the experiment: a callback is an observer (a logger, a
-notifier), and a sweep of many hours should not be lost to a full disk or a dropped network
-connection in one. The first failure of each hook of each callback is shown in the progress
-output and logged on the ``actorrt.tune`` logger with its traceback; later failures of the
-same hook are counted, and the count is reported when the experiment ends.
+The controller works in steps, as Ray's does: each step calls ``on_step_begin``, starts
+what can start, handles the events that come in (trial starts, results, checkpoints, ends)
+for up to a tenth of a second, and calls ``on_step_end``; ``iteration`` is the step's
+number, from 0.
+
+A hook that raises ends the experiment, as in Ray: no more hooks are called (but
+``on_experiment_end``), the running trials are stopped, the experiment stays restorable,
+and ``fit()`` raises that exception. The one exception, also Ray's: an exception in
+``on_checkpoint`` is logged and the experiment goes on.
 """
 
 from __future__ import annotations
@@ -16,8 +20,6 @@ from __future__ import annotations
 import importlib.util
 import logging
 import os
-import traceback
-from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +33,7 @@ __all__ = [
     "check_callbacks",
     "default_callbacks",
     "importable",
+    "warn_unsaved_callback_state",
 ]
 
 logger = logging.getLogger("actorrt.tune")
@@ -47,13 +50,14 @@ class Callback:
     ``RunConfig(callbacks=[...])``.
 
     Override the hooks you need; each does nothing by default. Every hook runs in the
-    driver, on the event loop, between the controller's steps: keep it quick. One that
-    raises is reported and the experiment goes on (see the module docstring).
+    driver, on the event loop, in the controller's step: keep it quick. One that raises
+    ends the experiment and ``fit()`` raises its exception (``on_checkpoint`` excepted:
+    see the module docstring).
 
     Arguments common to the hooks:
 
-    - ``iteration``: how many events (trial starts, results, ends) the controller has
-      handled so far; it grows by one with each event.
+    - ``iteration``: the number of the controller's step (from 0; a step lasts at most
+      about a tenth of a second).
     - ``trials``: every trial of the experiment so far, in creation order (read them;
       do not change them).
     - ``trial``: the trial the event is about: ``trial_id``, ``trial_name``, ``config``,
@@ -78,10 +82,28 @@ class Callback:
             **info: room for later arguments.
         """
 
+    def on_step_begin(self, iteration: int, trials: list[Trial], **info: Any) -> None:
+        """Called at the start of each step of the controller."""
+
+    def on_step_end(self, iteration: int, trials: list[Trial], **info: Any) -> None:
+        """Called at the end of each step of the controller."""
+
     def on_trial_start(
         self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
     ) -> None:
         """Called when a trial got its resources and starts running."""
+
+    def on_trial_restore(
+        self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
+    ) -> None:
+        """Called when an attempt of a trial starts from a checkpoint (a retry, a resumed
+        experiment, a PBT exploit)."""
+
+    def on_trial_save(
+        self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
+    ) -> None:
+        """Called after a trial's checkpoint was saved and recorded (after
+        ``on_checkpoint``)."""
 
     def on_trial_result(
         self,
@@ -114,9 +136,29 @@ class Callback:
         """Called when an attempt of a trial failed and the trial is retried
         (``FailureConfig(max_failures)``)."""
 
+    def on_checkpoint(
+        self,
+        iteration: int,
+        trials: list[Trial],
+        trial: Trial,
+        checkpoint: Any,
+        **info: Any,
+    ) -> None:
+        """Called when a trial reported (or, a class trainable, saved) a checkpoint, with
+        that ``tune.Checkpoint`` (its ``path`` is in the trial's folder). An exception here
+        is logged and the experiment goes on, as in Ray."""
+
     def on_experiment_end(self, trials: list[Trial], **info: Any) -> None:
-        """Called once when the experiment ends: all trials have ended, or it was stopped
-        or cancelled (so files a callback holds open can be closed)."""
+        """Called once when the experiment ends: all trials have ended, or it was stopped,
+        cancelled or failed (so files a callback holds open can be closed)."""
+
+    def get_state(self) -> dict[str, Any] | None:
+        """State to save with the experiment (Ray's hook); ``None``: nothing. Not saved
+        here: callbacks start afresh when an experiment is restored."""
+        return None
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`get_state` returned (Ray's hook)."""
 
 
 def check_callbacks(callbacks: object) -> None:
@@ -141,6 +183,18 @@ def importable(module: str) -> bool:
         return False
 
 
+def warn_unsaved_callback_state(callbacks: Iterable[Callback]) -> None:
+    """Say so when a restored experiment's callbacks keep state that Ray would restore
+    (``get_state``) and actorrt does not save."""
+    for callback in callbacks:
+        if type(callback).get_state is not Callback.get_state:
+            logger.warning(
+                "tune: %s defines get_state(), but callback state is not saved with the "
+                "experiment here (Ray restores it): it starts afresh in the restored run",
+                type(callback).__name__,
+            )
+
+
 def default_callbacks(given: Iterable[Callback]) -> list[Callback]:
     """The callbacks Tune adds on its own: the TensorBoard logger when ``tensorboardX`` is
     installed, unless one was given or an environment variable turns it off."""
@@ -154,42 +208,36 @@ def default_callbacks(given: Iterable[Callback]) -> list[Callback]:
 
 
 class CallbackList:
-    """Calls every callback's hook in turn, isolating their failures (module docstring).
+    """Calls every callback's hook in turn (module docstring).
 
     Args:
         callbacks: the user's callbacks, then Tune's own.
-        note: shows a line in the progress output.
+        on_error: told of the first exception a hook raised (the controller then ends the
+            experiment with it).
     """
 
-    def __init__(self, callbacks: Iterable[Callback], note: Callable[[str], None]) -> None:
+    def __init__(
+        self, callbacks: Iterable[Callback], on_error: Callable[[BaseException], None]
+    ) -> None:
         self.callbacks = list(callbacks)
-        self.note = note
+        self.on_error = on_error
         self.iteration = 0
-        self._failures: Counter[tuple[str, str]] = Counter()
+        self.error: BaseException | None = None
 
     def _call(self, hook: str, **kwargs: Any) -> None:
+        if self.error is not None:
+            return  # the experiment is ending with the first error
         for callback in self.callbacks:
             try:
                 getattr(callback, hook)(**kwargs)
             except Exception as exc:
-                self._failed(callback, hook, exc)
-
-    def _failed(self, callback: Callback, hook: str, exc: Exception) -> None:
-        key = (type(callback).__name__, hook)
-        self._failures[key] += 1
-        if self._failures[key] > 1:
-            logger.debug("tune: callback %s.%s raised again: %r", *key, exc)
-            return
-        logger.error("tune: callback %s.%s raised; the experiment goes on", *key, exc_info=exc)
-        text = "".join(traceback.format_exception(exc)).rstrip()
-        self.note(
-            f"callback {key[0]}.{hook} raised {type(exc).__name__}: {exc}\n{text}\n"
-            f"[tune] the experiment goes on; fix the callback (later failures of "
-            f"{key[0]}.{hook} are counted, not shown)"
-        )
+                name = f"{type(callback).__name__}.{hook}"
+                exc.add_note(f"raised by the tune callback {name}; the experiment stopped")
+                self.error = exc
+                self.on_error(exc)
+                return
 
     def _event(self, hook: str, trials: list[Trial], trial: Trial, **kwargs: Any) -> None:
-        self.iteration += 1
         self._call(hook, iteration=self.iteration, trials=trials, trial=trial, **kwargs)
 
     def setup(self, stop: Any, num_samples: int, searcher: Any) -> None:
@@ -199,21 +247,57 @@ class CallbackList:
         total = getattr(inner, "total_trials", None)
         self._call("setup", stop=stop, num_samples=num_samples, total_num_samples=total)
 
+    def step_begin(self, trials: list[Trial]) -> None:
+        """Every callback's ``on_step_begin``."""
+        self._call("on_step_begin", iteration=self.iteration, trials=trials)
+
+    def step_end(self, trials: list[Trial]) -> None:
+        """Every callback's ``on_step_end``; the next step has the next number."""
+        self._call("on_step_end", iteration=self.iteration, trials=trials)
+        self.iteration += 1
+
     def trial_start(self, trials: list[Trial], trial: Trial) -> None:
         """Every callback's ``on_trial_start``."""
         self._event("on_trial_start", trials, trial)
 
+    def trial_restore(self, trials: list[Trial], trial: Trial) -> None:
+        """Every callback's ``on_trial_restore``."""
+        self._event("on_trial_restore", trials, trial)
+
     def trial_result(self, trials: list[Trial], trial: Trial, result: dict[str, Any]) -> None:
         """Every callback's ``on_trial_result``, each with its own copy of ``result``."""
-        self.iteration += 1
+        if self.error is not None:
+            return
         for callback in self.callbacks:
+            copy = {**result, "config": trial.config}
             try:
                 callback.on_trial_result(
-                    iteration=self.iteration, trials=trials, trial=trial,
-                    result={**result, "config": trial.config},
+                    iteration=self.iteration, trials=trials, trial=trial, result=copy
                 )
             except Exception as exc:
-                self._failed(callback, "on_trial_result", exc)
+                name = f"{type(callback).__name__}.on_trial_result"
+                exc.add_note(f"raised by the tune callback {name}; the experiment stopped")
+                self.error = exc
+                self.on_error(exc)
+                return
+
+    def checkpoint(self, trials: list[Trial], trial: Trial, checkpoint: Any) -> None:
+        """Every callback's ``on_checkpoint`` (errors logged, as Ray does), then
+        ``on_trial_save``."""
+        if self.error is None:
+            for callback in self.callbacks:
+                try:
+                    callback.on_checkpoint(
+                        iteration=self.iteration, trials=trials, trial=trial,
+                        checkpoint=checkpoint,
+                    )
+                except Exception:
+                    logger.exception(
+                        "tune: callback %s.on_checkpoint raised for trial %s; the "
+                        "experiment goes on, as in Ray (unlike Ray, the checkpoint is kept)",
+                        type(callback).__name__, trial.trial_name,
+                    )
+        self._event("on_trial_save", trials, trial)
 
     def trial_complete(self, trials: list[Trial], trial: Trial) -> None:
         """Every callback's ``on_trial_complete``."""
@@ -228,8 +312,22 @@ class CallbackList:
         self._event("on_trial_recover", trials, trial)
 
     def experiment_end(self, trials: list[Trial]) -> None:
-        """Every callback's ``on_experiment_end``; then a word on repeated failures."""
-        self._call("on_experiment_end", trials=trials)
-        repeated = {key: n for key, n in self._failures.items() if n > 1}
-        for (name, hook), count in sorted(repeated.items()):
-            self.note(f"callback {name}.{hook} raised {count} times in this experiment")
+        """Every callback's ``on_experiment_end``, also after a hook failed (so callbacks
+        can close what they hold); an exception there is recorded like any other, unless
+        the experiment already ends with one (then it is logged)."""
+        for callback in self.callbacks:
+            try:
+                callback.on_experiment_end(trials=trials)
+            except Exception as exc:
+                if self.error is None:
+                    exc.add_note(
+                        f"raised by the tune callback {type(callback).__name__}"
+                        ".on_experiment_end"
+                    )
+                    self.error = exc
+                    self.on_error(exc)
+                else:
+                    logger.exception(
+                        "tune: callback %s.on_experiment_end raised while the experiment "
+                        "was ending with an earlier error", type(callback).__name__,
+                    )

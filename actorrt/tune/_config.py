@@ -6,6 +6,7 @@ Each validates its values where it is built, so a bad value fails at the line th
 from __future__ import annotations
 
 import dataclasses
+import os
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -14,8 +15,30 @@ from ._callbacks import check_callbacks
 from ._reporters import ProgressReporter
 from ._schedulers import TrialScheduler
 from ._search import ConcurrencyLimiter, Searcher
+from ._workdir import CHDIR_ENV
 
 __all__ = ["CheckpointConfig", "FailureConfig", "RunConfig", "SyncConfig", "TuneConfig"]
+
+
+DEPRECATED = "DEPRECATED"  # Ray's default for arguments it keeps only to warn about
+
+
+def _chdir_to_trial_dir(value: Any) -> None:
+    """Ray's handling of the deprecated ``chdir_to_trial_dir``: a warning, and ``False``
+    sets ``RAY_CHDIR_TO_TRIAL_DIR=0`` for the process (and the trials it starts)."""
+    if value == DEPRECATED:
+        return
+    if not isinstance(value, bool):
+        raise ValueError(f"chdir_to_trial_dir must be a bool, got {value!r}")
+    warnings.warn(
+        "TuneConfig(chdir_to_trial_dir) is deprecated (as in Ray); set the "
+        f"{CHDIR_ENV} environment variable instead: {CHDIR_ENV}=0 keeps every trial in "
+        "the original working directory",
+        DeprecationWarning,
+        stacklevel=4,
+    )
+    if value is False:
+        os.environ[CHDIR_ENV] = "0"
 
 
 def _mode(mode: str | None) -> None:
@@ -47,6 +70,10 @@ class TuneConfig:
             processes between trials (a trial's module is imported once per process) and
             always builds a new ``Trainable`` per trial (``reset_config`` is not called);
             ``True`` or ``False`` is therefore warned about once, as it cannot be honoured.
+        chdir_to_trial_dir: deprecated in Ray, as here: set the environment variable
+            ``RAY_CHDIR_TO_TRIAL_DIR=0`` instead. Given, it warns (``DeprecationWarning``);
+            ``False`` then sets that variable, as Ray does, so trials keep the original
+            working directory.
     """
 
     metric: str | None = None
@@ -60,9 +87,11 @@ class TuneConfig:
     trial_name_creator: Callable[[Any], str] | None = None
     trial_dirname_creator: Callable[[Any], str] | None = None
     reuse_actors: bool | None = None
+    chdir_to_trial_dir: Any = DEPRECATED
 
     def __post_init__(self) -> None:
         _mode(self.mode)
+        _chdir_to_trial_dir(self.chdir_to_trial_dir)
         if self.reuse_actors is not None:
             if not isinstance(self.reuse_actors, bool):
                 raise ValueError(f"reuse_actors must be True, False or None, got "

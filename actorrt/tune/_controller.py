@@ -34,14 +34,17 @@ from typing import Any
 import actorrt
 
 from ._bus import ReportBusActor, TrialDriverActor
-from ._callbacks import CallbackList, default_callbacks
+from ._callbacks import CallbackList, default_callbacks, warn_unsaved_callback_state
+from ._checkpoint import Checkpoint
 from ._config import CheckpointConfig, FailureConfig, RunConfig, TuneConfig, limited_search_alg
 from ._experiment_state import make_header
+from ._prepare import DEFAULT_STORAGE, check_checkpoint_config, experiment_name, trainable_name
 from ._progress import ProgressReporter
 from ._recorder import ExperimentRecorder
 from ._resources import describe_request, resolve_resources
 from ._restore import RestoredExperiment, rebuild_trials, replay_scheduler, restore_searcher
 from ._result import ResultGrid, grid_of
+from ._result_checks import ResultChecker
 from ._schedulers import FIFOScheduler, TrialScheduler
 from ._search import BasicVariantGenerator, ConcurrencyLimiter, Searcher
 from ._session import CONTINUE, STOP
@@ -49,6 +52,8 @@ from ._stopper import to_stopper
 from ._storage import ExperimentStorage, copy_dir_atomic
 from ._trial import ERROR, PENDING, RUNNING, TERMINATED, Trial
 from ._trial_actor import error_outcome, load_error
+from ._variants import in_space_order
+from ._workdir import chdir_enabled
 
 __all__ = ["TuneController"]
 
@@ -56,13 +61,8 @@ logger = logging.getLogger("actorrt.tune")
 
 STOP_GRACE_S = 2.0  # a trial told to stop gets this long to reach its next report
 STOPPER_CHECK_S = 1.0  # how often a stopper's stop_all() is asked between results
+STEP_S = 0.1  # the longest step of the controller (callbacks' on_step_begin/on_step_end)
 MAX_PENDING_ENV = "ACTORRT_TUNE_MAX_PENDING_TRIALS"
-DEFAULT_STORAGE = os.path.join("~", "actorrt_results")
-
-
-def trainable_name(trainable: Any) -> str:
-    name = getattr(trainable, "__name__", None) or type(trainable).__name__
-    return str(name)
 
 
 class TuneController:
@@ -79,9 +79,15 @@ class TuneController:
         tune_config: TuneConfig,
         run_config: RunConfig,
         restored: RestoredExperiment | None = None,
+        prepared: tuple[str, str] | None = None,
     ) -> None:
+        check_checkpoint_config(trainable, run_config.checkpoint_config)
         self.restored = restored
-        self._tag = restored.header.tag if restored else secrets.token_hex(3)[:5]
+        # prepared: the name and tag Tuner() chose when it wrote the experiment's header.
+        self._tag = (
+            restored.header.tag if restored else prepared[1] if prepared
+            else secrets.token_hex(3)[:5]
+        )
         # Pickled now, before the searcher and scheduler below take the experiment's
         # settings: a restore starts from them as they were given.
         header = None if restored else make_header(
@@ -93,8 +99,8 @@ class TuneController:
         self.run_config = run_config
         self.failure = run_config.failure_config or FailureConfig()
         self.checkpoint_config = run_config.checkpoint_config or CheckpointConfig()
-        name = run_config.name or (
-            f"{trainable_name(trainable)}_{time.strftime('%Y-%m-%d_%H-%M-%S')}"
+        name = prepared[0] if prepared and not restored else experiment_name(
+            trainable, run_config
         )
         self.storage = ExperimentStorage(run_config.storage_path or DEFAULT_STORAGE, name)
         self.record = ExperimentRecorder(
@@ -110,7 +116,19 @@ class TuneController:
             reporter=run_config.progress_reporter,
         )
         given = list(run_config.callbacks or [])
-        self.callbacks = CallbackList([*given, *default_callbacks(given)], self.progress.note)
+        self.callbacks = CallbackList([*given, *default_callbacks(given)], self._fail)
+        inner = getattr(self.searcher, "searcher", self.searcher)
+        self.checks = ResultChecker(
+            tune_config.metric,
+            self.scheduler,
+            not isinstance(self.scheduler, FIFOScheduler),
+            inner,
+            not isinstance(inner, BasicVariantGenerator),
+        )
+        self._fatal: BaseException | None = None
+        self._chdir = True
+        if restored is not None:
+            warn_unsaved_callback_state(given)
         self.trials: list[Trial] = []
         self._by_id: dict[str, Trial] = {}
         self._tasks: dict[asyncio.Task[None], Trial] = {}
@@ -155,6 +173,7 @@ class TuneController:
         loop = asyncio.get_running_loop()
         self._changed = asyncio.Event()
         max_pending = self._max_pending()
+        self._chdir = chdir_enabled()
         self.bus = await ReportBusActor.options(process=False).spawn(self)
         self.callbacks.setup(self.stopper, self.tune_config.num_samples, self.searcher)
         timers: list[asyncio.TimerHandle] = []
@@ -171,14 +190,13 @@ class TuneController:
             if self.run_config.verbose >= 1:
                 status_task = asyncio.create_task(self._status_loop())
             stopper_task = asyncio.create_task(self._watch_stopper())
-            while True:
-                self._launch(max_pending)
-                if not self._tasks and (self._search_done or self._stopping):
-                    break
-                await self._changed.wait()
-                self._changed.clear()
-        except BaseException:
+            self._raise_fatal()
+            while not await self._step(max_pending):
+                pass
+        except BaseException as exc:
             self._aborted = True  # trials cut off now stay unfinished, to be resumed
+            if exc is self._fatal:
+                self.stop_reason = f"{type(exc).__name__}: {exc}"
             raise
         finally:
             for timer in timers:
@@ -196,6 +214,7 @@ class TuneController:
             if self._aborted and closed:
                 self._print_resume_hint()
             self.callbacks.experiment_end(self.trials)
+        self._raise_fatal()  # on_experiment_end raised
         self.progress.final(self.trials, self.storage.path)
         return self.result_grid()
 
@@ -211,6 +230,40 @@ class TuneController:
                 return
             if stop:
                 self.stop_all("stopper")
+
+    async def _step(self, max_pending: int) -> bool:
+        """One step, as Ray's controller takes them: ``on_step_begin``, start what can
+        start, handle what comes in for up to ``STEP_S``, ``on_step_end``. Returns whether
+        the experiment has finished."""
+        assert self._changed is not None
+        self.callbacks.step_begin(self.trials)
+        self._raise_fatal()
+        self._launch(max_pending)
+        finished = not self._tasks and (self._search_done or self._stopping)
+        if not finished:
+            # A timer rather than asyncio.wait_for, which on Python 3.11 can swallow a
+            # cancellation (Ctrl-C) that arrives as the wait ends.
+            timer = asyncio.get_running_loop().call_later(STEP_S, self._changed.set)
+            try:
+                await self._changed.wait()
+            finally:
+                timer.cancel()
+            self._changed.clear()
+        self._raise_fatal()
+        self.callbacks.step_end(self.trials)
+        self._raise_fatal()
+        return finished
+
+    def _fail(self, exc: BaseException) -> None:
+        """End the experiment with ``exc`` (a callback raised; a result Ray rejects): the
+        controller's loop raises it at once, so ``fit()`` does."""
+        if self._fatal is None:
+            self._fatal = exc
+        self._notify()
+
+    def _raise_fatal(self) -> None:
+        if self._fatal is not None:
+            raise self._fatal
 
     async def _status_loop(self) -> None:
         await self.progress.watch(self.trials, self._refs)
@@ -242,6 +295,7 @@ class TuneController:
             self._start(trial_id, config)
 
     def _start(self, trial_id: str, config: dict[str, Any]) -> None:
+        config = in_space_order(config, self.param_space)
         name = f"{trainable_name(self.trainable)}_{trial_id}"
         trial = Trial(trial_id, name, config, None, "")
         creator = self.tune_config.trial_name_creator
@@ -324,7 +378,10 @@ class TuneController:
     async def _attempts(self, trial: Trial, ref: Any) -> None:
         while True:
             try:
-                outcome: dict[str, Any] = await ref.run(self._spec(trial))
+                spec = self._spec(trial)
+                if spec.get("checkpoint"):
+                    self.callbacks.trial_restore(self.trials, trial)
+                outcome: dict[str, Any] = await ref.run(spec)
             except actorrt.ActorDiedError as exc:
                 outcome = {"status": "stopped"} if trial.should_stop else error_outcome(exc)
                 outcome["exception"] = exc
@@ -387,6 +444,7 @@ class TuneController:
             "checkpoint_frequency": self.checkpoint_config.checkpoint_frequency,
             "checkpoint_at_end": self.checkpoint_config.checkpoint_at_end,
             "checkpoint_count": trial.checkpoint_count,
+            "chdir": self._chdir,
         }
         spec.update(trial.restore_spec())
         return spec
@@ -455,6 +513,13 @@ class TuneController:
         reported_done = bool(result.get("done", False))
         result["done"] = reported_done
         trial.pid = result.get("pid")
+        if self._fatal is not None:
+            return STOP  # the experiment is ending
+        try:
+            self.checks.check(trial.trial_name, result)
+        except (TypeError, ValueError) as exc:
+            self._fail(exc)
+            return STOP
         if checkpoint is not None:
             result["checkpoint_dir_name"] = os.path.basename(checkpoint)
         trial.last_result = result
@@ -462,8 +527,12 @@ class TuneController:
         self.storage.append_result(trial.path, {**result, "config": trial.config})
         if checkpoint is not None:  # recorded after its result, so a resume keeps that result
             self._add_checkpoint(trial, checkpoint, result)
-        self.searcher.on_trial_result(trial_id, result)
-        decision = self.scheduler.on_trial_result(self, trial, result)
+        try:  # what a searcher or scheduler raises ends the experiment, as in Ray
+            self.searcher.on_trial_result(trial_id, result)
+            decision = self.scheduler.on_trial_result(self, trial, result)
+        except Exception as exc:
+            self._fail(exc)
+            return STOP
         if decision == TrialScheduler.PAUSE and trial.restart_with is not None:
             self._take_donor_checkpoint(trial)
             decision = STOP  # this attempt ends here; _attempts starts the next (PBT)
@@ -480,12 +549,17 @@ class TuneController:
             decision = STOP
         self.callbacks.trial_result(self.trials, trial, result)
         self.progress.result(trial, result)
+        if checkpoint is not None:
+            self.callbacks.checkpoint(self.trials, trial, Checkpoint(checkpoint))
+        if self._fatal is not None:
+            return STOP
         return STOP if decision == STOP else CONTINUE
 
     def on_checkpoint(self, trial_id: str, path: str) -> None:
         trial = self._by_id.get(trial_id)
         if trial is not None:
             self._add_checkpoint(trial, path, trial.last_result)
+            self.callbacks.checkpoint(self.trials, trial, Checkpoint(path))
 
     # ------------------------------------------------------- the experiment's state
 

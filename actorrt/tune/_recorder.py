@@ -72,7 +72,8 @@ class ExperimentRecorder:
             state = self.restored
             self._journal = Journal(path, fresh=False, elapsed=state.elapsed, lines=state.lines)
         else:
-            if os.path.exists(os.path.join(path, JOURNAL_FILE)):
+            journal_file = os.path.join(path, JOURNAL_FILE)
+            if os.path.exists(journal_file) and os.path.getsize(journal_file) > 0:
                 logger.warning(
                     "tune: %s held an experiment already; a new one starts there (use "
                     "Tuner.restore to continue an experiment instead)", path,

@@ -19,7 +19,7 @@ from typing import Any
 
 from ._analysis import ExperimentAnalysis
 from ._config import CheckpointConfig, FailureConfig, RunConfig, TuneConfig
-from ._controller import DEFAULT_STORAGE
+from ._prepare import DEFAULT_STORAGE
 from ._resources import with_resources
 from ._trainable import Trainable
 from ._trial import ERROR

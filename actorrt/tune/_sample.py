@@ -304,10 +304,10 @@ class Categorical(Domain):
 
 
 class Function(Domain):
-    """A value computed by ``func(spec)`` after every other domain of the config is resolved.
-
-    ``spec`` gives the config being built as ``spec.config`` (attribute or key access), so a
-    value may depend on others: ``sample_from(lambda spec: spec.config.lr * 10)``.
+    """A value computed by ``func(config)`` after every other domain of the config is
+    resolved, so a value may depend on others: ``sample_from(lambda config: config["lr"] *
+    10)`` (or ``config.lr``), as in Ray 2.60. The older ``lambda spec: spec.config.lr``
+    works too, and a function of no argument is called without one.
     """
 
     def __init__(self, func: Callable[..., Any]) -> None:
@@ -414,7 +414,8 @@ def choice(categories: Sequence[Any]) -> Categorical:
 
 
 def sample_from(func: Callable[..., Any]) -> Function:
-    """A value computed per trial by ``func(spec)``; ``spec.config`` is the config so far."""
+    """A value computed per trial by ``func(config)`` from the config drawn so far (the
+    older ``lambda spec: spec.config.x`` works too)."""
     return Function(func)
 
 

@@ -36,11 +36,11 @@ RESULT_FILE = "result.json"
 PROGRESS_FILE = "progress.csv"
 
 
-def write_json_atomic(path: str, data: Any) -> None:
+def write_json_atomic(path: str, data: Any, *, sort_keys: bool = True) -> None:
     """Write ``data`` as JSON to ``path`` through a temporary file and a rename."""
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, default=repr, sort_keys=True)
+        json.dump(data, f, indent=2, default=repr, sort_keys=sort_keys)
     os.replace(tmp, path)
 
 
@@ -162,7 +162,8 @@ class ExperimentStorage:
     def write_params(self, trial_dir: str, config: Mapping[str, Any]) -> None:
         """``params.json``, and ``params.pkl`` (exact, as Ray writes it) when the config
         pickles: a restore whose journal lost the trial takes its config from there."""
-        write_json_atomic(os.path.join(trial_dir, "params.json"), config)
+        # In the param space's order (not sorted): `actorrt results` shows the columns so.
+        write_json_atomic(os.path.join(trial_dir, "params.json"), config, sort_keys=False)
         try:
             blob = cloudpickle.dumps(dict(config))
         except Exception:

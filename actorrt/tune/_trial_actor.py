@@ -10,6 +10,8 @@ controller with its traceback.
 
 from __future__ import annotations
 
+import inspect
+import numbers
 import os
 import pickle
 import shutil
@@ -24,10 +26,12 @@ import actorrt
 from ._session import STOP, Session, StopTrial, set_session
 from ._trainable import Trainable
 from ._trial_log import LOG_FILE, trial_output
+from ._workdir import trial_working_dir
 
 __all__ = ["TrialDriver", "error_outcome", "is_config_error", "load_error"]
 
 DICT_CHECKPOINT_FILE = "_dict_checkpoint.pkl"
+DEFAULT_METRIC = "_metric"  # Ray's name for a number a function trainable returns
 
 
 def is_config_error(exc: BaseException | None) -> bool:
@@ -84,7 +88,10 @@ class TrialDriver:
     def run(self, spec: Mapping[str, Any]) -> dict[str, Any]:
         """One attempt at the trial, from ``spec["checkpoint"]`` if given. The process's
         output meanwhile also goes to the trial folder's ``output.log``."""
-        with trial_output(os.path.join(spec["trial_dir"], LOG_FILE)):
+        with (
+            trial_output(os.path.join(spec["trial_dir"], LOG_FILE)),
+            trial_working_dir(spec["trial_dir"], bool(spec.get("chdir", True))),
+        ):
             return self._attempt(spec)
 
     def _attempt(self, spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -94,9 +101,7 @@ class TrialDriver:
             if isinstance(self.trainable, type) and issubclass(self.trainable, Trainable):
                 _run_class(self.trainable, session)
             else:
-                final = self.trainable(dict(spec["config"]))
-                if isinstance(final, Mapping):
-                    session.send(final, None)  # Ray reports a returned dict as the last result
+                _run_function(self.trainable, session)
             return {"status": "done"}
         except StopTrial:
             return {"status": "stopped"}
@@ -105,6 +110,50 @@ class TrialDriver:
         finally:
             set_session(None)
 
+
+INVALID_OUTPUT = (
+    "a function trainable must return (or yield) a dict of metrics, a single number "
+    "(recorded as `_metric`) or nothing"
+)
+
+
+def _record_output(output: Any, session: Session) -> None:
+    """What a function trainable returned or yielded, recorded as Ray records it: nothing
+    for a falsy value, a dict as one more result, a number as ``{"_metric": number}``."""
+    if inspect.iscoroutine(output) or inspect.isasyncgen(output):
+        if inspect.iscoroutine(output):
+            output.close()  # never awaited: closed, so Python does not warn on top
+        raise ValueError(
+            f"the trainable returned {type(output).__name__} {output!r}: async trainables "
+            "are not supported (nor by Ray Tune); write `def train(config)` and run async "
+            "code inside it with asyncio.run(...)"
+        )
+    if not output:
+        return
+    if isinstance(output, Mapping):
+        if session.send(output, None) == STOP:
+            raise StopTrial(f"trial {session.trial_id} was told to stop")
+        return
+    if isinstance(output, numbers.Number):
+        if session.send({DEFAULT_METRIC: output}, None) == STOP:
+            raise StopTrial(f"trial {session.trial_id} was told to stop")
+        return
+    raise ValueError(f"{INVALID_OUTPUT}; got {type(output).__name__}: {output!r}")
+
+
+def _run_function(trainable: Any, session: Session) -> None:
+    """Run a function trainable and record its return value; for a generator function,
+    each value it yields (its return value is ignored, as in Ray)."""
+    output = trainable(dict(session.spec["config"]))
+    if inspect.isgenerator(output):
+        generator = output
+        try:
+            for item in generator:
+                _record_output(item, session)
+        finally:
+            generator.close()
+        return
+    _record_output(output, session)
 
 
 def _load(path: str) -> dict[str, Any] | str:

@@ -17,7 +17,8 @@ from typing import Any
 import actorrt
 
 from ._config import RunConfig, TuneConfig
-from ._controller import TuneController, trainable_name
+from ._controller import TuneController
+from ._prepare import check_picklable, prepare_experiment, trainable_name
 from ._resources import FROM_TRAINER_ATTR, is_function_trainable, with_resources
 from ._restore import RestoredExperiment, ResumeOptions, can_restore, load_experiment
 from ._result import ResultGrid
@@ -108,11 +109,30 @@ def _check_trainable(trainable: Any) -> None:
     if inspect.isclass(trainable) and issubclass(trainable, Trainable):
         return
     if is_function_trainable(trainable):
+        _check_signature(trainable)
         return
     raise ValueError(
         "Tuner takes a function trainable (def train(config): ... tune.report(...)) or a "
         f"tune.Trainable subclass, got {type(trainable).__name__}: {trainable!r}"
     )
+
+
+def _check_signature(trainable: Any) -> None:
+    """Ray's rule: a function trainable is called with the config as its one positional
+    argument; one that cannot be is a ``ValueError`` here, not a ``TypeError`` in every
+    trial."""
+    try:
+        signature = inspect.signature(trainable)
+    except (TypeError, ValueError):
+        return  # nothing to read: let the call decide
+    try:
+        signature.bind({})
+    except TypeError:
+        raise ValueError(
+            f"the function trainable {getattr(trainable, '__name__', trainable)!r} must take "
+            f"the config as its one positional argument, as in Ray: def train(config); its "
+            f"signature is {signature}. Pass other arguments with tune.with_parameters"
+        ) from None
 
 
 class Tuner:
@@ -132,9 +152,14 @@ class Tuner:
 
     Raises:
         ValueError: ``trainable`` is neither kind, or ``param_space`` is not a dict.
+        TypeError: ``trainable`` cannot be pickled, so it could not be sent to the trials'
+            worker processes (it holds a lock, an open file, a socket...).
 
-    An experiment keeps its state in its folder as it runs; one that stopped early (killed,
-    Ctrl-C, SIGTERM, a crashed machine) continues with :meth:`restore`.
+    As in Ray, constructing a Tuner creates the experiment's folder
+    (``storage_path/name``) and writes the experiment's definition there, so
+    :meth:`can_restore` is true from then on. An experiment keeps its state in its folder
+    as it runs; one that stopped early (killed, Ctrl-C, SIGTERM, a crashed machine)
+    continues with :meth:`restore`.
     """
 
     def __init__(
@@ -145,9 +170,22 @@ class Tuner:
         tune_config: TuneConfig | None = None,
         run_config: RunConfig | None = None,
     ) -> None:
+        self._init(trainable, param_space, tune_config, run_config)
+        self._prepared: tuple[str, str] | None = prepare_experiment(
+            self.trainable, self.param_space, self.tune_config, self.run_config
+        )
+
+    def _init(
+        self,
+        trainable: Any,
+        param_space: dict[str, Any] | None,
+        tune_config: TuneConfig | None,
+        run_config: RunConfig | None,
+    ) -> None:
         given = trainable
         trainable = _from_trainer(trainable)
         _check_trainable(trainable)
+        check_picklable(trainable)
         if param_space is not None and not isinstance(param_space, dict):
             raise ValueError(f"param_space must be a dict, got {param_space!r}")
         if tune_config is not None and not isinstance(tune_config, TuneConfig):
@@ -163,6 +201,7 @@ class Tuner:
         self._controller: TuneController | None = None
         self._restored: RestoredExperiment | None = None
         self._restore_args: tuple[str, dict[str, Any] | None, ResumeOptions] | None = None
+        self._prepared = None
 
     @classmethod
     def restore(
@@ -215,12 +254,8 @@ class Tuner:
         _check_trainable(trainable)
         options = ResumeOptions(resume_unfinished, resume_errored, restart_errored)
         restored = load_experiment(path, trainable_name(trainable), param_space, options)
-        tuner = cls(
-            trainable,
-            param_space=restored.param_space,
-            tune_config=restored.tune_config,
-            run_config=restored.run_config,
-        )
+        tuner = cls.__new__(cls)  # the folder is the experiment's: nothing is written
+        tuner._init(trainable, restored.param_space, restored.tune_config, restored.run_config)
         tuner._restored = restored
         tuner._restore_args = (restored.path, param_space, options)
         return tuner
@@ -229,9 +264,10 @@ class Tuner:
     def can_restore(cls, path: str | os.PathLike[str]) -> bool:
         """Whether ``path`` is an experiment folder that :meth:`restore` can continue.
 
-        True once an experiment has started there (its ``tuner.pkl`` and
-        ``experiment_state.jsonl`` exist), also when it has finished: restoring a finished
-        experiment runs nothing and returns its results.
+        True once a ``Tuner`` was constructed with that folder as ``storage_path/name``
+        (as in Ray, construction writes the experiment's definition), before ``fit()``
+        too: restoring it then runs the whole experiment. Also true when it has finished:
+        restoring a finished experiment runs nothing and returns its results.
         """
         return can_restore(path)
 
@@ -251,8 +287,14 @@ class Tuner:
         restored = self._take_restored()
         if restored is not None:
             self.tune_config, self.run_config = restored.tune_config, restored.run_config
+        prepared, self._prepared = self._prepared, None
+        if restored is None and prepared is None:  # fit() again: a new experiment
+            prepared = prepare_experiment(
+                self.trainable, self.param_space, self.tune_config, self.run_config
+            )
         controller = TuneController(
-            self.trainable, self.param_space, self.tune_config, self.run_config, restored
+            self.trainable, self.param_space, self.tune_config, self.run_config, restored,
+            prepared=prepared,
         )
         self._controller = controller
         self._results = await controller.run()

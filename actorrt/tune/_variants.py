@@ -9,9 +9,10 @@ rounds, so one may read values that others produce.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ._sample import Domain, Function
@@ -78,15 +79,8 @@ def count_grid_points(space: dict[str, Any]) -> int:
     return total
 
 
-class _Spec:
-    """What a ``sample_from`` function receives: ``spec.config`` is the config being built."""
-
-    def __init__(self, config: dict[str, Any]) -> None:
-        self.config = _AttrDict(config)
-
-
 class _AttrDict(dict[str, Any]):
-    """A dict that also reads its keys as attributes (``spec.config.lr``), as in Ray."""
+    """A dict that also reads its keys as attributes (``config.lr``), as in Ray."""
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -94,6 +88,36 @@ class _AttrDict(dict[str, Any]):
         except KeyError:
             raise AttributeError(name) from None
         return _AttrDict(value) if isinstance(value, dict) else value
+
+
+class _SampleConfig(_AttrDict):
+    """What a ``sample_from`` function receives: the config being built, as in Ray 2.60
+    (``lambda config: config["lr"] * 10`` or ``config.lr``). The older spelling
+    ``lambda spec: spec.config.lr`` works too: ``.config`` is the config itself, unless
+    the config has a key ``"config"`` of its own (then that key's value)."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "config" and "config" not in self:
+            return self
+        return super().__getattr__(name)
+
+
+def _call(func: Callable[..., Any], config: dict[str, Any]) -> Any:
+    """``func(config)``, or ``func()`` for a function of no arguments (as Ray allows)."""
+    try:
+        inspect.signature(func).bind(None)
+    except TypeError:
+        try:
+            inspect.signature(func).bind()
+        except TypeError:
+            raise ValueError(
+                f"sample_from({func!r}): the function must take the config as its one "
+                "argument (or no argument)"
+            ) from None
+        return func()
+    except ValueError:  # no signature to read (a builtin): pass the config
+        pass
+    return func(_SampleConfig(config))
 
 
 def _resolve_functions(config: dict[str, Any], functions: list[tuple[Path, Function]]) -> None:
@@ -105,7 +129,7 @@ def _resolve_functions(config: dict[str, Any], functions: list[tuple[Path, Funct
         errors: list[BaseException] = []
         for path, fn in left:
             try:
-                value = fn.func(_Spec(config))
+                value = _call(fn.func, config)
             except (AttributeError, KeyError, TypeError) as exc:
                 # It may read a value another sample_from has not produced yet.
                 retry.append((path, fn))
@@ -118,6 +142,22 @@ def _resolve_functions(config: dict[str, Any], functions: list[tuple[Path, Funct
         left = retry
     if left:
         raise ValueError("sample_from functions depend on each other in a cycle")
+
+
+def in_space_order(config: dict[str, Any], space: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with its keys (at every level) in the order of the param space's, then
+    any others in their own order: tables show a config's columns in the order the user
+    wrote them, whatever order a search algorithm built it in."""
+    ordered: dict[str, Any] = {}
+    for key, sub in space.items():
+        if key in config:
+            value = config[key]
+            if isinstance(value, dict) and isinstance(sub, dict):
+                value = in_space_order(value, sub)
+            ordered[key] = value
+    for key, value in config.items():
+        ordered.setdefault(key, value)
+    return ordered
 
 
 def resolve_one(space: dict[str, Any], grid_point: dict[Path, Any], rng: random.Random) -> Any:

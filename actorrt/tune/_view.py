@@ -148,7 +148,9 @@ class Snapshot:
             return list(self.metric_names)
         return [k for k in (self.metric, *SHOWN) if k]
 
-    def config_columns(self, trials: Iterable[Trial]) -> list[str]:
+    def config_columns(self, trials: Iterable[Trial], final: bool = False) -> list[str]:
+        """The config's keys, in the param space's order; the live view shows the first
+        few, the final table all of them."""
         if self.parameter_names is not None:
             return list(self.parameter_names)
         columns: list[str] = []
@@ -156,7 +158,7 @@ class Snapshot:
             for key in flatten(trial.config):
                 if key not in columns:
                     columns.append(key)
-        return columns[:_CONFIG_COLUMNS]
+        return columns if final else columns[:_CONFIG_COLUMNS]
 
     def _rows(self) -> int:
         return self.table_rows if self.table_rows is not None else _TABLE_ROWS
@@ -186,13 +188,15 @@ class Snapshot:
             line += f" | {len(self.pending)} waiting for resources: {self.reasons()[0]}"
         return line
 
-    def row(self, trial: Trial, config_columns: list[str]) -> list[str]:
+    def row(self, trial: Trial, config_columns: list[str], final: bool = False) -> list[str]:
+        """One trial's cells; the final table does not cut config values."""
         flat = flatten(trial.config)
+        width = 1 << 30 if final else _CELL
         return [
             trial.trial_name,
             trial.status,
             *[_cell(flatten(trial.last_result).get(k, "")) for k in self.metric_columns()],
-            *[_cell(flat.get(k, "")) for k in config_columns],
+            *[_cell(flat.get(k, ""), width) for k in config_columns],
         ]
 
     def header(self, config_columns: list[str]) -> list[str]:
@@ -229,7 +233,9 @@ class Snapshot:
         if self.pending:
             parts.append(Text(f"Waiting for resources: {len(self.pending)}", style="yellow"))
             parts.extend(Text(f"  {reason}") for reason in self.reasons())
-        parts.append(self._table(self.trials[:self._rows()] if final else self.live_rows()))
+        parts.append(
+            self._table(self.trials[:self._rows()] if final else self.live_rows(), final)
+        )
         errored = [t for t in self.trials if t.status == ERROR]
         if errored:
             parts.append(Text(f"Errors: {len(errored)}", style="bold red"))
@@ -240,17 +246,17 @@ class Snapshot:
                 parts.append(line)
         return Group(*parts)
 
-    def _table(self, rows: list[Trial]) -> Any:
+    def _table(self, rows: list[Trial], final: bool = False) -> Any:
         from rich.table import Table
         from rich.text import Text
 
-        columns = self.config_columns(rows)
+        columns = self.config_columns(rows, final)
         table = Table(show_edge=False, pad_edge=False, header_style="bold")
         for heading in self.header(columns):
             table.add_column(heading, overflow="fold")
         for trial in rows:
             # Text cells: a config value such as "[bold]" is shown, not read as markup.
-            cells = [Text(cell) for cell in self.row(trial, columns)]
+            cells = [Text(cell) for cell in self.row(trial, columns, final)]
             cells[1].stylize(_STYLE.get(trial.status, ""))
             table.add_row(*cells)
         if len(self.trials) > len(rows):
@@ -260,8 +266,8 @@ class Snapshot:
     def plain_table(self) -> list[str]:
         """The final table as plain lines (no escape codes)."""
         rows = self.trials[:self._rows()]
-        columns = self.config_columns(rows)
-        cells = [self.header(columns), *[self.row(t, columns) for t in rows]]
+        columns = self.config_columns(rows, final=True)
+        cells = [self.header(columns), *[self.row(t, columns, final=True) for t in rows]]
         widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
         lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
                  for r in cells]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import struct
 import tempfile
@@ -92,8 +91,8 @@ async def test_hooks_run_in_order_with_rays_arguments(
     assert setup[0] == "setup" and isinstance(setup[1], tune.stopper.Stopper)
     assert setup[2:] == (1, 3)  # num_samples, and the trials the grid makes
     assert end == ("end", ["ERROR", "TERMINATED", "TERMINATED"])
-    iterations = [e[1] for e in middle]
-    assert iterations == list(range(1, len(middle) + 1))
+    iterations = [e[1] for e in middle]  # the controller's step numbers, as in Ray
+    assert iterations == sorted(iterations) and iterations[0] >= 0
     ids = {r.config["x"]: r.trial_id for r in grid}
     by_trial = {x: [e for e in middle if e[2] == ids[x]] for x in ids}
 
@@ -125,30 +124,23 @@ def three_reports(config: dict[str, Any]) -> None:
 
 
 @pytest.mark.actorrt(num_cpus=2)
-async def test_a_callback_that_raises_is_reported_and_the_experiment_goes_on(
-    actorrt_runtime: actorrt.Runtime,
-    tmp_path: Any,
-    capsys: pytest.CaptureFixture[str],
-    caplog: pytest.LogCaptureFixture,
+async def test_a_callback_that_raises_ends_the_experiment_as_in_ray(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Any
 ) -> None:
     recorder = Recorder()
-    with caplog.at_level(logging.ERROR, logger="actorrt.tune"):
-        grid = await tune.Tuner(
-            three_reports,
-            param_space={"x": tune.grid_search([1, 2])},
-            run_config=tune.RunConfig(
-                storage_path=str(tmp_path), verbose=1, callbacks=[Broken(), recorder]
-            ),
-        ).fit_async()
-    assert grid.num_terminated == 2 and not grid.errors
-    # The callback after the broken one still heard every result.
-    assert sum(e[0] == "result" for e in recorder.events) == 6
-    out = capsys.readouterr().out
-    assert out.count("callback Broken.on_trial_result raised RuntimeError: the dashboard") == 1
-    assert "Traceback" in out and "the experiment goes on" in out
-    assert "callback Broken.on_trial_result raised 6 times in this experiment" in out
-    [record] = [r for r in caplog.records if "Broken.on_trial_result" in r.getMessage()]
-    assert record.exc_info is not None
+    tuner = tune.Tuner(
+        three_reports,
+        param_space={"x": tune.grid_search([1, 2])},
+        run_config=tune.RunConfig(
+            storage_path=str(tmp_path), verbose=0, callbacks=[Broken(), recorder]
+        ),
+    )
+    with pytest.raises(RuntimeError, match="the dashboard") as caught:
+        await tuner.fit_async()
+    assert "raised by the tune callback Broken.on_trial_result" in caught.value.__notes__[0]
+    # No hook runs after the failure but on_experiment_end, so callbacks can clean up.
+    kinds = [e[0] for e in recorder.events]
+    assert "result" not in kinds and kinds[-1] == "end"
 
 
 def test_callbacks_must_be_a_list_of_callbacks() -> None:
