@@ -52,9 +52,6 @@ _TUNE = {
 _TRAIN = {
     "SyncConfig": "experiments are written to local storage only: nothing to sync",
     "DataConfig": "Ray Data is not provided",
-    "get_dataset_shard": "Ray Data is not provided: load data in the training function",
-    "lightning": "train.lightning is not provided; use train.torch.TorchTrainer",
-    "huggingface": "train.huggingface is not provided; use train.torch.TorchTrainer",
     "xgboost": "train.xgboost is not provided",
     "lightgbm": "train.lightgbm is not provided",
     "tensorflow": "train.tensorflow is not provided",

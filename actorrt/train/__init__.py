@@ -64,6 +64,11 @@ del _name, _obj
 
 
 def __getattr__(name: str) -> object:
+    if name in ("lightning", "huggingface"):
+        # The integrations load on first use, as ``ray.train.lightning`` does.
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
     # A Ray name actorrt does not have: say so, and where the differences are listed.
     from .._ray_names import missing
 

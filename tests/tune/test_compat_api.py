@@ -121,7 +121,7 @@ def test_init_takes_rays_arguments(tmp_path: Any) -> None:
         (ray, "remote", "@actorrt.actor"),
         (ray, "put", "object store"),
         (tune, "register_trainable", "registry"),
-        (train, "get_dataset_shard", "Ray Data"),
+        (train, "DataConfig", "Ray Data"),
         (ray, "no_such_ray_name", "does not have it"),
         (tune, "no_such_tune_name", "does not have it"),
     ],
@@ -338,3 +338,15 @@ def test_reporter_column_rules_follow_ray() -> None:
     assert named.metric_columns == {"loss": "Loss", "f1": "F1"}
     with pytest.raises(ValueError, match="own metric and mode"):
         named.set_search_properties("acc", "max")
+
+
+def test_train_integrations_load_on_attribute_access() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "from actorrt import train\n"
+        "assert train.lightning.RayTrainReportCallback\n"
+        "assert train.huggingface.transformers.RayTrainReportCallback\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

@@ -5,3 +5,11 @@
 """
 
 __all__: list[str] = []
+
+
+def __getattr__(name: str) -> object:
+    if name == "transformers":  # loads on first use, as an import of it would
+        import importlib
+
+        return importlib.import_module(f"{__name__}.transformers")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
