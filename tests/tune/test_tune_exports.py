@@ -48,3 +48,16 @@ def test_logger_and_optuna_modules_show_where_their_classes_are_imported_from() 
     assert repr(logger.TBXLoggerCallback) == "<class 'actorrt.tune.logger.TBXLoggerCallback'>"
     assert repr(optuna.OptunaSearch) == "<class 'actorrt.tune.search.optuna.OptunaSearch'>"
     assert issubclass(logger.TBXLoggerCallback, tune.Callback)
+
+
+def test_searcher_modules_are_rays() -> None:
+    import importlib
+
+    from actorrt.tune import search
+
+    assert search.__all__ == ["BasicVariantGenerator", "ConcurrencyLimiter", "Repeater", "Searcher"]
+    for module, name in [("hyperopt", "HyperOptSearch"), ("bayesopt", "BayesOptSearch"),
+                         ("nevergrad", "NevergradSearch"), ("bohb", "TuneBOHB")]:
+        mod = importlib.import_module(f"actorrt.tune.search.{module}")
+        assert mod.__all__ == [name]
+        assert repr(getattr(mod, name)) == f"<class 'actorrt.tune.search.{module}.{name}'>"
