@@ -21,6 +21,7 @@ instead of statsmodels', so proposals differ from Ray's for the same seed.
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any
 
@@ -31,6 +32,7 @@ from ._storage import flatten
 
 __all__ = ["TuneBOHB"]
 
+logger = logging.getLogger("actorrt.tune")
 EXTRA = "bohb"
 _DEFAULTS = {
     "min_points_in_model": None,
@@ -249,7 +251,15 @@ class TuneBOHB(LibrarySearcher):
         self._observed.setdefault(budget, {})[trial_id] = (vector, -self._sign * float(value))
 
     def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
-        self._observe(trial_id, result)
+        if isinstance(result.get("hyperband_info"), dict):
+            self._observe(trial_id, result)  # a milestone's result: the model's data
+        elif not self._warned_budget:
+            self._warned_budget = True
+            logger.warning(
+                "TuneBOHB: results carry no hyperband_info: use the HyperBandForBOHB "
+                "scheduler; until then only each trial's last result is recorded (with its "
+                "training_iteration as the budget)"
+            )
 
     def on_trial_complete(
         self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False

@@ -61,3 +61,15 @@ def test_searcher_modules_are_rays() -> None:
         mod = importlib.import_module(f"actorrt.tune.search.{module}")
         assert mod.__all__ == [name]
         assert repr(getattr(mod, name)) == f"<class 'actorrt.tune.search.{module}.{name}'>"
+
+
+def test_scheduler_modules_are_rays() -> None:
+    from actorrt.tune import schedulers
+    from actorrt.tune.schedulers import pb2
+
+    assert schedulers.__all__ == [
+        "ASHAScheduler", "AsyncHyperBandScheduler", "FIFOScheduler", "HyperBandForBOHB",
+        "HyperBandScheduler", "MedianStoppingRule", "PB2", "PopulationBasedTraining",
+        "TrialScheduler",
+    ]
+    assert pb2.PB2 is schedulers.PB2 and pb2.__all__ == ["PB2"]
