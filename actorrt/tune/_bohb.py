@@ -251,8 +251,10 @@ class TuneBOHB(LibrarySearcher):
         self._observed.setdefault(budget, {})[trial_id] = (vector, -self._sign * float(value))
 
     def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
-        if isinstance(result.get("hyperband_info"), dict):
-            self._observe(trial_id, result)  # a milestone's result: the model's data
+        info = result.get("hyperband_info")
+        if isinstance(info, dict):
+            if "budget" in info:
+                self._observe(trial_id, result)  # a milestone's result: the model's data
         elif not self._warned_budget:
             self._warned_budget = True
             logger.warning(

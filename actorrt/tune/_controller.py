@@ -513,7 +513,9 @@ class TuneController:
         self._notify()
 
     def _has_task(self, trial: Trial) -> bool:
-        return any(t is trial for t in self._tasks.values())
+        """Whether the trial's task has yet to pass its resume check (a done task may
+        still be listed: its done-callback has not run)."""
+        return any(t is trial and not task.done() for task, t in self._tasks.items())
 
     def resume_trial(self, trial: Trial) -> None:
         """Start a paused trial again (from its latest checkpoint), when its resources are

@@ -278,6 +278,7 @@ class HyperBandForBOHB(HyperBandScheduler):
         if bracket is None:
             self.on_trial_add(controller, trial)
             bracket = self._of[trial.trial_id]
+        result["hyperband_info"] = {}
         if self.time_attr not in result or self._metric not in result:
             return self.CONTINUE
         if trial.trial_id not in bracket.live:
@@ -285,20 +286,10 @@ class HyperBandForBOHB(HyperBandScheduler):
         bracket.live[trial.trial_id] = result
         if bracket.goes_on(trial.trial_id):
             return self.CONTINUE
-        result["hyperband_info"] = {"budget": bracket.milestone}
+        result["hyperband_info"]["budget"] = bracket.milestone
         others_paused = all(
             bracket.trials[t].status == PAUSED for t in bracket.live if t != trial.trial_id
         )
         if not bracket.filled() or not others_paused:
             return self.PAUSE
         return self._process(controller, bracket, sign, current=trial.trial_id)
-
-    def on_no_running_trials(self, controller: Any) -> None:
-        """Nothing runs and no more trials come: halve brackets left unfilled too."""
-        for band in self.bands:
-            for bracket in band:
-                if bracket is not None and bracket.live and not bracket.filled():
-                    bracket.n = len(bracket.live)  # take it as full: nothing more joins
-        super().on_no_running_trials(controller)
-        if self._current is not None and self._current.n != self._current.n0:
-            self._current = None  # new trials start a new bracket
