@@ -34,6 +34,7 @@ __all__ = ["TuneBOHB"]
 
 logger = logging.getLogger("actorrt.tune")
 EXTRA = "bohb"
+_told = False  # the difference from Ray is said once per process
 _DEFAULTS = {
     "min_points_in_model": None,
     "top_n_percent": 15,
@@ -91,6 +92,14 @@ class TuneBOHB(LibrarySearcher):
         if space is not None and not isinstance(space, cs.ConfigurationSpace | dict):
             raise ValueError(
                 f"space must be a ConfigSpace.ConfigurationSpace or a dict, got {space!r}"
+            )
+        global _told
+        if not _told:
+            _told = True
+            logger.warning(
+                "TuneBOHB: BOHB's model is implemented in actorrt (hpbandster, which Ray "
+                "uses, is not): the same algorithm and bohb_config, but proposals differ from "
+                "Ray's for the same seed"
             )
         super().__init__(space, metric, mode, points_to_evaluate)
         self.bohb_config = {**_DEFAULTS, **(bohb_config or {})}

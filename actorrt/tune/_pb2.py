@@ -18,6 +18,7 @@ seed. Needs ``pip install 'actorrt[pb2]'`` (scikit-learn, scipy).
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import warnings
 from collections.abc import Callable, Mapping
@@ -29,7 +30,9 @@ from ._sample import Float, Integer
 
 __all__ = ["PB2"]
 
+logger = logging.getLogger("actorrt.tune")
 EXTRA = "pb2"
+_told = False  # the difference from Ray is said once per process
 CANDIDATES = 2000  # random points the upper confidence bound is maximised over
 MAX_POINTS = 1000  # the latest data points the GP is fit on (Ray keeps as many)
 
@@ -68,6 +71,13 @@ class PB2(PopulationBasedTraining):
         if synch:
             raise ValueError("PB2(synch=True) is not supported; use the default synch=False")
         self.bounds = _flat_bounds(hyperparam_bounds)
+        global _told
+        if not _told:
+            _told = True
+            logger.warning(
+                "PB2: the bandit's Gaussian process is scikit-learn's (RBF and white noise) "
+                "where Ray's PB2 uses GPy's time-varying kernel; its choices differ from Ray's"
+            )
         mutations = {  # what PBT's resampling draws from, within the bounds
             name: Float(low, high) for name, (low, high) in self.bounds.items()
         }

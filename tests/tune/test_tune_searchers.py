@@ -308,3 +308,12 @@ async def test_a_killed_hyperopt_sweep_restores_and_continues_the_same_search(
     got = [by_id[k] for k in sorted(by_id)]
     assert [(c["x"], c["y"]) for c in got] == [(c["x"], c["y"]) for c in expected]
     assert math.isclose(grid.get_best_result().metrics["loss"], min(bowl(c) for c in got))
+
+
+@pytest.mark.parametrize(("module", "name"), [("ax", "AxSearch"), ("hebo", "HEBOSearch"),
+                                              ("zoopt", "ZOOptSearch")])
+def test_searchers_not_wrapped_say_so_on_import(module: str, name: str) -> None:
+    import importlib
+
+    with pytest.raises(ImportError, match=f"{name} is not available in actorrt"):
+        importlib.import_module(f"actorrt.tune.search.{module}")

@@ -1,0 +1,13 @@
+"""Ray's ``ray.tune.search.ax`` (``AxSearch``): not available in actorrt.
+
+Importing this module raises ImportError: actorrt does not wrap ax-platform (see docs/tune.md,
+"Search algorithms"). Use HyperOptSearch, OptunaSearch, BayesOptSearch, NevergradSearch or
+TuneBOHB instead.
+"""
+
+raise ImportError(
+    "AxSearch is not available in actorrt: it does not wrap the ax-platform library (not installed "
+    "by any actorrt extra). Use one of actorrt.tune.search.hyperopt.HyperOptSearch, "
+    ".optuna.OptunaSearch, .bayesopt.BayesOptSearch, .nevergrad.NevergradSearch, "
+    ".bohb.TuneBOHB"
+)
