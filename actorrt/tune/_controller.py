@@ -116,6 +116,7 @@ class TuneController:
         self._search_done = False
         self._stopping = False
         self._warned_pause = False
+        self._replaying = False
         self._hostname = socket.gethostname()
         self._changed: asyncio.Event | None = None
         self.bus: Any = None
@@ -465,7 +466,11 @@ class TuneController:
         rebuilt = rebuild_trials(self.restored, self.storage)
         self.trials.extend(rebuilt.trials)
         self._by_id.update((t.trial_id, t) for t in rebuilt.trials)
-        replay_scheduler(self.scheduler, self, rebuilt.trials)
+        self._replaying = True  # the scheduler's stop/resume calls change nothing now
+        try:
+            replay_scheduler(self.scheduler, self, rebuilt.trials)
+        finally:
+            self._replaying = False
         restore_searcher(self.searcher, self.restored, rebuilt.trials, rebuilt.to_run)
         for trial in rebuilt.closed:  # resume_unfinished=False: they end here, for good
             self.searcher.on_trial_complete(trial.trial_id, trial.last_result, error=False)
@@ -520,7 +525,7 @@ class TuneController:
     def resume_trial(self, trial: Trial) -> None:
         """Start a paused trial again (from its latest checkpoint), when its resources are
         free; for schedulers (Ray's unpause)."""
-        if trial.status != PAUSED or self._stopping:
+        if trial.status != PAUSED or self._stopping or self._replaying:
             return
         trial.status = PENDING
         if self._has_task(trial):
@@ -532,6 +537,8 @@ class TuneController:
     def stop_trial(self, trial: Trial) -> None:
         """End a trial for good, as TERMINATED (for schedulers, as Ray's ``stop_trial``): a
         paused one now, a running one at its next report."""
+        if self._replaying:
+            return
         if trial.status == PAUSED:
             trial.resume_after_stop = False
             self._complete(trial)

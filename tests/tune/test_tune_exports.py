@@ -68,8 +68,8 @@ def test_scheduler_modules_are_rays() -> None:
     from actorrt.tune.schedulers import pb2
 
     assert schedulers.__all__ == [
-        "ASHAScheduler", "AsyncHyperBandScheduler", "FIFOScheduler", "HyperBandForBOHB",
-        "HyperBandScheduler", "MedianStoppingRule", "PB2", "PopulationBasedTraining",
+        "PB2", "ASHAScheduler", "AsyncHyperBandScheduler", "FIFOScheduler", "HyperBandForBOHB",
+        "HyperBandScheduler", "MedianStoppingRule", "PopulationBasedTraining",
         "TrialScheduler",
     ]
     assert pb2.PB2 is schedulers.PB2 and pb2.__all__ == ["PB2"]
