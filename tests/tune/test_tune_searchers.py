@@ -95,25 +95,32 @@ def test_bayesopt_beats_random_search_on_a_quadratic() -> None:
     assert found < random_best(1, 12) / 3  # about 1.0 against 10.5
 
 
-@pytest.mark.parametrize("name", sorted(MAKERS))
-def test_save_and_restore_mid_sweep_continue_the_same_search(name: str, tmp_path: Path) -> None:
-    whole = MAKERS[name](3)
-    whole.set_search_properties("loss", "min", SPACE, seed=3)
-    expected = drive(whole, 16)
+RESTORED: dict[str, Callable[[int], Searcher]] = {
+    **MAKERS,  # BayesOpt's GP is slow to fit: a short random start, and fewer steps
+    "bayesopt": lambda seed: BayesOptSearch(random_state=seed, random_search_steps=2),
+}
 
-    first = MAKERS[name](3)
+
+@pytest.mark.parametrize("name", sorted(RESTORED))
+def test_save_and_restore_mid_sweep_continue_the_same_search(name: str, tmp_path: Path) -> None:
+    before, after = (3, 2) if name == "bayesopt" else (10, 5)
+    whole = RESTORED[name](3)
+    whole.set_search_properties("loss", "min", SPACE, seed=3)
+    expected = drive(whole, before + 1 + after)
+
+    first = RESTORED[name](3)
     first.set_search_properties("loss", "min", SPACE, seed=3)
-    got = drive(first, 10)
-    live = first.suggest("t10")  # one trial still running at the save
+    got = drive(first, before)
+    live = first.suggest(f"t{before}")  # one trial still running at the save
     path = str(tmp_path / "searcher.pkl")
     first.save(path)
 
-    again = MAKERS[name](3)  # built as Tuner.restore builds it, then given the state
+    again = RESTORED[name](3)  # built as Tuner.restore builds it, then given the state
     again.set_search_properties("loss", "min", SPACE, seed=3)
     again.restore(path)
     assert isinstance(live, dict)
-    again.on_trial_complete("t10", {"loss": bowl(live), "training_iteration": 1})
-    got += [live, *drive(again, 5, start=11)]
+    again.on_trial_complete(f"t{before}", {"loss": bowl(live), "training_iteration": 1})
+    got += [live, *drive(again, after, start=before + 1)]
     assert got == expected
 
 
@@ -317,3 +324,27 @@ def test_searchers_not_wrapped_say_so_on_import(module: str, name: str) -> None:
 
     with pytest.raises(ImportError, match=f"{name} is not available in actorrt"):
         importlib.import_module(f"actorrt.tune.search.{module}")
+
+
+def noisy(config: dict[str, Any]) -> None:
+    tune.report({"loss": bowl(config) + config["__trial_index__"]})  # a "noise" per repeat
+
+
+@pytest.mark.actorrt(num_cpus=2)
+async def test_a_repeater_in_a_sweep_runs_each_config_twice_and_tells_the_mean(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Path
+) -> None:
+    searcher = HyperOptSearch(random_state_seed=0)
+    grid = await tune.Tuner(
+        noisy, param_space=SPACE,
+        tune_config=tune.TuneConfig(
+            metric="loss", mode="min", num_samples=4, search_alg=Repeater(searcher, repeat=2)
+        ),
+        run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0),
+    ).fit_async()
+    assert len(grid) == 4 and not grid.errors
+    configs = [r.config for r in sorted(grid, key=lambda r: r.metrics["trial_id"])]
+    assert [c["__trial_index__"] for c in configs] == [0, 1, 0, 1]
+    assert configs[0]["x"] == configs[1]["x"] and configs[2]["x"] == configs[3]["x"]
+    told = [t["result"]["loss"] for t in searcher.trials.trials]
+    assert told == [bowl(configs[0]) + 0.5, bowl(configs[2]) + 0.5]  # the mean of 0 and +1
