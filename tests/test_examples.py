@@ -111,6 +111,10 @@ CASES: dict[str, tuple[list[str], float, list[str]]] = {
         r"^12 trials, 0 errors$",
         r"^Pareto front: [1-9]\d* trial\(s\)",
     ]),
+    "tune_zoopt.py": ([], 120, [
+        r"^20 trials, 0 errors$",
+        r"^best mean_loss -?\d+\.\d{3} with width=",
+    ]),
     "tune_seed.py": ([], 180, [
         r"^cluster_resources\(\): \{'CPU': 4.0, 'GPU': 8.0",
         r"^1\. default \{'CPU': 1\} on 4 CPUs +10 trials",

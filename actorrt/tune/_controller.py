@@ -170,6 +170,12 @@ class TuneController:
                 self._launch(max_pending)
                 if not self._tasks and not self._stopping:
                     self._resume_stranded()
+                if not self._tasks and not (self._search_done or self._stopping):
+                    raise RuntimeError(
+                        f"tune: the search algorithm {self.searcher!r} answered 'not now' "
+                        "(None) while no trial runs, so the experiment would wait forever; a "
+                        "searcher may answer None only while some of its trials are live"
+                    )
                 if not self._tasks and (self._search_done or self._stopping):
                     break
                 await self._changed.wait()

@@ -57,7 +57,8 @@ def test_searcher_modules_are_rays() -> None:
 
     assert search.__all__ == ["BasicVariantGenerator", "ConcurrencyLimiter", "Repeater", "Searcher"]
     for module, name in [("hyperopt", "HyperOptSearch"), ("bayesopt", "BayesOptSearch"),
-                         ("nevergrad", "NevergradSearch"), ("bohb", "TuneBOHB")]:
+                         ("nevergrad", "NevergradSearch"), ("bohb", "TuneBOHB"),
+                         ("zoopt", "ZOOptSearch")]:
         mod = importlib.import_module(f"actorrt.tune.search.{module}")
         assert mod.__all__ == [name]
         assert repr(getattr(mod, name)) == f"<class 'actorrt.tune.search.{module}.{name}'>"

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import cloudpickle
+import numpy as np
 import pytest
 from conftest import eventually
 
@@ -29,6 +30,7 @@ from actorrt.tune.search.bohb import TuneBOHB
 from actorrt.tune.search.hyperopt import HyperOptSearch
 from actorrt.tune.search.nevergrad import NevergradSearch
 from actorrt.tune.search.optuna import OptunaSearch
+from actorrt.tune.search.zoopt import ZOOptSearch
 
 optuna = pytest.importorskip("optuna")
 ng = pytest.importorskip("nevergrad")
@@ -48,7 +50,13 @@ MAKERS: dict[str, Callable[[int], Searcher]] = {
     # BOHB's model narrows fast on one budget: a wider least bandwidth keeps it moving.
     "bohb": lambda seed: TuneBOHB(seed=seed, bohb_config={"min_bandwidth": 0.1}),
     "optuna": lambda seed: OptunaSearch(seed=seed),
+    "zoopt": lambda seed: seeded_zoopt(seed),
 }
+
+
+def seeded_zoopt(seed: int) -> ZOOptSearch:
+    np.random.seed(seed)  # ZOOpt draws from numpy's global random state
+    return ZOOptSearch(budget=40)
 
 
 def drive(searcher: Searcher, steps: int, start: int = 0) -> list[dict[str, Any]]:
@@ -199,6 +207,7 @@ def test_points_to_evaluate_run_first() -> None:
         ("bayes_opt", lambda: BayesOptSearch(), "bayesopt"),
         ("nevergrad", lambda: NevergradSearch(optimizer=object()), "nevergrad"),
         ("ConfigSpace", lambda: TuneBOHB(), "bohb"),
+        ("zoopt", lambda: ZOOptSearch(budget=10), "zoopt"),
     ],
 )
 def test_without_its_library_a_searcher_says_which_extra_to_install(
@@ -317,8 +326,7 @@ async def test_a_killed_hyperopt_sweep_restores_and_continues_the_same_search(
     assert math.isclose(grid.get_best_result().metrics["loss"], min(bowl(c) for c in got))
 
 
-@pytest.mark.parametrize(("module", "name"), [("ax", "AxSearch"), ("hebo", "HEBOSearch"),
-                                              ("zoopt", "ZOOptSearch")])
+@pytest.mark.parametrize(("module", "name"), [("ax", "AxSearch"), ("hebo", "HEBOSearch")])
 def test_searchers_not_wrapped_say_so_on_import(module: str, name: str) -> None:
     import importlib
 
@@ -348,3 +356,21 @@ async def test_a_repeater_in_a_sweep_runs_each_config_twice_and_tells_the_mean(
     assert configs[0]["x"] == configs[1]["x"] and configs[2]["x"] == configs[3]["x"]
     told = [t["result"]["loss"] for t in searcher.trials.trials]
     assert told == [bowl(configs[0]) + 0.5, bowl(configs[2]) + 0.5]  # the mean of 0 and +1
+
+
+class NeverNow(Searcher):
+    def suggest(self, trial_id: str) -> dict[str, Any] | str | None:
+        return None
+
+
+@pytest.mark.actorrt(num_cpus=1)
+async def test_a_searcher_answering_not_now_with_nothing_live_is_an_error_not_a_hang(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Path
+) -> None:
+    tuner = tune.Tuner(
+        noisy, param_space=SPACE,
+        tune_config=tune.TuneConfig(metric="loss", mode="min", search_alg=NeverNow()),
+        run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0),
+    )
+    with pytest.raises(RuntimeError, match="answered 'not now' \\(None\\) while no trial runs"):
+        await tuner.fit_async()

@@ -1,13 +1,8 @@
-"""Ray's ``ray.tune.search.zoopt`` (``ZOOptSearch``): not available in actorrt.
+"""Ray's ``ray.tune.search.zoopt``; needs ``pip install 'actorrt[zoopt]'``."""
 
-Importing this module raises ImportError: actorrt does not wrap zoopt (see docs/tune.md,
-"Search algorithms"). Use HyperOptSearch, OptunaSearch, BayesOptSearch, NevergradSearch or
-TuneBOHB instead.
-"""
+from .._zoopt import ZOOptSearch as ZOOptSearch
 
-raise ImportError(
-    "ZOOptSearch is not available in actorrt: it does not wrap the zoopt library (not installed "
-    "by any actorrt extra). Use one of actorrt.tune.search.hyperopt.HyperOptSearch, "
-    ".optuna.OptunaSearch, .bayesopt.BayesOptSearch, .nevergrad.NevergradSearch, "
-    ".bohb.TuneBOHB"
-)
+# Shown under the module users import it from.
+ZOOptSearch.__module__ = __name__
+
+__all__ = ["ZOOptSearch"]
