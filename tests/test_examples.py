@@ -95,6 +95,38 @@ CASES: dict[str, tuple[list[str], float, list[str]]] = {
         r"TRAIN_DRIVER_RESOURCE': 1.0\}, \{'CPU': 1.0\}, \{'CPU': 1.0\}\]$",
         r"^3 units when 2 exist: InfeasibleResourceError: .*TRAIN_DRIVER_RESOURCE: 3",
     ]),
+    "tune_hyperopt.py": ([], 120, [
+        r"^24 trials, 0 errors$",
+        r"^first trials ran the given points: \[\(1\.0, 2\.0\), \(4\.0, 2\.0\)\]$",
+        r"^best mean_loss -?\d+\.\d{3} with width=",
+        r"^random search's best with 24 trials: -?\d+\.\d{3}$",
+    ]),
+    "tune_bayesopt.py": ([], 180, [
+        r"^12 trials, 0 errors$",
+        r"^best mean_loss -?\d+\.\d{3} with width=",
+    ]),
+    "tune_nevergrad.py": ([], 120, [
+        r"^24 trials, 0 errors$",
+        r"^best mean_loss -?\d+\.\d{3} with width=",
+    ]),
+    "tune_bohb.py": ([], 120, [
+        r"^12 trials, 0 errors$",
+        # HyperBandForBOHB, max_t=9, eta=3: a bracket of 9 (6 stop at 1, 2 at 3, 1 goes to
+        # 6) and one of 3 that never fills (halved as planned for 5: 2 go on to 6).
+        r"^iterations each trial ran: \[1, 1, 1, 1, 1, 1, 3, 3, 3, 6, 6, 6\]$",
+    ]),
+    "tune_pb2.py": ([], 120, [
+        r"^4 trials, 0 errors, [1-9]\d* exploits$",
+        r"^best mean_accuracy \d\.\d\d \(lr now",
+    ]),
+    "tune_optuna_multi_objective.py": ([], 120, [
+        r"^12 trials, 0 errors$",
+        r"^Pareto front: [1-9]\d* trial\(s\)",
+    ]),
+    "tune_zoopt.py": ([], 120, [
+        r"^20 trials, 0 errors$",
+        r"^best mean_loss -?\d+\.\d{3} with width=",
+    ]),
     "tune_seed.py": ([], 180, [
         r"^cluster_resources\(\): \{'CPU': 4.0, 'GPU': 8.0",
         r"^1\. default \{'CPU': 1\} on 4 CPUs +10 trials",

@@ -50,7 +50,7 @@ from ._search import BasicVariantGenerator, ConcurrencyLimiter, Searcher
 from ._session import CONTINUE, STOP
 from ._stopper import to_stopper
 from ._storage import ExperimentStorage, copy_dir_atomic
-from ._trial import ERROR, PENDING, RUNNING, TERMINATED, Trial
+from ._trial import ERROR, PAUSED, PENDING, RUNNING, TERMINATED, Trial
 from ._trial_actor import error_outcome, load_error
 from ._variants import in_space_order
 from ._workdir import chdir_enabled
@@ -138,6 +138,7 @@ class TuneController:
         self._search_done = False
         self._stopping = False
         self._warned_pause = False
+        self._replaying = False
         self._hostname = socket.gethostname()
         self._changed: asyncio.Event | None = None
         self.bus: Any = None
@@ -239,6 +240,14 @@ class TuneController:
         self.callbacks.step_begin(self.trials)
         self._raise_fatal()
         self._launch(max_pending)
+        if not self._tasks and not self._stopping:
+            self._resume_stranded()
+        if not self._tasks and not (self._search_done or self._stopping):
+            raise RuntimeError(
+                f"tune: the search algorithm {self.searcher!r} answered 'not now' "
+                "(None) while no trial runs, so the experiment would wait forever; a "
+                "searcher may answer None only while some of its trials are live"
+            )
         finished = not self._tasks and (self._search_done or self._stopping)
         if not finished:
             # A timer rather than asyncio.wait_for, which on Python 3.11 can swallow a
@@ -374,6 +383,9 @@ class TuneController:
                 self._complete(trial)  # cancelled mid-run: the experiment is stopping
             # A trial that ended returns its worker to the pool; one cut off is killed.
             await (ref.stop() if ended else ref.kill())
+        if trial.resume_after_stop and not self._stopping:
+            trial.resume_after_stop = False  # resumed while its paused actor wound down
+            self._submit(trial)
 
     async def _attempts(self, trial: Trial, ref: Any) -> None:
         while True:
@@ -385,6 +397,9 @@ class TuneController:
             except actorrt.ActorDiedError as exc:
                 outcome = {"status": "stopped"} if trial.should_stop else error_outcome(exc)
                 outcome["exception"] = exc
+            if trial.pausing:  # paused at its report (see on_result): its actor stops
+                trial.pausing = False  # (it may be resumed already: status PENDING)
+                return
             if outcome["status"] != "error":
                 if trial.restart_with is not None and not (self._stopping or trial.should_stop):
                     await self._restart(trial)
@@ -527,26 +542,26 @@ class TuneController:
         self.storage.append_result(trial.path, {**result, "config": trial.config})
         if checkpoint is not None:  # recorded after its result, so a resume keeps that result
             self._add_checkpoint(trial, checkpoint, result)
-        try:  # what a searcher or scheduler raises ends the experiment, as in Ray
-            self.searcher.on_trial_result(trial_id, result)
+        # The scheduler first, as in Ray: it may add to the result (HyperBandForBOHB's
+        # hyperband_info) what the searcher reads. What either raises ends the experiment.
+        try:
             decision = self.scheduler.on_trial_result(self, trial, result)
+            self.searcher.on_trial_result(trial_id, result)
         except Exception as exc:
             self._fail(exc)
             return STOP
         if decision == TrialScheduler.PAUSE and trial.restart_with is not None:
             self._take_donor_checkpoint(trial)
             decision = STOP  # this attempt ends here; _attempts starts the next (PBT)
-        elif decision == TrialScheduler.PAUSE:
-            if not self._warned_pause:
-                logger.warning("tune: PAUSE decisions are not supported yet; the trial goes on")
-                self._warned_pause = True
-            decision = CONTINUE
         if self.stopper(trial_id, result) or reported_done:
             decision = STOP
         if self.stopper.stop_all():
             self.stop_all("stopper")
         if trial.should_stop:
             decision = STOP
+        if decision == TrialScheduler.PAUSE:
+            self._pause(trial, checkpoint is not None)
+            decision = STOP  # this attempt ends here; resume_trial starts the next
         self.callbacks.trial_result(self.trials, trial, result)
         self.progress.result(trial, result)
         if checkpoint is not None:
@@ -570,7 +585,11 @@ class TuneController:
         rebuilt = rebuild_trials(self.restored, self.storage)
         self.trials.extend(rebuilt.trials)
         self._by_id.update((t.trial_id, t) for t in rebuilt.trials)
-        replay_scheduler(self.scheduler, self, rebuilt.trials)
+        self._replaying = True  # the scheduler's stop/resume calls change nothing now
+        try:
+            replay_scheduler(self.scheduler, self, rebuilt.trials)
+        finally:
+            self._replaying = False
         restore_searcher(self.searcher, self.restored, rebuilt.trials, rebuilt.to_run)
         for trial in rebuilt.closed:  # resume_unfinished=False: they end here, for good
             self.searcher.on_trial_complete(trial.trial_id, trial.last_result, error=False)
@@ -597,6 +616,73 @@ class TuneController:
         record = trial.record_checkpoint(path, result, self.checkpoint_config)
         self.record.checkpoint(trial, record)
         trial.prune_checkpoints(self.checkpoint_config)  # after the journal has the new one
+
+    # ------------------------------------------------------- paused trials (HyperBand)
+
+    def _pause(self, trial: Trial, checkpointed: bool) -> None:
+        """A scheduler paused the trial at this report: its attempt ends, its actor stops
+        and gives its resources back; :meth:`resume_trial` starts it again from its latest
+        checkpoint."""
+        trial.status = PAUSED
+        trial.pausing = True
+        if not checkpointed and not self._warned_pause:
+            self._warned_pause = True
+            logger.warning(
+                "tune: trial %s was paused at a result without a checkpoint: it will resume "
+                "from %s and repeat the iterations since; report a checkpoint with every "
+                "result when a scheduler pauses trials (HyperBand)",
+                trial.trial_name, trial.checkpoint or "the start",
+            )
+        self.progress.trial_status(trial, "paused")
+        self._notify()
+
+    def _has_task(self, trial: Trial) -> bool:
+        """Whether the trial's task has yet to pass its resume check (a done task may
+        still be listed: its done-callback has not run)."""
+        return any(t is trial and not task.done() for task, t in self._tasks.items())
+
+    def resume_trial(self, trial: Trial) -> None:
+        """Start a paused trial again (from its latest checkpoint), when its resources are
+        free; for schedulers (Ray's unpause)."""
+        if trial.status != PAUSED or self._stopping or self._replaying:
+            return
+        trial.status = PENDING
+        if self._has_task(trial):
+            trial.resume_after_stop = True  # its paused actor is still stopping
+        else:
+            self._submit(trial)
+        self._notify()
+
+    def stop_trial(self, trial: Trial) -> None:
+        """End a trial for good, as TERMINATED (for schedulers, as Ray's ``stop_trial``): a
+        paused one now, a running one at its next report."""
+        if self._replaying:
+            return
+        if trial.status == PAUSED:
+            trial.resume_after_stop = False
+            self._complete(trial)
+        elif trial.status in (RUNNING, PENDING):
+            trial.should_stop = True
+
+    def _resume_stranded(self) -> None:
+        """Nothing runs or waits, yet trials are paused: let the scheduler decide (HyperBand
+        halves what it has), then resume whatever is still paused, so nothing hangs."""
+        if not any(t.status == PAUSED for t in self.trials):
+            return
+        decide = getattr(self.scheduler, "on_no_running_trials", None)
+        if decide is not None:
+            decide(self)
+        if self._tasks:
+            return
+        paused = [t for t in self.trials if t.status == PAUSED]
+        if paused:
+            logger.warning(
+                "tune: nothing runs and %d trial(s) are paused that the scheduler did not "
+                "resume (%s); resuming them so the experiment can finish",
+                len(paused), ", ".join(t.trial_name for t in paused[:5]),
+            )
+            for trial in paused:
+                self.resume_trial(trial)
 
     # ------------------------------------------------------------------ stopping
 

@@ -168,13 +168,18 @@ class OptunaSearch(Searcher):
             ``space(optuna_trial) -> dict | None`` that calls ``optuna_trial.suggest_*``
             and may return constants to add to the config. With a ``space`` here, the
             ``param_space`` may hold only constants (they are added to every config).
-        metric: the metric to optimise (default: ``TuneConfig.metric``).
-        mode: ``"min"`` or ``"max"`` (default: ``TuneConfig.mode``).
+        metric: the metric to optimise (default: ``TuneConfig.metric``); a list of
+            metrics makes a multi-objective study (one direction per metric).
+        mode: ``"min"`` or ``"max"`` (default: ``TuneConfig.mode``); with a list of
+            metrics, a list of modes as long.
         sampler: an ``optuna.samplers.BaseSampler`` (default: ``TPESampler(seed=seed)``).
         seed: the default sampler's seed (default: ``TuneConfig.seed``); with a ``sampler``,
             give it the seed instead.
         points_to_evaluate: configs (possibly partial) to evaluate first, enqueued in the
             study; what they leave out is sampled.
+        evaluated_rewards: the known values of ``points_to_evaluate`` (one per point; a
+            list per point for multi-objective): the points are added to the study as
+            finished trials and not run. They must be complete configs.
 
     Each Tune trial is an Optuna trial. Results are reported to it as intermediate values
     (step ``training_iteration``); its end is told as: finished with a value of the metric:
@@ -198,16 +203,42 @@ class OptunaSearch(Searcher):
     def __init__(
         self,
         space: dict[str, Any] | Callable[[Any], dict[str, Any] | None] | None = None,
-        metric: str | None = None,
-        mode: str | None = None,
+        metric: str | list[str] | None = None,
+        mode: str | list[str] | None = None,
+        points_to_evaluate: list[dict[str, Any]] | None = None,
         sampler: Any = None,
         seed: int | None = None,
-        points_to_evaluate: list[dict[str, Any]] | None = None,
+        evaluated_rewards: list[Any] | None = None,
     ) -> None:
         optuna = _import_optuna()
+        self._objectives: list[tuple[str, str]] | None = None
+        if isinstance(metric, list) or isinstance(mode, list):
+            if not (
+                isinstance(metric, list) and isinstance(mode, list) and metric
+                and len(metric) == len(mode)
+            ):
+                raise ValueError(
+                    f"a multi-objective OptunaSearch needs a list of metrics and a list of "
+                    f"modes as long, got metric={metric!r}, mode={mode!r}"
+                )
+            for m in mode:
+                if m not in ("min", "max"):
+                    raise ValueError(f"each mode must be 'min' or 'max', got {m!r} in {mode!r}")
+            self._objectives = list(zip(metric, mode, strict=True))
+            metric, mode = metric[0], mode[0]
         super().__init__(metric=metric, mode=mode)
         if mode not in (None, "min", "max"):
             raise ValueError(f"mode must be 'min', 'max' or None, got {mode!r}")
+        if evaluated_rewards is not None and (
+            not isinstance(evaluated_rewards, list)
+            or len(evaluated_rewards) != len(points_to_evaluate or [])
+        ):
+            raise ValueError(
+                f"evaluated_rewards must be a list with one value per point of "
+                f"points_to_evaluate ({len(points_to_evaluate or [])}), got "
+                f"{evaluated_rewards!r}"
+            )
+        self.evaluated_rewards = evaluated_rewards
         if sampler is not None and not isinstance(sampler, optuna.samplers.BaseSampler):
             raise ValueError(f"sampler must be an optuna.samplers.BaseSampler, got {sampler!r}")
         if sampler is not None and seed is not None:
@@ -269,10 +300,40 @@ class OptunaSearch(Searcher):
             )
         optuna = _import_optuna()
         sampler = self._sampler or optuna.samplers.TPESampler(seed=self._seed)
-        direction = "minimize" if self._mode == "min" else "maximize"
-        self.study = optuna.create_study(sampler=sampler, direction=direction)
-        for point in self.points_to_evaluate:
-            self.study.enqueue_trial(self._point_params(point))
+        modes = [m for _, m in self._objectives] if self._objectives else [self._mode]
+        directions = ["minimize" if m == "min" else "maximize" for m in modes]
+        self.study = optuna.create_study(sampler=sampler, directions=directions)
+        if self.evaluated_rewards is None:
+            for point in self.points_to_evaluate:
+                self.study.enqueue_trial(self._point_params(point))
+            return
+        for point, reward in zip(self.points_to_evaluate, self.evaluated_rewards, strict=True):
+            params = self._point_params(point)
+            missing = sorted(set(self._params) - set(params))
+            if missing or self._define_by_run:
+                raise ValueError(
+                    f"evaluated_rewards needs complete points of a dict space; {point!r} "
+                    f"misses {missing}" if missing else
+                    "evaluated_rewards cannot be used with a define-by-run space"
+                )
+            values = list(reward) if isinstance(reward, list | tuple) else [reward]
+            if len(values) != len(directions):
+                raise ValueError(
+                    f"evaluated_rewards: {reward!r} gives {len(values)} value(s) for "
+                    f"{len(directions)} objective(s)"
+                )
+            self.study.add_trial(optuna.trial.create_trial(
+                params=params,
+                distributions={n: self._params[n].distribution for n in params},
+                values=[float(v) for v in values],
+            ))
+
+    @staticmethod
+    def convert_search_space(spec: dict[str, Any]) -> dict[str, Any]:
+        """Optuna's form of a Tune param space: ``{"a/b": distribution}`` (a ``choice``
+        of values Optuna cannot store becomes a distribution of their indices)."""
+        optuna = _import_optuna()
+        return {name: p.distribution for name, p in _parameters(spec, optuna).items()}
 
     def _point_params(self, point: Mapping[str, Any]) -> dict[str, Any]:
         flat = flatten(point)
@@ -313,6 +374,8 @@ class OptunaSearch(Searcher):
 
     def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
         ot_trial = self._trials.get(trial_id)
+        if self._objectives:
+            return  # Optuna keeps no intermediate values of a multi-objective study
         value = result.get(self._metric) if self._metric else None
         step = result.get("training_iteration")
         if ot_trial is None or not isinstance(value, int | float) or not isinstance(step, int):
@@ -330,6 +393,15 @@ class OptunaSearch(Searcher):
         if ot_trial is None:
             return
         state = _import_optuna().trial.TrialState
+        if self._objectives:
+            got = [(result or {}).get(m) for m, _ in self._objectives]
+            if not error and all(
+                isinstance(v, int | float) and math.isfinite(v) for v in got
+            ):
+                self.study.tell(ot_trial, [float(v) for v in got])  # type: ignore[arg-type]
+            else:
+                self.study.tell(ot_trial, state=state.FAIL)
+            return
         value = (result or {}).get(self._metric) if self._metric else None
         if isinstance(value, int | float) and math.isfinite(value) and not error:
             self.study.tell(ot_trial, float(value))
@@ -338,8 +410,17 @@ class OptunaSearch(Searcher):
         else:
             self.study.tell(ot_trial, state=state.FAIL)
 
+    @property
+    def metric(self) -> Any:
+        """The metric, or the list of metrics of a multi-objective search."""
+        return [m for m, _ in self._objectives] if self._objectives else self._metric
+
+    @property
+    def mode(self) -> Any:
+        return [m for _, m in self._objectives] if self._objectives else self._mode
+
     def __repr__(self) -> str:
-        return f"OptunaSearch(metric={self._metric!r}, mode={self._mode!r})"
+        return f"OptunaSearch(metric={self.metric!r}, mode={self.mode!r})"
 
 
 def _put(config: dict[str, Any], path: tuple[Any, ...], value: Any) -> None:

@@ -117,7 +117,7 @@ class PopulationBasedTraining(TrialScheduler):
         if not donors:
             return self.CONTINUE
         donor = self._rng.choice(donors)
-        trial.restart_from(self.explore(donor.config), donor)
+        trial.restart_from(self._new_config(trial, donor), donor)
         self.num_exploits += 1
         return self.PAUSE
 
@@ -129,6 +129,10 @@ class PopulationBasedTraining(TrialScheduler):
             return [], []
         count = min(math.ceil(len(scored) * self.quantile_fraction), len(scored) // 2)
         return [t for _, t in scored[:count]], [t for _, t in scored[-count:]]
+
+    def _new_config(self, trial: Any, donor: Any) -> dict[str, Any]:
+        """The config ``trial`` restarts with from ``donor``'s checkpoint (PB2 overrides)."""
+        return self.explore(donor.config)
 
     def explore(self, config: dict[str, Any]) -> dict[str, Any]:
         """A new config from ``config``: mutated where ``hyperparam_mutations`` says."""

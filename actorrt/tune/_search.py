@@ -300,8 +300,12 @@ def resume_search(searcher: Searcher, created: int, live: Iterable[str]) -> None
     skips that many configs, drawn again from its saved random state, so the remaining
     trials are the ones the original run would have made), and ``live`` are the trials
     that will run again (they count against concurrency limits)."""
+    from ._repeater import Repeater
+
     live = set(live)
-    if isinstance(searcher, ConcurrencyLimiter):
+    if isinstance(searcher, Repeater):
+        resume_search(searcher.searcher, len(searcher._groups), live)
+    elif isinstance(searcher, ConcurrencyLimiter):
         searcher._live = set(live)
         searcher._batch_full = searcher.batch and len(live) >= searcher.max_concurrent
         resume_search(searcher.searcher, created, live)

@@ -12,6 +12,7 @@ from ._resources import PlacementGroupFactory
 __all__ = ["Trial"]
 
 PENDING, RUNNING, TERMINATED, ERROR = "PENDING", "RUNNING", "TERMINATED", "ERROR"
+PAUSED = "PAUSED"  # a scheduler paused it: its actor is stopped, it resumes from a checkpoint
 
 
 class Trial:
@@ -22,7 +23,8 @@ class Trial:
         trial_name: shown in output; names the actor.
         config: the resolved config.
         resources: what it reserves.
-        status: ``PENDING`` (waiting for its resources), ``RUNNING``, ``TERMINATED`` (ended
+        status: ``PENDING`` (waiting for its resources), ``RUNNING``, ``PAUSED`` (a
+            scheduler paused it and gave its resources back), ``TERMINATED`` (ended
             normally, or stopped) or ``ERROR``.
         last_result: its latest result, with Tune's automatic fields.
         path: its folder.
@@ -56,6 +58,8 @@ class Trial:
         self.checkpoint_count = 0
         self.pid: int | None = None
         self.restart_with: tuple[dict[str, Any], tuple[str, float, int, float]] | None = None
+        self.resume_after_stop = False  # resumed while its paused actor still winds down
+        self.pausing = False  # its current attempt ends in a pause, not an end
 
     @property
     def checkpoint(self) -> str | None:

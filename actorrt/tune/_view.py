@@ -15,14 +15,16 @@ from collections.abc import Iterable
 from typing import Any
 
 from ._storage import flatten
-from ._trial import ERROR, PENDING, RUNNING, TERMINATED, Trial
+from ._trial import ERROR, PAUSED, PENDING, RUNNING, TERMINATED, Trial
 
 __all__ = ["SHOWN", "Snapshot", "error_summary", "fmt", "short"]
 
 SHOWN = ("training_iteration", "time_total_s")  # shown for every trial, after the metric
 _HEADINGS = {"training_iteration": "iter", "time_total_s": "total time (s)"}
-_STATUS_ORDER = (RUNNING, PENDING, TERMINATED, ERROR)
-_STYLE = {RUNNING: "green", PENDING: "yellow", TERMINATED: "blue", ERROR: "bold red"}
+_STATUS_ORDER = (RUNNING, PAUSED, PENDING, TERMINATED, ERROR)
+_STYLE = {
+    RUNNING: "green", PAUSED: "cyan", PENDING: "yellow", TERMINATED: "blue", ERROR: "bold red"
+}
 _TABLE_ROWS = 20
 _LIVE_ROWS = 12
 _CONFIG_COLUMNS = 6

@@ -64,3 +64,29 @@ def test_logger_and_optuna_modules_show_where_their_classes_are_imported_from() 
     assert repr(logger.TBXLoggerCallback) == "<class 'actorrt.tune.logger.TBXLoggerCallback'>"
     assert repr(optuna.OptunaSearch) == "<class 'actorrt.tune.search.optuna.OptunaSearch'>"
     assert issubclass(logger.TBXLoggerCallback, tune.Callback)
+
+
+def test_searcher_modules_are_rays() -> None:
+    import importlib
+
+    from actorrt.tune import search
+
+    assert search.__all__ == ["BasicVariantGenerator", "ConcurrencyLimiter", "Repeater", "Searcher"]
+    for module, name in [("hyperopt", "HyperOptSearch"), ("bayesopt", "BayesOptSearch"),
+                         ("nevergrad", "NevergradSearch"), ("bohb", "TuneBOHB"),
+                         ("zoopt", "ZOOptSearch")]:
+        mod = importlib.import_module(f"actorrt.tune.search.{module}")
+        assert mod.__all__ == [name]
+        assert repr(getattr(mod, name)) == f"<class 'actorrt.tune.search.{module}.{name}'>"
+
+
+def test_scheduler_modules_are_rays() -> None:
+    from actorrt.tune import schedulers
+    from actorrt.tune.schedulers import pb2
+
+    assert schedulers.__all__ == [
+        "PB2", "ASHAScheduler", "AsyncHyperBandScheduler", "FIFOScheduler", "HyperBandForBOHB",
+        "HyperBandScheduler", "MedianStoppingRule", "PopulationBasedTraining",
+        "TrialScheduler",
+    ]
+    assert pb2.PB2 is schedulers.PB2 and pb2.__all__ == ["PB2"]
