@@ -22,12 +22,10 @@ import cloudpickle
 import actorrt
 
 from ._session import STOP, Session, StopTrial, set_session
-from ._trainable import Trainable
+from ._trainable import DICT_CHECKPOINT_FILE, Trainable
 from ._trial_log import LOG_FILE, trial_output
 
 __all__ = ["TrialDriver", "error_outcome", "is_config_error", "load_error"]
-
-DICT_CHECKPOINT_FILE = "_dict_checkpoint.pkl"
 
 
 def is_config_error(exc: BaseException | None) -> bool:
