@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from .._storage_path import check_local_storage_path
 from ._checkpoint import Checkpoint
 from ._storage import flatten, read_results
 from ._trial import ERROR, TERMINATED, Trial
@@ -112,6 +113,7 @@ class ExperimentAnalysis:
     ) -> None:
         if storage_filesystem is not None:
             raise ValueError("storage_filesystem is not supported: experiments are local folders")
+        check_local_storage_path(experiment_checkpoint_path)
         path = os.path.abspath(os.path.expanduser(os.fspath(experiment_checkpoint_path)))
         if trials is None and not os.path.isdir(path):
             raise ValueError(f"ExperimentAnalysis: {path!r} is not an experiment folder")

@@ -10,6 +10,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from .._storage_path import check_local_storage_path
 from ._callbacks import check_callbacks
 from ._reporters import ProgressReporter
 from ._schedulers import TrialScheduler
@@ -277,6 +278,7 @@ class RunConfig:
                 "local storage only (see docs/porting.md)",
                 stacklevel=4,
             )
+        check_local_storage_path(self.storage_path)
         if self.storage_filesystem is not None:
             raise ValueError(
                 "storage_filesystem is not supported: actorrt writes experiments to a local "

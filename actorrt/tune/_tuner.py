@@ -16,6 +16,7 @@ from typing import Any
 
 import actorrt
 
+from .._storage_path import check_local_storage_path
 from ._config import RunConfig, TuneConfig
 from ._controller import TuneController, trainable_name
 from ._resources import FROM_TRAINER_ATTR, is_function_trainable, with_resources
@@ -211,6 +212,7 @@ class Tuner:
                 ``restart_errored``.
             RuntimeError: another process is running the experiment now.
         """
+        check_local_storage_path(path)
         trainable = _from_trainer(trainable)
         _check_trainable(trainable)
         options = ResumeOptions(resume_unfinished, resume_errored, restart_errored)
