@@ -11,19 +11,13 @@ from typing import TYPE_CHECKING, Any
 from ._analysis import SCOPES, metric_values
 from ._checkpoint import Checkpoint
 from ._storage import flatten, read_results
+from .result import AUTO_RESULT_KEYS
 
 if TYPE_CHECKING:
     from ._trial import Trial
 
-__all__ = ["AUTO_RESULT_KEYS", "Result", "ResultGrid", "grid_of"]
+__all__ = ["Result", "ResultGrid", "grid_of"]
 
-# The keys Tune adds to every result (Ray's ``AUTO_RESULT_KEYS``), left out of reprs.
-AUTO_RESULT_KEYS = frozenset({
-    "training_iteration", "time_this_iter_s", "time_total_s", "time_since_restore",
-    "iterations_since_restore", "timesteps_total", "timesteps_since_restore",
-    "episodes_total", "timestamp", "date", "pid", "hostname", "node_ip", "trial_id",
-    "experiment_id", "done", "config", "checkpoint_dir_name", "should_checkpoint",
-})
 
 
 def _is_number(value: Any) -> bool:

@@ -5,6 +5,7 @@ rewritten as small Ray scripts with only the imports changed."""
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import os
 import tempfile
@@ -268,3 +269,33 @@ def test_a_trial_asking_for_missing_gpus_errors_at_once(
                       run_config=run_config(tmp_path)).fit()
     assert grid.num_errors == 1
     assert "GPU" in str(grid.errors[0])
+
+
+def test_result_constants_name_the_fields(ray_start_2_cpus: None, tmp_path: Any) -> None:
+    from actorrt.tune.result import MEAN_ACCURACY, TIME_TOTAL_S, TRAINING_ITERATION
+
+    grid = tune.Tuner(
+        accuracy_climbs, param_space={"lr": 0.1},
+        run_config=run_config(tmp_path, stop={TRAINING_ITERATION: 3}),
+    ).fit()
+    assert grid[0].metrics[TRAINING_ITERATION] == 3
+    assert grid[0].metrics[MEAN_ACCURACY] == pytest.approx(0.3)
+    assert TIME_TOTAL_S in grid[0].metrics
+
+
+@pytest.mark.parametrize(
+    ("module", "hint"),
+    [
+        ("actorrt.tune.integration.pytorch_lightning", "tune.report"),
+        ("actorrt.tune.registry", "registry"),
+        ("actorrt.data", "Ray Data"),
+        ("actorrt.tune.no_such_module", "ray.tune.no_such_module"),
+    ],
+)
+def test_a_ray_module_actorrt_lacks_says_so(module: str, hint: str) -> None:
+    with pytest.raises(ModuleNotFoundError) as caught:
+        importlib.import_module(module)
+    assert hint in str(caught.value) and "docs/porting.md" in str(caught.value)
+    # `from actorrt.tune import <missing name>` stays Python's plain ImportError.
+    with pytest.raises(ImportError, match="cannot import name"):
+        from actorrt.tune import register_trainable  # noqa: F401
