@@ -8,6 +8,7 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from .._storage_path import check_local_storage_path
 from ._analysis import SCOPES, metric_values
 from ._checkpoint import Checkpoint
 from ._storage import flatten, read_results
@@ -80,6 +81,31 @@ class Result:
             )
         pick = max if mode == "max" else min
         return pick(scored, key=lambda pair: pair[0])[1]
+
+    @classmethod
+    def from_path(cls, path: str | os.PathLike[str]) -> Result:
+        """The result of the trial whose folder is ``path`` (Ray's ``Result.from_path``),
+        read from its files: config, last result, kept checkpoints, and its error (as a
+        ``tune.TuneError`` holding the text of ``error.txt``, as in Ray).
+
+        Raises:
+            ValueError: ``path`` is a URI, or not a trial folder (no ``params.json``).
+        """
+        check_local_storage_path(path, "path")
+        trial_dir = os.path.abspath(os.path.expanduser(os.fspath(path)))
+        if not os.path.isfile(os.path.join(trial_dir, "params.json")):
+            raise ValueError(
+                f"Result.from_path: {trial_dir!r} is not a trial folder (it has no params.json)"
+            )
+        from ._analysis import load_trial
+        from ._run import TuneError
+
+        trial = load_trial(trial_dir)
+        error_file = os.path.join(trial_dir, "error.txt")
+        if os.path.exists(error_file):
+            with open(error_file, encoding="utf-8") as f:
+                trial.error = TuneError(f.read())
+        return grid_of([trial], os.path.dirname(trial_dir), None, None)[0]
 
     @property
     def metrics_dataframe(self) -> Any:

@@ -241,3 +241,24 @@ def test_nested_and_infinite_metrics_reach_the_dataframe(
     df = grid.get_dataframe()
     assert df["info/a"].tolist() == [1] and df["info/b/c"].tolist() == [2]
     assert result.metrics_dataframe["info/b/c"].tolist() == [2]
+
+
+def test_result_from_a_trial_folder(ray_start_2_cpus: None, tmp_path: Any) -> None:
+    def trainable(config: dict[str, Any]) -> None:
+        checkpoint_every_step(config)
+        if config["x"] == 2:
+            raise ValueError("two fails")
+
+    grid = tune.Tuner(trainable, param_space={"x": tune.grid_search([1, 2]), "steps": 2},
+                      run_config=run_config(tmp_path)).fit()
+    for fitted in grid:
+        loaded = tune.Result.from_path(fitted.path)
+        assert loaded.config == fitted.config
+        assert loaded.metrics["step"] == 1 and loaded.metrics["config"] == fitted.config
+        assert loaded.checkpoint is not None and read_step(loaded.checkpoint) == 1
+        assert len(loaded.best_checkpoints) == 2
+        assert len(loaded.metrics_dataframe) == 2
+    failed = tune.Result.from_path(next(r.path for r in grid if r.error is not None))
+    assert isinstance(failed.error, tune.TuneError) and "two fails" in str(failed.error)
+    with pytest.raises(ValueError, match="not a trial folder"):
+        tune.Result.from_path(grid.experiment_path)
