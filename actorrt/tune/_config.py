@@ -147,8 +147,8 @@ class CheckpointConfig:
     """Which checkpoints to take and keep.
 
     Attributes:
-        num_to_keep: keep at most this many per trial (``None``: all); the latest is always
-            kept, since a retry restarts from it.
+        num_to_keep: keep this many best per trial (``None``: all); the latest is also
+            kept (one more), since a retry restarts from it, as in Ray.
         checkpoint_score_attribute: rank checkpoints by this metric for deletion (default:
             by age).
         checkpoint_score_order: ``"max"`` or ``"min"``: which scores are better.

@@ -276,3 +276,21 @@ def test_with_parameters_on_a_class_trainable(ray_start_2_cpus: None, tmp_path: 
                       run_config=run_config(tmp_path)).fit()
     assert grid.num_errors == 0, grid.errors
     assert grid[0].metrics["value"] == 101
+
+
+def test_num_to_keep_keeps_the_best_and_the_latest(ray_start_2_cpus: None, tmp_path: Any) -> None:
+    # Ray's checkpoint manager keeps the num_to_keep best by score, and never deletes the
+    # latest (a retry restarts from it), so one more may stay on disk.
+    def trainable(config: dict[str, Any]) -> None:
+        for value in (3, 9, 1, 2):
+            tune.report({"v": value}, checkpoint=dict_checkpoint({"v": value}))
+
+    grid = tune.Tuner(trainable, run_config=run_config(
+        tmp_path, checkpoint_config=tune.CheckpointConfig(
+            num_to_keep=1, checkpoint_score_attribute="v", checkpoint_score_order="max"),
+    )).fit()
+    result = grid[0]
+    assert load_dict(result.checkpoint) == {"v": 2}  # the latest
+    assert [m["v"] for _, m in result.best_checkpoints] == [9, 2]
+    best = result.get_best_checkpoint("v", "max")
+    assert best is not None and load_dict(best) == {"v": 9}
