@@ -130,16 +130,21 @@ class FailureConfig:
         max_failures: retries per trial, from its last checkpoint (``-1``: no limit). A
             trial whose error is a resource configuration error (``ResourceDeadlockError``,
             ``InfeasibleResourceError``) is never retried: it would fail the same way.
-        fail_fast: stop the whole experiment at the first trial error.
+        fail_fast: stop the whole experiment at the first trial error; ``"raise"``: and
+            then make ``fit()`` raise that trial's exception (Ray's ``"raise"``).
     """
 
     max_failures: int = 0
-    fail_fast: bool = False
+    fail_fast: bool | str = False
 
     def __post_init__(self) -> None:
         value = self.max_failures
         if isinstance(value, bool) or not isinstance(value, int) or value < -1:
             raise ValueError(f"max_failures must be an int >= -1, got {value!r}")
+        if self.fail_fast not in (True, False, "raise"):
+            raise ValueError(
+                f"fail_fast must be True, False or 'raise', got {self.fail_fast!r}"
+            )
 
 
 @dataclasses.dataclass
@@ -292,7 +297,7 @@ def _tune_failure_config(config: Any) -> FailureConfig | None:
         return config
     if hasattr(config, "max_failures"):
         return FailureConfig(
-            max_failures=config.max_failures, fail_fast=bool(getattr(config, "fail_fast", False))
+            max_failures=config.max_failures, fail_fast=getattr(config, "fail_fast", False)
         )
     raise ValueError(f"failure_config must be a FailureConfig, got {config!r}")
 

@@ -258,6 +258,10 @@ class Tuner:
         )
         self._controller = controller
         self._results = await controller.run()
+        failure = self.run_config.failure_config
+        if failure is not None and failure.fail_fast == "raise" and self._results.errors:
+            # Ray's fail_fast="raise": the experiment stopped; the trial's error propagates.
+            raise self._results.errors[0]
         return self._results
 
     def get_results(self) -> ResultGrid:

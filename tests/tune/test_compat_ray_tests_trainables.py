@@ -294,3 +294,32 @@ def test_num_to_keep_keeps_the_best_and_the_latest(ray_start_2_cpus: None, tmp_p
     assert [m["v"] for _, m in result.best_checkpoints] == [9, 2]
     best = result.get_best_checkpoint("v", "max")
     assert best is not None and load_dict(best) == {"v": 9}
+
+
+def fails_first(config: dict[str, Any]) -> None:
+    tune.report({"x": config["x"]})
+    if config["x"] == 0:
+        raise KeyError("the first trial fails")
+
+
+def test_fail_fast_stops_or_raises(ray_start_2_cpus: None, tmp_path: Any) -> None:
+    space = {"x": tune.grid_search([0, 1, 2])}
+    one_at_a_time = tune.TuneConfig(max_concurrent_trials=1)
+    grid = tune.Tuner(
+        fails_first, param_space=space, tune_config=one_at_a_time,
+        run_config=run_config(tmp_path, "fast", failure_config=tune.FailureConfig(fail_fast=True)),
+    ).fit()
+    assert grid.num_errors == 1 and grid.num_terminated == 0  # nothing ran after the error
+    # "raise": the trial's own exception comes out of fit(), as in Ray.
+    with pytest.raises(KeyError, match="the first trial fails"):
+        tune.Tuner(
+            fails_first, param_space=space, tune_config=one_at_a_time,
+            run_config=run_config(
+                tmp_path, "raise", failure_config=tune.FailureConfig(fail_fast="raise")
+            ),
+        ).fit()
+    with pytest.raises(KeyError, match="the first trial fails"):
+        tune.run(fails_first, config=space, fail_fast="raise", max_concurrent_trials=1,
+                 storage_path=str(tmp_path), verbose=0)
+    with pytest.raises(ValueError, match="fail_fast must be True, False or 'raise'"):
+        tune.FailureConfig(fail_fast="yes")
