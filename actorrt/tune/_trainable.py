@@ -66,7 +66,8 @@ class Trainable:
         """Prepare the trial (load data, build a model). Runs once, before the first step."""
 
     def step(self) -> dict[str, Any]:
-        """Run one iteration and return its metrics. Put ``done: True`` in it to finish."""
+        """Run one iteration and return its metrics. Put ``done: True`` in it to finish,
+        ``should_checkpoint: True`` to have a checkpoint taken after this iteration."""
         raise NotImplementedError(f"{type(self).__name__} must override step()")
 
     def save_checkpoint(self, checkpoint_dir: str) -> dict[str, Any] | None:

@@ -148,7 +148,12 @@ def _run_class(cls: type[Trainable], session: Session) -> None:
                 raise TypeError(f"{cls.__name__}.step() must return a dict, got {metrics!r}")
             obj.iteration = session.iteration + 1
             done = bool(metrics.get("done"))
-            save = (frequency and obj.iteration % frequency == 0) or (done and at_end)
+            # As in Ray, a result with should_checkpoint=True asks for a checkpoint now.
+            save = (
+                (frequency and obj.iteration % frequency == 0)
+                or (done and at_end)
+                or bool(metrics.get("should_checkpoint"))
+            )
             path = _save(obj, session) if save else None
             decision = session.send(metrics, path)
             if decision == STOP or done:

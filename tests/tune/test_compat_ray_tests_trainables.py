@@ -138,7 +138,9 @@ class Counter(tune.Trainable):
         if self.count == self.fail_at and not os.path.exists(self.marker or ""):
             open(self.marker or "", "w").close()
             raise RuntimeError("fail once")
-        return {"count": self.count, "done": self.count >= 6}
+        # Ray takes a checkpoint after an iteration whose result says should_checkpoint.
+        return {"count": self.count, "done": self.count >= 6,
+                "should_checkpoint": self.count == self.config.get("checkpoint_at")}
 
     def save_checkpoint(self, checkpoint_dir: str) -> dict[str, Any] | None:
         with open(os.path.join(checkpoint_dir, "count.txt"), "w") as f:
@@ -180,6 +182,15 @@ def test_class_trainable_restored_after_a_failure(ray_start_2_cpus: None, tmp_pa
     assert grid.num_errors == 0, grid.errors
     assert grid[0].metrics["count"] == 6
     assert grid[0].metrics_dataframe["count"].tolist() == [1, 2, 3, 4, 5, 6]
+
+
+def test_should_checkpoint_in_a_step_result(ray_start_2_cpus: None, tmp_path: Any) -> None:
+    grid = tune.Tuner(Counter, param_space={"checkpoint_at": 2},
+                      run_config=run_config(tmp_path)).fit()
+    assert grid.num_errors == 0, grid.errors
+    assert grid[0].checkpoint is not None
+    with grid[0].checkpoint.as_directory() as d, open(os.path.join(d, "count.txt")) as f:
+        assert f.read() == "2"
 
 
 def test_class_trainable_used_directly(tmp_path: Any) -> None:
