@@ -334,3 +334,13 @@ def test_fail_fast_stops_or_raises(ray_start_2_cpus: None, tmp_path: Any) -> Non
                  storage_path=str(tmp_path), verbose=0)
     with pytest.raises(ValueError, match="fail_fast must be True, False or 'raise'"):
         tune.FailureConfig(fail_fast="yes")
+
+
+def test_report_outside_a_trial_is_an_error_as_documented() -> None:
+    # Ray warns and drops the report; actorrt raises (docs/porting.md says why).
+    with pytest.raises(RuntimeError, match="outside a Tune trial"):
+        tune.report({"x": 1})
+    with pytest.raises(RuntimeError, match="outside a Tune trial"):
+        tune.get_context()
+    assert tune.get_checkpoint() is None
+    assert "outside a trial" in Path(__file__).parents[2].joinpath("docs", "porting.md").read_text()
