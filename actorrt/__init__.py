@@ -102,6 +102,11 @@ for _name in __all__:
             pass
 del _name, _obj
 
+# `import actorrt.tune.integration` (a Ray module actorrt lacks) says so, naming porting.md.
+from ._ray_names import install_module_finder as _install_module_finder  # noqa: E402
+
+_install_module_finder()
+
 
 def __getattr__(name: str) -> object:
     # `import actorrt as ray; ray.tune.Tuner` works as `ray.tune` does: imported on use.

@@ -8,7 +8,11 @@ docs/porting.md lists what differs.
 
 from __future__ import annotations
 
-__all__ = ["missing"]
+import importlib.abc
+import sys
+from typing import Any
+
+__all__ = ["MissingRayModules", "install_module_finder", "missing"]
 
 PORTING = "see docs/porting.md for what a Ray script needs to change"
 
@@ -79,3 +83,52 @@ def missing(module: str, name: str) -> AttributeError:
     error = AttributeError(text)
     error.name = name
     return error
+
+
+# Ray modules a ported script may import that actorrt does not have, with what to do.
+_MODULE_HINTS = {
+    "actorrt.tune.integration": "framework integrations (Lightning, Keras, XGBoost "
+                                "callbacks, MLflow, W&B) are not provided: call "
+                                "tune.report from your own callback",
+    "actorrt.tune.experiment": "trials are read through ExperimentAnalysis.trials and "
+                               "Result objects",
+    "actorrt.tune.execution": "Tune's execution internals are not public; "
+                              "tune.PlacementGroupFactory is at actorrt.tune",
+    "actorrt.tune.registry": "there is no trainable registry: pass the function or class",
+    "actorrt.tune.search.sample": "the search space functions and tune.Domain are at "
+                                  "actorrt.tune",
+    "actorrt.train.xgboost": "train.xgboost is not provided",
+    "actorrt.train.lightgbm": "train.lightgbm is not provided",
+    "actorrt.train.tensorflow": "train.tensorflow is not provided",
+    "actorrt.train.horovod": "train.horovod is not provided",
+    "actorrt.data": "Ray Data is not provided",
+    "actorrt.util": "ray.util is not provided (placement groups: actorrt.placement_group)",
+    "actorrt.serve": "Ray Serve is not provided",
+    "actorrt.rllib": "RLlib is not provided",
+}
+
+
+class MissingRayModules(importlib.abc.MetaPathFinder):
+    """Last on ``sys.meta_path``: a public ``actorrt.*`` module that no finder found is
+    one of Ray's that actorrt lacks, and the ``ModuleNotFoundError`` says so and points to
+    docs/porting.md (instead of Python's bare "No module named ...")."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> None:
+        parts = fullname.split(".")
+        if parts[0] != "actorrt" or len(parts) < 2 or any(p.startswith("_") for p in parts):
+            return None
+        hint = next(
+            (h for prefix, h in _MODULE_HINTS.items()
+             if fullname == prefix or fullname.startswith(prefix + ".")),
+            None,
+        )
+        ray = "ray." + ".".join(parts[1:])
+        text = (f"actorrt does not have {ray} ({fullname})"
+                + (f": {hint}" if hint else "") + f"; {PORTING}")
+        raise ModuleNotFoundError(text, name=fullname)
+
+
+def install_module_finder() -> None:
+    """Put :class:`MissingRayModules` last on ``sys.meta_path`` (once)."""
+    if not any(isinstance(f, MissingRayModules) for f in sys.meta_path):
+        sys.meta_path.append(MissingRayModules())

@@ -10,8 +10,10 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from .._checkpoint_metadata import CheckpointMetadata
 
-class Checkpoint:
+
+class Checkpoint(CheckpointMetadata):
     """A directory of files that a training function can resume from.
 
     Make one from a directory the training function wrote, and pass it to

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._storage_path import check_local_storage_path
+
 DEFAULT_STORAGE = "~/actorrt_results"
 
 
@@ -113,6 +115,7 @@ class RunConfig:
         return settings
 
     def __post_init__(self) -> None:
+        check_local_storage_path(self.storage_path)
         if self.name is not None and (not isinstance(self.name, str) or not self.name
                                       or "/" in self.name):
             raise ValueError(f"name must be a non-empty folder name without '/', got "

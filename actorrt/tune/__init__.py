@@ -7,8 +7,9 @@ undeclared request that can never be met is an error in the results, not a hang.
 
 This package is a library layer: it uses only the public ``actorrt`` API (and the pure
 ``actorrt.resources`` layer, for GPU discovery). Submodules mirror Ray's:
-``actorrt.tune.logger``, ``actorrt.tune.schedulers``, ``actorrt.tune.search`` (and
-``actorrt.tune.search.optuna``), ``actorrt.tune.stopper``, ``actorrt.tune.utils``.
+``actorrt.tune.logger``, ``actorrt.tune.result``, ``actorrt.tune.schedulers``,
+``actorrt.tune.search`` (and ``actorrt.tune.search.optuna``), ``actorrt.tune.stopper``,
+``actorrt.tune.utils``.
 
 A Ray name that actorrt does not have raises an ``AttributeError`` that says so and points
 to docs/porting.md. Names are imported on first use (PEP 562): a trial's worker process
@@ -21,6 +22,7 @@ import typing as _typing
 
 if _typing.TYPE_CHECKING:
     from . import logger as logger
+    from . import result as result
     from . import schedulers as schedulers
     from . import search as search
     from . import stopper as stopper
@@ -111,7 +113,7 @@ __all__ = [
     "with_resources",
 ]
 
-_SUBMODULES = frozenset({"logger", "stopper", "utils", "schedulers", "search"})
+_SUBMODULES = frozenset({"logger", "result", "stopper", "utils", "schedulers", "search"})
 _WHERE = {
     "Callback": "._callbacks",
     "Checkpoint": "._checkpoint",

@@ -13,11 +13,12 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from .._storage_path import check_local_storage_path
 from ._checkpoint import Checkpoint
 from ._storage import flatten, read_results
 from ._trial import ERROR, TERMINATED, Trial
 
-__all__ = ["ExperimentAnalysis", "best_checkpoint", "metric_values"]
+__all__ = ["ExperimentAnalysis", "best_checkpoint", "load_trial", "metric_values"]
 
 logger = logging.getLogger("actorrt.tune")
 
@@ -67,27 +68,30 @@ def _check_mode(mode: str | None) -> str:
 
 def _load_trials(path: str) -> list[Trial]:
     """The trials of an experiment folder: each sub-folder with a ``params.json``."""
+    return [
+        load_trial(os.path.join(path, entry))
+        for entry in sorted(os.listdir(path))
+        if os.path.isfile(os.path.join(path, entry, "params.json"))
+    ]
+
+
+def load_trial(trial_dir: str) -> Trial:
+    """A trial read from its folder: config, last result, status and checkpoints."""
     import json
 
-    trials = []
-    for entry in sorted(os.listdir(path)):
-        trial_dir = os.path.join(path, entry)
-        params = os.path.join(trial_dir, "params.json")
-        if not os.path.isfile(params):
-            continue
-        with open(params, encoding="utf-8") as f:
-            config = json.load(f)
-        results = read_results(trial_dir)
-        last = results[-1] if results else {}
-        last.pop("config", None)
-        trial = Trial(str(last.get("trial_id", entry)), entry, config, None, trial_dir)
-        trial.last_result = last
-        trial.status = ERROR if os.path.exists(os.path.join(trial_dir, "error.txt")) else TERMINATED
-        names = sorted(n for n in os.listdir(trial_dir) if n.startswith("checkpoint_")
-                       and not n.endswith(".tmp"))
-        trial.checkpoints = [(os.path.join(trial_dir, n), math.nan, 0, 0.0) for n in names]
-        trials.append(trial)
-    return trials
+    entry = os.path.basename(trial_dir)
+    with open(os.path.join(trial_dir, "params.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    results = read_results(trial_dir)
+    last = results[-1] if results else {}
+    last.pop("config", None)
+    trial = Trial(str(last.get("trial_id", entry)), entry, config, None, trial_dir)
+    trial.last_result = last
+    trial.status = ERROR if os.path.exists(os.path.join(trial_dir, "error.txt")) else TERMINATED
+    names = sorted(n for n in os.listdir(trial_dir) if n.startswith("checkpoint_")
+                   and not n.endswith(".tmp"))
+    trial.checkpoints = [(os.path.join(trial_dir, n), math.nan, 0, 0.0) for n in names]
+    return trial
 
 
 class ExperimentAnalysis:
@@ -112,6 +116,7 @@ class ExperimentAnalysis:
     ) -> None:
         if storage_filesystem is not None:
             raise ValueError("storage_filesystem is not supported: experiments are local folders")
+        check_local_storage_path(experiment_checkpoint_path, "experiment_checkpoint_path")
         path = os.path.abspath(os.path.expanduser(os.fspath(experiment_checkpoint_path)))
         if trials is None and not os.path.isdir(path):
             raise ValueError(f"ExperimentAnalysis: {path!r} is not an experiment folder")

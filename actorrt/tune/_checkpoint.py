@@ -8,10 +8,12 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 
+from .._checkpoint_metadata import CheckpointMetadata
+
 __all__ = ["Checkpoint"]
 
 
-class Checkpoint:
+class Checkpoint(CheckpointMetadata):
     """A checkpoint is a directory (Ray's ``Checkpoint``, local storage only).
 
     When a trial reports ``tune.report(metrics, checkpoint=Checkpoint.from_directory(d))``,

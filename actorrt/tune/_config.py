@@ -11,6 +11,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from .._storage_path import check_local_storage_path
 from ._callbacks import check_callbacks
 from ._reporters import ProgressReporter
 from ._schedulers import TrialScheduler
@@ -158,16 +159,21 @@ class FailureConfig:
         max_failures: retries per trial, from its last checkpoint (``-1``: no limit). A
             trial whose error is a resource configuration error (``ResourceDeadlockError``,
             ``InfeasibleResourceError``) is never retried: it would fail the same way.
-        fail_fast: stop the whole experiment at the first trial error.
+        fail_fast: stop the whole experiment at the first trial error; ``"raise"``: and
+            then make ``fit()`` raise that trial's exception (Ray's ``"raise"``).
     """
 
     max_failures: int = 0
-    fail_fast: bool = False
+    fail_fast: bool | str = False
 
     def __post_init__(self) -> None:
         value = self.max_failures
         if isinstance(value, bool) or not isinstance(value, int) or value < -1:
             raise ValueError(f"max_failures must be an int >= -1, got {value!r}")
+        if self.fail_fast not in (True, False, "raise"):
+            raise ValueError(
+                f"fail_fast must be True, False or 'raise', got {self.fail_fast!r}"
+            )
 
 
 @dataclasses.dataclass
@@ -175,8 +181,8 @@ class CheckpointConfig:
     """Which checkpoints to take and keep.
 
     Attributes:
-        num_to_keep: keep at most this many per trial (``None``: all); the latest is always
-            kept, since a retry restarts from it.
+        num_to_keep: keep this many best per trial (``None``: all); the latest is also
+            kept (one more), since a retry restarts from it, as in Ray.
         checkpoint_score_attribute: rank checkpoints by this metric for deletion (default:
             by age).
         checkpoint_score_order: ``"max"`` or ``"min"``: which scores are better.
@@ -306,6 +312,7 @@ class RunConfig:
                 "local storage only (see docs/porting.md)",
                 stacklevel=4,
             )
+        check_local_storage_path(self.storage_path)
         if self.storage_filesystem is not None:
             raise ValueError(
                 "storage_filesystem is not supported: actorrt writes experiments to a local "
@@ -319,7 +326,7 @@ def _tune_failure_config(config: Any) -> FailureConfig | None:
         return config
     if hasattr(config, "max_failures"):
         return FailureConfig(
-            max_failures=config.max_failures, fail_fast=bool(getattr(config, "fail_fast", False))
+            max_failures=config.max_failures, fail_fast=getattr(config, "fail_fast", False)
         )
     raise ValueError(f"failure_config must be a FailureConfig, got {config!r}")
 

@@ -8,13 +8,21 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from .._storage_path import check_local_storage_path
+from ._analysis import SCOPES, metric_values
 from ._checkpoint import Checkpoint
 from ._storage import flatten, read_results
+from .result import AUTO_RESULT_KEYS
 
 if TYPE_CHECKING:
     from ._trial import Trial
 
 __all__ = ["Result", "ResultGrid", "grid_of"]
+
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 @dataclasses.dataclass
@@ -74,6 +82,31 @@ class Result:
         pick = max if mode == "max" else min
         return pick(scored, key=lambda pair: pair[0])[1]
 
+    @classmethod
+    def from_path(cls, path: str | os.PathLike[str]) -> Result:
+        """The result of the trial whose folder is ``path`` (Ray's ``Result.from_path``),
+        read from its files: config, last result, kept checkpoints, and its error (as a
+        ``tune.TuneError`` holding the text of ``error.txt``, as in Ray).
+
+        Raises:
+            ValueError: ``path`` is a URI, or not a trial folder (no ``params.json``).
+        """
+        check_local_storage_path(path, "path")
+        trial_dir = os.path.abspath(os.path.expanduser(os.fspath(path)))
+        if not os.path.isfile(os.path.join(trial_dir, "params.json")):
+            raise ValueError(
+                f"Result.from_path: {trial_dir!r} is not a trial folder (it has no params.json)"
+            )
+        from ._analysis import load_trial
+        from ._run import TuneError
+
+        trial = load_trial(trial_dir)
+        error_file = os.path.join(trial_dir, "error.txt")
+        if os.path.exists(error_file):
+            with open(error_file, encoding="utf-8") as f:
+                trial.error = TuneError(f.read())
+        return grid_of([trial], os.path.dirname(trial_dir), None, None)[0]
+
     @property
     def metrics_dataframe(self) -> Any:
         """Every result the trial reported (a ``pandas.DataFrame`` read from its
@@ -85,9 +118,13 @@ class Result:
         return pandas.read_csv(os.path.join(self.path, "progress.csv"))
 
     def __repr__(self) -> str:
-        shown = {k: v for k, v in self.metrics.items() if k != "config"}
-        error = f", error={type(self.error).__name__}" if self.error is not None else ""
-        return f"Result(trial_id={self.trial_id!r}, metrics={shown!r}{error})"
+        # As Ray's: the reported metrics without Tune's automatic keys.
+        shown = {k: v for k, v in self.metrics.items() if k not in AUTO_RESULT_KEYS}
+        lines = [f"  metrics={shown!r},", f"  path={self.path!r},", "  filesystem='local',",
+                 f"  checkpoint={self.checkpoint!r}"]
+        if self.error is not None:
+            lines.insert(0, f"  error={type(self.error).__name__!r},")
+        return "Result(\n" + "\n".join(lines) + "\n)"
 
 
 def _check_mode(mode: str | None) -> None:
@@ -141,12 +178,19 @@ class ResultGrid:
         scope: str = "last",
         filter_nan_and_inf: bool = True,
     ) -> Result:
-        """The trial whose ``metric`` is best (its last value; ``scope="all"``: any value).
+        """The trial whose ``metric`` is best: its last value (``scope="last"``), its best
+        value (``"all"``), the mean of its values (``"avg"``) or of its last 5 or 10
+        (``"last-5-avg"``, ``"last-10-avg"``). As in Ray, a grid of one trial returns it
+        without a metric, and NaN or infinite scores are skipped unless
+        ``filter_nan_and_inf=False``.
 
         Raises:
             ValueError: no metric or mode given here or in ``TuneConfig``, a bad mode or
-                scope, or no trial reported a usable value of ``metric``.
+                scope.
+            RuntimeError: no trial reported a usable value of ``metric`` (Ray's error).
         """
+        if len(self._results) == 1 and metric is None and mode is None:
+            return self._results[0]
         metric = metric or self._metric
         mode = mode or self._mode
         if metric is None:
@@ -154,35 +198,47 @@ class ResultGrid:
                 "get_best_result() needs a metric: pass metric= here or TuneConfig(metric=)"
             )
         _check_mode(mode)
-        if scope not in ("last", "all"):
-            raise ValueError(f"scope must be 'last' or 'all', got {scope!r}")
+        if scope not in SCOPES:
+            raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
         best: tuple[float, Result] | None = None
         for result in self._results:
-            for value in self._values(result, metric, scope):
-                if filter_nan_and_inf and not math.isfinite(value):
-                    continue
-                key = value if mode == "max" else -value
-                if best is None or key > best[0]:
-                    best = (key, result)
+            score = self._score(result, metric, mode, scope)
+            if score is None or (filter_nan_and_inf and not math.isfinite(score)):
+                continue
+            key = score if mode == "max" else -score
+            if best is None or key > best[0] or (math.isnan(best[0]) and not math.isnan(key)):
+                best = (key, result)
         if best is None:
-            raise ValueError(
-                f"no trial reported a usable value of {metric!r}; "
-                f"reported keys: {sorted(self._results[0].metrics) if self._results else []}"
+            reported = sorted({k for r in self._results for k in flatten(r.metrics)})
+            raise RuntimeError(
+                f"No best trial found for the given metric: {metric!r}. No trial reported "
+                f"it, or all its values are NaN or infinite (pass filter_nan_and_inf=False "
+                f"to keep those); the trials reported: {reported}"
             )
         return best[1]
 
     @staticmethod
-    def _values(result: Result, metric: str, scope: str) -> list[float]:
-        if scope == "all":
+    def _score(result: Result, metric: str, mode: str | None, scope: str) -> float | None:
+        if scope == "last":
+            values = metric_values([result.metrics], metric)
+        else:
             try:
-                column = result.metrics_dataframe[metric]
-            except (OSError, KeyError, ValueError):
-                return []
-            return [float(v) for v in column]
-        value = flatten(result.metrics).get(metric)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return []
-        return [float(value)]
+                frame = result.metrics_dataframe
+            except (OSError, ValueError):
+                return None
+            if metric not in frame:
+                return None
+            values = [float(v) for v in frame[metric] if _is_number(v)]
+        if not values:
+            return None
+        if scope == "all":
+            return max(values) if mode == "max" else min(values)
+        if scope == "avg":
+            return sum(values) / len(values)
+        if scope.startswith("last-"):
+            tail = values[-int(scope.split("-")[1]):]
+            return sum(tail) / len(tail)
+        return values[-1]
 
     def get_dataframe(
         self, filter_metric: str | None = None, filter_mode: str | None = None

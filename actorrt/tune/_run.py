@@ -160,9 +160,10 @@ def run(  # Ray's signature, argument for argument
 
     Raises:
         TuneError: some trials errored and ``raise_on_failed_trial`` is true.
+        Exception: with ``fail_fast="raise"``, the first failed trial's own exception.
         ValueError: an argument actorrt cannot honour (a registered trainable's name, an
-            ``Experiment``, ``restore=``, ``storage_filesystem``, a remote ``resume``,
-            ``fail_fast="raise"``), or a bad value.
+            ``Experiment``, ``restore=``, ``storage_filesystem``, a remote ``resume``),
+            or a bad value.
     """
     if chdir_to_trial_dir is not None:
         raise DeprecationWarning(
@@ -174,8 +175,8 @@ def run(  # Ray's signature, argument for argument
             "tune.run(restore=<checkpoint>) is not supported; to continue an experiment, "
             "use resume='AUTO' with its name (or tune.Tuner.restore(path, trainable))"
         )
-    if fail_fast not in (True, False):
-        raise ValueError(f"fail_fast must be True or False here, got {fail_fast!r}")
+    if fail_fast not in (True, False, "raise"):
+        raise ValueError(f"fail_fast must be True, False or 'raise', got {fail_fast!r}")
     if fail_fast and max_failures != 0:
         raise ValueError("max_failures must be 0 if fail_fast=True (as in Ray)")
     unused = [
@@ -220,7 +221,7 @@ def run(  # Ray's signature, argument for argument
         name=name,
         storage_path=storage_path,
         stop=stop,
-        failure_config=FailureConfig(max_failures=max_failures, fail_fast=bool(fail_fast)),
+        failure_config=FailureConfig(max_failures=max_failures, fail_fast=fail_fast),
         checkpoint_config=_checkpoint_config(
             checkpoint_config, keep_checkpoints_num, checkpoint_score_attr,
             checkpoint_freq, checkpoint_at_end,

@@ -9,10 +9,22 @@ returned dict is one reported result. Checkpoints are taken every
 
 from __future__ import annotations
 
+import datetime
+import os
+import pickle
+import socket
+import tempfile
+import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+
+from ._checkpoint import Checkpoint
 
 if TYPE_CHECKING:
     from ._resources import PlacementGroupFactory
+
+# A dict returned by save_checkpoint is pickled into this file of the checkpoint folder.
+DICT_CHECKPOINT_FILE = "_dict_checkpoint.pkl"
 
 __all__ = ["Trainable"]
 
@@ -37,6 +49,7 @@ class Trainable:
         self.trial_id: str = info.get("trial_id", "")
         self.trial_name: str = info.get("trial_name", "")
         self.trial_dir: str = info.get("trial_dir", "")
+        self._time_total = 0.0
         self.setup(dict(self.config))
 
     @property
@@ -53,7 +66,8 @@ class Trainable:
         """Prepare the trial (load data, build a model). Runs once, before the first step."""
 
     def step(self) -> dict[str, Any]:
-        """Run one iteration and return its metrics. Put ``done: True`` in it to finish."""
+        """Run one iteration and return its metrics. Put ``done: True`` in it to finish,
+        ``should_checkpoint: True`` to have a checkpoint taken after this iteration."""
         raise NotImplementedError(f"{type(self).__name__} must override step()")
 
     def save_checkpoint(self, checkpoint_dir: str) -> dict[str, Any] | None:
@@ -65,6 +79,69 @@ class Trainable:
 
     def cleanup(self) -> None:
         """Release what :meth:`setup` acquired. Runs when the trial ends, however it ends."""
+
+    # -------------------------------------------- driving one by hand, as Ray's tests do
+
+    def train(self) -> dict[str, Any]:
+        """Run one :meth:`step` and return its result with Tune's automatic fields
+        (``training_iteration``, ``time_this_iter_s``, ``time_total_s``, ``done``, ...),
+        as Ray's ``Trainable.train()`` does. Tune calls :meth:`step` itself; this is for
+        driving a trainable by hand (a test, a notebook)."""
+        start = time.monotonic()
+        metrics = self.step()
+        if not isinstance(metrics, Mapping):
+            raise TypeError(f"{type(self).__name__}.step() must return a dict, got {metrics!r}")
+        elapsed = time.monotonic() - start
+        self.iteration += 1
+        self._time_total += elapsed
+        return {
+            **metrics,
+            "done": bool(metrics.get("done", False)),
+            "training_iteration": self.iteration,
+            "time_this_iter_s": elapsed,
+            "time_total_s": self._time_total,
+            "trial_id": self.trial_id,
+            "timestamp": int(time.time()),
+            "date": datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S"),
+            "pid": os.getpid(),
+            "hostname": socket.gethostname(),
+        }
+
+    def save(self, checkpoint_dir: str | None = None) -> Checkpoint:
+        """Call :meth:`save_checkpoint` into ``checkpoint_dir`` (default: a new temporary
+        folder) and return the checkpoint, to pass to :meth:`restore`. (Ray returns an
+        internal result object that its ``restore`` takes; here it is a ``Checkpoint``.)"""
+        folder = checkpoint_dir or tempfile.mkdtemp(prefix="checkpoint_")
+        os.makedirs(folder, exist_ok=True)
+        state = self.save_checkpoint(folder)
+        if state is not None:
+            with open(os.path.join(folder, DICT_CHECKPOINT_FILE), "wb") as f:
+                pickle.dump(state, f)
+        return Checkpoint(folder)
+
+    def restore(self, checkpoint: Checkpoint | str | os.PathLike[str]) -> None:
+        """Call :meth:`load_checkpoint` with what :meth:`save` saved (a checkpoint or
+        its folder): the folder, or the dict ``save_checkpoint`` returned."""
+        if isinstance(checkpoint, Checkpoint):
+            folder = checkpoint.path
+        elif isinstance(checkpoint, str | os.PathLike):
+            folder = os.fspath(checkpoint)
+        else:
+            raise TypeError(
+                f"restore() takes a Checkpoint or a folder path, got {checkpoint!r}"
+            )
+        if not os.path.isdir(folder):
+            raise FileNotFoundError(f"restore(): {folder!r} is not a checkpoint folder")
+        blob = os.path.join(folder, DICT_CHECKPOINT_FILE)
+        if os.path.exists(blob):
+            with open(blob, "rb") as f:
+                self.load_checkpoint(pickle.load(f))
+        else:
+            self.load_checkpoint(folder)
+
+    def stop(self) -> None:
+        """Release the trainable: calls :meth:`cleanup` (Ray's ``Trainable.stop()``)."""
+        self.cleanup()
 
     @classmethod
     def default_resource_request(cls, config: dict[str, Any]) -> PlacementGroupFactory | None:

@@ -90,14 +90,20 @@ class Trial:
         return record
 
     def prune_checkpoints(self, keep: CheckpointConfig | None) -> None:
-        """Delete the worst checkpoints beyond ``num_to_keep``; never the latest."""
+        """Keep the ``num_to_keep`` best checkpoints and the latest (a retry restarts from
+        it), as Ray does: the latest may be one more; delete the others."""
         if keep is None or keep.num_to_keep is None:
             return
-        while len(self.checkpoints) > keep.num_to_keep:
-            older = self.checkpoints[:-1]  # the latest is kept: a retry restarts from it
-            worst = min(older, key=lambda c: (not math.isnan(c[1]), c[1]))
-            self.checkpoints.remove(worst)
-            shutil.rmtree(worst[0], ignore_errors=True)
+        # Best first: NaN scores last; of equal scores, the newer ranks higher.
+        ranked = sorted(
+            enumerate(self.checkpoints),
+            key=lambda ic: (not math.isnan(ic[1][1]), ic[1][1], ic[0]),
+            reverse=True,
+        )
+        kept = {c[0] for _, c in ranked[: keep.num_to_keep]} | {self.checkpoints[-1][0]}
+        for record in [c for c in self.checkpoints if c[0] not in kept]:
+            self.checkpoints.remove(record)
+            shutil.rmtree(record[0], ignore_errors=True)
 
     def restart_from(self, config: dict[str, Any], donor: Trial) -> None:
         """Restart this trial (same actor, same reservation) with ``config`` from ``donor``'s

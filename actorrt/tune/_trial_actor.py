@@ -24,13 +24,12 @@ import cloudpickle
 import actorrt
 
 from ._session import STOP, Session, StopTrial, set_session
-from ._trainable import Trainable
+from ._trainable import DICT_CHECKPOINT_FILE, Trainable
 from ._trial_log import LOG_FILE, trial_output
 from ._workdir import trial_working_dir
 
 __all__ = ["TrialDriver", "error_outcome", "is_config_error", "load_error"]
 
-DICT_CHECKPOINT_FILE = "_dict_checkpoint.pkl"
 DEFAULT_METRIC = "_metric"  # Ray's name for a number a function trainable returns
 
 
@@ -199,7 +198,12 @@ def _run_class(cls: type[Trainable], session: Session) -> None:
                 raise TypeError(f"{cls.__name__}.step() must return a dict, got {metrics!r}")
             obj.iteration = session.iteration + 1
             done = bool(metrics.get("done"))
-            save = (frequency and obj.iteration % frequency == 0) or (done and at_end)
+            # As in Ray, a result with should_checkpoint=True asks for a checkpoint now.
+            save = (
+                (frequency and obj.iteration % frequency == 0)
+                or (done and at_end)
+                or bool(metrics.get("should_checkpoint"))
+            )
             path = _save(obj, session) if save else None
             decision = session.send(metrics, path)
             if decision == STOP or done:

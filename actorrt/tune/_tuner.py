@@ -16,6 +16,7 @@ from typing import Any
 
 import actorrt
 
+from .._storage_path import check_local_storage_path
 from ._config import RunConfig, TuneConfig
 from ._controller import TuneController
 from ._prepare import check_picklable, prepare_experiment, trainable_name
@@ -250,6 +251,7 @@ class Tuner:
                 ``restart_errored``.
             RuntimeError: another process is running the experiment now.
         """
+        check_local_storage_path(path, "path")
         trainable = _from_trainer(trainable)
         _check_trainable(trainable)
         options = ResumeOptions(resume_unfinished, resume_errored, restart_errored)
@@ -298,6 +300,10 @@ class Tuner:
         )
         self._controller = controller
         self._results = await controller.run()
+        failure = self.run_config.failure_config
+        if failure is not None and failure.fail_fast == "raise" and self._results.errors:
+            # Ray's fail_fast="raise": the experiment stopped; the trial's error propagates.
+            raise self._results.errors[0]
         return self._results
 
     def get_results(self) -> ResultGrid:

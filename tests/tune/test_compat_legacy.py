@@ -91,7 +91,9 @@ def test_tune_run_legacy_checkpoint_arguments_and_resume(tmp_path: Any) -> None:
             keep_checkpoints_num=2, checkpoint_score_attr="min-loss",
         )
     kept = sorted(n for n in os.listdir(analysis.trials[0].path) if n.startswith("checkpoint_"))
-    assert len(kept) == 2  # the best (step 2) and the latest
+    # As Ray keeps them: the two best (steps 2 and 3, the newer of equal losses) and the
+    # latest (step 4).
+    assert kept == ["checkpoint_000001", "checkpoint_000002", "checkpoint_000003"]
     # resume="AUTO" continues the finished experiment: nothing runs again.
     again = tune.run(trainable, config={"x": 2}, storage_path=str(tmp_path), name="kept",
                      verbose=0, resume="AUTO")
@@ -155,8 +157,10 @@ def test_get_results_and_best_checkpoints(tmp_path: Any) -> None:
     grid = tuner.fit()
     assert tuner.get_results() is grid
     best = grid.get_best_result()
-    assert [step_of(c) for c, _ in best.best_checkpoints] == [2, 4]  # the best and the latest
-    assert [m["step"] for _, m in best.best_checkpoints] == [2, 4]
+    # Ray keeps the num_to_keep=2 best (steps 2, then 3: of equal losses the newer) and
+    # the latest (step 4).
+    assert [step_of(c) for c, _ in best.best_checkpoints] == [2, 3, 4]
+    assert [m["step"] for _, m in best.best_checkpoints] == [2, 3, 4]
     assert step_of(best.get_best_checkpoint("loss", "min")) == 2
     assert step_of(best.get_best_checkpoint("step", "max")) == 4
     with pytest.raises(ValueError, match="choose from"):
@@ -169,7 +173,7 @@ def test_get_results_and_best_checkpoints(tmp_path: Any) -> None:
         (r.trial_id, r.status, r.metrics["loss"]) for r in grid
     ]
     assert saved.get_best_result().config == {"x": 2}
-    assert [step_of(c) for c, _ in saved.get_best_result().best_checkpoints] == [2, 4]
+    assert [step_of(c) for c, _ in saved.get_best_result().best_checkpoints] == [2, 3, 4]
 
 
 # ------------------------------------------------------------------ with_parameters

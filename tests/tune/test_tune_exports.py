@@ -15,7 +15,7 @@ EXPECTED = {
     "CLIReporter", "ExperimentAnalysis", "JupyterNotebookReporter", "ProgressReporter",
     "Stopper", "SyncConfig", "TuneError", "qlograndint", "run", "with_parameters",
 }
-SUBMODULES = {"logger", "schedulers", "search", "stopper", "utils"}
+SUBMODULES = {"logger", "result", "schedulers", "search", "stopper", "utils"}
 
 
 def test_all_is_exactly_the_public_surface() -> None:
