@@ -13,10 +13,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import re
 from collections.abc import Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .resources import (
+    AskDeadlocked,
     Broker,
     Event,
     Failed,
@@ -119,11 +121,17 @@ class Grants:
     def set_parent(self, holder: Hashable, parent: Hashable) -> None:
         self.broker.set_parent(holder, parent)
 
-    def blocked_on_holder(self, waiter: Hashable, target: Hashable, blocked: bool) -> None:
-        """An actor started (or stopped) awaiting an ask to another actor."""
+    def blocked_on_holder(
+        self, waiter: Hashable, target: Hashable, blocked: bool, serial: bool | None = None
+    ) -> None:
+        """An actor started (or stopped) awaiting an ask to another actor. ``serial``: it
+        serves one message at a time (looked up when the actor is this runtime's)."""
         now = self.loop.time()
         if blocked:
-            self.broker.blocked(waiter, on_holder=target, now=now)
+            if serial is None:
+                cell = self.runtime.lookup(str(waiter))
+                serial = cell is None or getattr(cell, "max_concurrency", 1) == 1
+            self.broker.blocked(waiter, on_holder=target, serial=serial, now=now)
         else:
             self.broker.unblocked(waiter, on_holder=target, now=now)
         self._arm()
@@ -143,6 +151,10 @@ class Grants:
                     future.set_exception(self._named(event.error))
             elif isinstance(event, Revoked):
                 self.runtime.revoked(event.holder, event.group)
+            elif isinstance(event, AskDeadlocked):
+                error = self._named(event.error)
+                logger.warning("%s", error)
+                self.runtime.ask_deadlocked(event.waiter, event.target, error)
             elif isinstance(event, Stalled):
                 # A warning when an actor is stuck on it (it may hold what others need); a
                 # request that nobody awaits from inside an actor (the driver program's
@@ -151,20 +163,23 @@ class Grants:
                 level = logging.WARNING if waiter is not None else logging.INFO
                 by = "" if waiter is None else f" (awaited by {self._describe(waiter)})"
                 logger.log(level, "resource request %s of %s is stalled: %s%s",
-                           event.request_id, event.holder, event.reason, by)
+                           event.request_id, self._describe(event.holder),
+                           self._name_text(event.reason), by)
         self._arm()
 
     def _describe(self, actor_id: Hashable) -> str:
-        target = self.runtime.lookup(str(actor_id))
-        return target.describe() if target is not None else str(actor_id)
+        return self.runtime.describe_id(str(actor_id)) or str(actor_id)
+
+    def _name_text(self, text: str) -> str:
+        """The broker knows holders by id; say which actor each is (class, id and name)."""
+        for actor_id in {word.strip(".,;:'()") for word in text.split()}:
+            described = self.runtime.describe_id(actor_id)
+            if described is not None:
+                text = re.sub(rf"(?<![\w(=-]){re.escape(actor_id)}(?![\w-])", described, text)
+        return text
 
     def _named(self, error: Exception) -> Exception:
-        """The broker knows holders by id; say which actor each is."""
-        text = str(error)
-        for actor_id in {word.strip(".,;:'") for word in text.split()}:
-            target = self.runtime.lookup(actor_id)
-            if target is not None:
-                text = text.replace(actor_id, target.describe())
+        text = self._name_text(str(error))
         if text == str(error):
             return error
         named = type(error)(text)

@@ -18,6 +18,7 @@ operation         sent by                     what it does
 ``died``          worker (notification)       the hosted actor ended without being asked
 ``restarted``     worker (notification)       the hosted actor crashed and restarts there
 ``wait_edge``     worker (notification)       an actor there began or ended awaiting another
+``ask_deadlock``  owner (notification)        that wait can never end: fail it
 ``reserve_group`` worker (request)            ``placement_group()`` in a worker: reserve it
 ``group_ready``   worker (request)            reply once that group is reserved
 ``group_remove``  worker (request/notif.)     give that group back, stopping its actors
@@ -62,6 +63,7 @@ class Host:
             "died": self._died,
             "restarted": self._restarted,
             "wait_edge": self._wait_edge,
+            "ask_deadlock": self._ask_deadlock,
             "reserve_group": self._reserve_group,
             "group_ready": self._group_ready,
             "group_remove": self._group_remove,
@@ -172,8 +174,8 @@ class Host:
     def _spawn_process(
         self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]
     ) -> None:
-        _, actor_class, args, kwargs, parent_id = msg
-        coro = self.runtime.spawn_for_worker(actor_class, args, kwargs, parent_id)
+        _, actor_class, args, kwargs, chain = msg
+        coro = self.runtime.spawn_for_worker(actor_class, args, kwargs, chain)
         self._answer(conn, request_id, coro)
 
     def _get_actor(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
@@ -217,8 +219,15 @@ class Host:
         self._answer(conn, request_id, self.runtime.remove_for_worker(msg[1]))
 
     def _wait_edge(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
-        _, waiter, target, added = msg
-        self.runtime.grants.blocked_on_holder(waiter, target, bool(added))
+        _, waiter, target, added, serial = msg
+        self.runtime.edge_reported(waiter, conn, bool(added))
+        self.runtime.grants.blocked_on_holder(waiter, target, bool(added), bool(serial))
+
+    def _ask_deadlock(
+        self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]
+    ) -> None:
+        _, waiter, target, error = msg
+        self.runtime.waits.fail(waiter, target, error)
 
     # ---------------------------------------------------------------- helpers
 

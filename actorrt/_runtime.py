@@ -137,6 +137,12 @@ class Runtime:
         self._tasks: set[asyncio.Task[None]] = set()
         # Spawns waiting for their grant: actor id -> (class name, name, parent id).
         self._spawning: dict[str, tuple[str, str | None, str | None]] = {}
+        # Inline actors inside a worker that spawned through this runtime (a trial's helper):
+        # id -> description, and the worker actor each belongs to (they end with it).
+        self._foreign: dict[str, str] = {}
+        self._foreign_of: dict[str, set[str]] = {}
+        # Waiters in workers that await asks, and the connection that reported them.
+        self._edge_conns: dict[Any, tuple[Any, int]] = {}
         self.started_at: float | None = None
         # Whether `actorrt status` can find this runtime; worker processes turn it off.
         self.discoverable = True
@@ -251,7 +257,11 @@ class Runtime:
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         parent: ActorCell | None,
+        requester: str | None = None,
     ) -> ActorRef[A]:
+        """``requester``: the actor that awaits this spawn, when it is not ``parent`` itself
+        (an inline actor inside ``parent``'s worker process, which the broker knows as a
+        child of ``parent``)."""
         if self._closing:
             raise RuntimeClosedError("the runtime is shutting down; no new actors start")
         if parent is not None and not parent.accepting and parent.died.done():
@@ -268,7 +278,9 @@ class Runtime:
                 actor_class.cls.__name__, options.name, parent.actor_id if parent else None
             )
         try:
-            grant = await self._acquire(actor_id, options, parent) if needs_grant else None
+            grant = (
+                await self._acquire(actor_id, options, parent, requester) if needs_grant else None
+            )
             if parent is not None and parent.died.done():
                 # Its parent ended while it waited: it must not outlive it.
                 raise parent.died.result()
@@ -282,6 +294,7 @@ class Runtime:
                 cell = ActorCell(self, actor_class, args, kwargs, parent, actor_id)
             cell.grant = grant
             cell.grant_info = self.grant_info(grant)
+            cell.broker_parent = requester
             return await self._start(cell)
         except BaseException:
             if actor_id not in self._actors:
@@ -291,10 +304,12 @@ class Runtime:
         finally:
             self._spawning.pop(actor_id, None)
 
-    async def _acquire(self, actor_id: str, options: ActorOptions, parent: Any) -> Granted:
+    async def _acquire(
+        self, actor_id: str, options: ActorOptions, parent: Any, requester: str | None = None
+    ) -> Granted:
         """Reserve what a new actor needs (its group first, if it has one)."""
         grants = self.grants
-        parent_id = parent.actor_id if parent is not None else None
+        parent_id = requester or (parent.actor_id if parent is not None else None)
         placement: Any = options.placement
         if options.placement_group is not None:
             group_id = grants.new_request_id()
@@ -480,11 +495,65 @@ class Runtime:
         actor_class: ActorClass[Any],
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
-        parent_id: str | None,
+        chain: list[tuple[str, str]] | None,
     ) -> ActorRef[Any]:
-        """A worker's actor spawns a worker-process actor: it becomes that actor's child."""
-        parent = None if parent_id is None else self.lookup(parent_id)
-        return await self._spawn(actor_class.options(process=True), args, kwargs, parent)
+        """A worker's actor spawns a worker-process actor: it becomes that actor's child.
+
+        ``chain`` is the spawning actor and its ancestors in the worker, ``(id, description)``
+        nearest first, up to the actor this runtime placed there. An inline actor of the worker
+        (a trial's helper) is unknown here: it is recorded as a child of the worker's actor,
+        so its spawns are captured into that actor's placement group, its waits are seen by
+        the deadlock check, and the new actor ends with the worker's actor.
+        """
+        parent = None
+        helpers: list[tuple[str, str]] = []
+        for actor_id, described in chain or ():
+            parent = self.lookup(actor_id)
+            if parent is not None:
+                break
+            helpers.append((actor_id, described))
+        requester = None
+        if parent is not None and helpers:
+            known = self._foreign_of.setdefault(parent.actor_id, set())
+            above = parent.actor_id
+            for actor_id, described in reversed(helpers):
+                self.grants.set_parent(actor_id, above)
+                self._foreign[actor_id] = described
+                known.add(actor_id)
+                above = actor_id
+            requester = helpers[0][0]
+        return await self._spawn(
+            actor_class.options(process=True), args, kwargs, parent, requester
+        )
+
+    def describe_id(self, actor_id: str) -> str | None:
+        """``Class(id=..., name=...)`` for an actor id this runtime knows of, else ``None``."""
+        target = self._actors.get(actor_id)
+        if target is not None:
+            return str(target.describe())
+        spawning = self._spawning.get(actor_id)
+        if spawning is not None:
+            cls_name, name, _ = spawning
+            named = f" name={name!r}" if name else ""
+            return f"{cls_name}(id={actor_id}{named})"
+        return self._foreign.get(actor_id)
+
+    def edge_reported(self, waiter: Any, conn: Any, added: bool) -> None:
+        """A worker reported that ``waiter`` (an actor there) began or ended awaiting an ask."""
+        known = self._edge_conns.get(waiter)
+        count = (known[1] if known is not None else 0) + (1 if added else -1)
+        if count > 0:
+            self._edge_conns[waiter] = (conn, count)
+        else:
+            self._edge_conns.pop(waiter, None)
+
+    def ask_deadlocked(self, waiter: Any, target: Any, error: BaseException) -> None:
+        """The broker proved that ``waiter``'s wait on ``target`` can never end: end it."""
+        if self.waits.fail(waiter, target, error):
+            return
+        known = self._edge_conns.get(waiter)
+        if known is not None and not known[0].is_closing():
+            known[0].notify(("ask_deadlock", waiter, target, error))
 
     def _new_id(self) -> str:
         return f"{self.runtime_id}-{next(self._ids)}"
@@ -501,7 +570,8 @@ class Runtime:
         self._actors[cell.actor_id] = cell
         if cell.parent is not None:
             cell.parent.children.add(cell)
-            self.grants.set_parent(cell.actor_id, cell.parent.actor_id)
+            broker_parent = getattr(cell, "broker_parent", None) or cell.parent.actor_id
+            self.grants.set_parent(cell.actor_id, broker_parent)
 
     def forget(self, cell: Any) -> None:
         """Drop an ended actor from the registries and give back what it held."""
@@ -515,6 +585,13 @@ class Runtime:
         if name is not None and self._names.get(name) is cell:
             del self._names[name]
         self.waits.forget(cell.actor_id)
+        self._edge_conns.pop(cell.actor_id, None)
+        for helper in self._foreign_of.pop(cell.actor_id, ()):
+            # The inline actors of its worker ended with it.
+            self._foreign.pop(helper, None)
+            self._edge_conns.pop(helper, None)
+            if self._grants is not None:
+                self._grants.release(helper)
 
     def get_actor(self, name: str) -> ActorRef[Any]:
         if not isinstance(name, str):

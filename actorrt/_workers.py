@@ -162,7 +162,9 @@ class Workers:
 
     def _notify_wait(self, waiter: Any, target: Any, added: bool) -> None:
         if self.head is not None and not self.head.is_closing():
-            self.head.notify(("wait_edge", waiter, target, added))
+            cell = self.runtime.lookup(waiter)
+            serial = cell is None or getattr(cell, "max_concurrency", 1) == 1
+            self.head.notify(("wait_edge", waiter, target, added, serial))
 
     def _notify_restarted(self, cell: ActorCell) -> None:
         if self.head is not None and not self.head.is_closing():
@@ -178,10 +180,15 @@ class Workers:
         self, actor_class: ActorClass[Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> ActorRef[Any]:
         assert self.head is not None
-        parent = current_cell.get()
-        parent_id = parent.actor_id if parent is not None else None
+        # The spawning actor and its ancestors here, nearest first: the owner knows the
+        # outermost (the actor it placed in this worker), not the inline ones inside it.
+        chain = []
+        cell = current_cell.get()
+        while cell is not None:
+            chain.append((cell.actor_id, cell.describe()))
+            cell = cell.parent
         ref: ActorRef[Any] = await self.head.request(
-            ("spawn_process", actor_class, args, kwargs, parent_id),
+            ("spawn_process", actor_class, args, kwargs, chain),
             context=f"the class and constructor arguments of {actor_class.__name__}",
         )
         return ref

@@ -8,7 +8,7 @@ EXPECTED = {
     "InfeasibleResourceError", "PlacementGroup", "PlacementInfo", "available_resources",
     "cluster_resources",
     "get_gpu_ids", "pending_requests", "placement_group",
-    "MailboxFullError", "MethodRef", "NoRuntimeError", "ResourceDeadlockError",
+    "MailboxFullError", "MethodRef", "NoRuntimeError", "ResourceDeadlockError", "DeadlockError",
     "ResourceError", "Runtime", "RuntimeAlreadyRunningError", "RuntimeClosedError",
     "RuntimeContext", "RuntimeStateError", "actor", "get", "get_actor", "get_context",
     "init", "is_initialized", "run", "shutdown", "spawn",

@@ -1,107 +1,58 @@
-"""Deadlock detection: the reduction of DESIGN.md §4 and the choice of a victim.
+"""Deadlock detection: the reduction of DESIGN.md §4, in slices, and the choice of a victim.
 
-The reduction works on a copy of the state. Start from what is free (reservations count as
-free: they only order the queue). Repeatedly let a holder *finish*, giving back everything it
-holds, when it is not blocked, or when every wait edge it has is satisfiable now: a request
-edge whose request the real placement logic would grant from what is free in the copy (or that
-is no longer waiting), a holder edge whose holder has finished or is not blocked. A finished
-holder that reserved a group gives the group back; grants inside that group vanish with it, and
-requests waiting in it count as satisfiable (they fail, which unblocks their waiters).
+The reduction starts from every node's and every reserved bundle's capacity minus what the
+*blocked* holders hold (a holder that is not blocked is assumed to end and give everything
+back; reservations only order the queue). It then lets a blocked holder *finish*, giving back
+what it holds, once every wait edge it has is satisfiable: a request edge whose request the
+real placement logic would grant from what is free in the reduction (or that is no longer
+waiting, or waits in a group whose holder finished: it fails, unblocking its waiters), a holder
+edge whose holder finished. What cannot finish is deadlocked. There are no false positives
+under the model.
 
-What cannot finish is deadlocked. There are no false positives under the model: a holder that
-is not blocked is assumed to end, and every placement check is the one the broker really uses.
+Cost: near-linear. Each blocked holder is captured once, each holder edge is followed once,
+and requests are tested once per *shape and place* per round (every request of one shape in
+one queue is granted or not alike), a round being a batch of finishes that freed something.
 
-The victim is the newest waiting request (by arrival) that a deadlocked holder waits on and
-whose failure lets the reduction progress: once its waiters finish (a failed request unblocks
-them, and the model assumes they then end), some other deadlocked holder finishes too, or none
-is left. If no candidate does (it cannot happen for a pure resource deadlock, but keeps the
-rule total), the newest candidate is chosen. A deadlock made only of asks between actors has no
-request to fail and is not reported here.
+The check runs in slices (:data:`SLICE` units of work each, a unit being one holder, edge or
+grant looked at) so the loop that drives the broker keeps serving between them. The state may
+change between slices; every captured holder carries the version it had, and a result is
+acted on only if every deadlocked holder is still exactly as captured (same edges, same
+grants). That suffices: a set whose members kept their edges and grants is still deadlocked,
+whatever the others did (they can only hold more, never free what the set waits for beyond
+what the reduction already gave back).
+
+The victim:
+
+- an **ask cycle** among deadlocked actors that each serve one message at a time (``serial``
+  edges): the newest ask in the cycle fails, whatever anyone holds;
+- else the newest waiting request a deadlocked holder waits on whose failure lets the reduction
+  progress (once its waiters end, some other deadlocked holder can finish, or none is left);
+  if none does, the newest. A deadlock made only of asks through actors that may serve other
+  messages meanwhile is not proven and is not reported.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections import deque
+from collections.abc import Generator, Hashable, Mapping, Sequence
 
 from ._feasibility import FIX_HINT
-from ._node import NodeInventory
 from ._placement import place, undo
-from ._pool import ResourcePool
-from ._queue import ClusterQueue
+from ._pool import Allocation, ResourcePool
 from ._spec import Resources
 from ._state import WAITING, Grant, Group, Holder, Request
 
-__all__ = ["Deadlock", "describe_holdings", "describe_request", "find_deadlock"]
+__all__ = [
+    "SLICE", "AskCycle", "Deadlock", "Found", "Stale", "check", "describe_holdings",
+    "describe_request",
+]  # fmt: skip
 
-
-class _Sim:
-    """A scratch copy of every pool, for the reduction."""
-
-    def __init__(
-        self,
-        nodes: list[ResourcePool],
-        bundles: dict[Hashable, list[ResourcePool]],
-        removed: set[Hashable],
-    ) -> None:
-        self.nodes = nodes
-        self.bundles = bundles
-        self.removed = removed
-
-    @classmethod
-    def of(
-        cls, nodes: Sequence[NodeInventory], queue: ClusterQueue, groups: Mapping[Hashable, Group]
-    ) -> _Sim:
-        sim = cls(
-            [n.copy() for n in nodes],
-            {gid: [p.copy() for p in g.pools] for gid, g in groups.items()},
-            set(),
-        )
-        for res in queue.reservations.values():
-            for node, other, gpus in res.parts:
-                pool = sim.nodes[node]
-                for k, v in other:
-                    pool.free[k] += v
-                for d, v in gpus:
-                    pool.gpu_free[d] += v
-        return sim
-
-    def copy(self) -> _Sim:
-        return _Sim(
-            [p.copy() for p in self.nodes],
-            {gid: [p.copy() for p in pools] for gid, pools in self.bundles.items()},
-            set(self.removed),
-        )
-
-    def release(self, holder: Holder) -> None:
-        for grant in holder.grants.values():
-            if grant.group is not None:
-                if grant.group.gid not in self.removed:
-                    pools = self.bundles[grant.group.gid]
-                    for b, alloc in grant.placed:
-                        pools[b].release(alloc)
-                continue
-            for i, alloc in grant.placed:
-                self.nodes[i].release(alloc)
-            if grant.owned is not None:
-                self.removed.add(grant.owned.gid)
-
-    def grantable(self, req: Request, order: Sequence[int]) -> bool:
-        if req.group is not None:
-            if req.group.gid in self.removed:
-                return True
-            pools = self.bundles[req.group.gid]
-            res = req.shape.bundles[0]
-            candidates = range(len(pools)) if req.bundle is None else (req.bundle,)
-            return any(pools[b].fits(res) for b in candidates)
-        placed = place(req.shape, self.nodes, order)
-        if placed is None:
-            return False
-        undo(self.nodes, placed)
-        return True
+SLICE = 2500  # units of work per slice (a few milliseconds of CPU at most)
+_MAX_LISTED = 6  # holders named in a message beyond the main one
 
 
 class Deadlock:
-    """A proven deadlock: the request to fail and the message that explains it."""
+    """A proven resource deadlock: the request to fail and the message that explains it."""
 
     def __init__(self, victim: Request, message: str, holders: tuple[Hashable, ...]) -> None:
         self.victim = victim
@@ -109,88 +60,382 @@ class Deadlock:
         self.holders = holders
 
 
-def _reduce(
-    sim: _Sim,
-    remaining: set[Hashable],
-    holders: Mapping[Hashable, Holder],
-    requests: Mapping[Hashable, Request],
-    order: Sequence[int],
-) -> None:
-    """Finish every holder that can finish, in place (``remaining`` shrinks)."""
-    changed = True
-    while changed:
-        changed = False
-        for hid in list(remaining):
-            h = holders[hid]
-            if _can_finish(h, sim, remaining, holders, requests, order):
-                sim.release(h)
-                remaining.discard(hid)
-                changed = True
+class AskCycle:
+    """A proven cycle of asks: ``waiter``'s ask to ``target`` fails with ``message``."""
+
+    def __init__(
+        self, waiter: Hashable, target: Hashable, message: str, cycle: tuple[Hashable, ...]
+    ) -> None:
+        self.waiter = waiter
+        self.target = target
+        self.message = message
+        self.cycle = cycle
 
 
-def _can_finish(
-    h: Holder,
-    sim: _Sim,
-    remaining: set[Hashable],
-    holders: Mapping[Hashable, Holder],
-    requests: Mapping[Hashable, Request],
-    order: Sequence[int],
-) -> bool:
-    for x in h.edges_holder:
-        other = holders.get(x)
-        if x in remaining and other is not None and other.is_blocked():
+class Stale:
+    """The state changed under a finding before it could be acted on: check again."""
+
+
+Found = Deadlock | AskCycle | Stale
+
+
+class _Log:
+    """What a tentative release changed, to undo it."""
+
+    __slots__ = ("freed", "removed")
+
+    def __init__(self) -> None:
+        self.freed: list[tuple[ResourcePool, Allocation]] = []
+        self.removed: list[tuple[Hashable, list[ResourcePool]]] = []
+
+
+class _Sim:
+    """What is free in the reduction: node pools, and the bundle pools of groups that some
+    captured request waits in (``None``: the group goes, its requests fail)."""
+
+    def __init__(self, empty: Sequence[ResourcePool], order: Sequence[int]) -> None:
+        self.nodes = [p.copy() for p in empty]
+        self.order = order
+        self.groups: dict[Hashable, list[ResourcePool] | None] = {}
+        self.cluster_dirty = True
+        self.dirty_groups: set[Hashable] = set()
+
+    def group(self, group: Group, live: Mapping[Hashable, Group], blocked: Mapping[
+        Hashable, object
+    ]) -> None:
+        gid = group.gid
+        if gid in self.groups:
+            return
+        self.dirty_groups.add(gid)
+        if live.get(gid) is not group or group.grant.holder not in blocked:
+            self.groups[gid] = None  # removed, or held by a holder that ends: it goes
+            return
+        pools = []
+        for pool in group.pools:
+            twin = pool.copy()
+            twin.free = dict(twin.capacity)
+            twin.gpu_free = list(twin.gpu_capacity)
+            pools.append(twin)
+        self.groups[gid] = pools
+
+    def hold(self, grant: Grant) -> None:
+        if grant.group is not None:
+            pools = self.groups.get(grant.group.gid)
+            if pools is not None:
+                for b, alloc in grant.placed:
+                    pools[b].take(alloc.other, alloc.gpus)
+            return
+        for i, alloc in grant.placed:
+            self.nodes[i].take(alloc.other, alloc.gpus)
+
+    def release(self, grant: Grant, log: _Log | None = None) -> None:
+        """Give a grant back (and its group, if it reserved one); ``log`` records how to undo
+        it."""
+        if grant.group is not None:
+            gid = grant.group.gid
+            pools = self.groups.get(gid)
+            if pools is not None:
+                for b, alloc in grant.placed:
+                    pools[b].release(alloc)
+                    if log is not None:
+                        log.freed.append((pools[b], alloc))
+                self.dirty_groups.add(gid)
+            return
+        for i, alloc in grant.placed:
+            self.nodes[i].release(alloc)
+            if log is not None:
+                log.freed.append((self.nodes[i], alloc))
+        self.cluster_dirty = True
+        owned = grant.owned
+        if owned is not None:
+            pools = self.groups.get(owned.gid)
+            if pools is not None:
+                if log is not None:
+                    log.removed.append((owned.gid, pools))
+                self.groups[owned.gid] = None
+                self.dirty_groups.add(owned.gid)
+
+    def undo(self, log: _Log) -> None:
+        for gid, pools in log.removed:
+            self.groups[gid] = pools
+        for pool, alloc in log.freed:
+            pool.take(alloc.other, alloc.gpus)
+
+    def grantable(self, req: Request) -> bool:
+        if req.group is not None:
+            pools = self.groups.get(req.group.gid)
+            if pools is None:
+                return True  # its group goes: the request fails, its waiters go on
+            res = req.shape.bundles[0]
+            candidates = range(len(pools)) if req.bundle is None else (req.bundle,)
+            return any(pools[b].fits(res) for b in candidates)
+        placed = place(req.shape, self.nodes, self.order)
+        if placed is None:
             return False
-    for rid in h.edges_request:
-        req = requests.get(rid)
-        if req is not None and req.status == WAITING and not sim.grantable(req, order):
-            return False
-    return True
+        undo(self.nodes, placed)
+        return True
 
 
-def find_deadlock(
-    nodes: Sequence[NodeInventory],
-    queue: ClusterQueue,
+_Key = tuple[object, object, object]
+_NO_GRANTS: tuple[Grant, ...] = ()
+
+
+def _key(req: Request) -> _Key:
+    gid = req.group.gid if req.group is not None else None
+    return (gid, req.bundle, req.shape.key)
+
+
+class _State:
+    """The reduction's records, kept flat (few objects per holder: the check must not feed
+    the garbage collector tens of thousands of containers at 10,000 waiters)."""
+
+    def __init__(self) -> None:
+        self.holder: dict[Hashable, Holder] = {}  # captured blocked holders
+        self.version: dict[Hashable, int] = {}
+        self.held: dict[Hashable, tuple[Grant, ...]] = {}
+        self.count: dict[Hashable, int] = {}  # unsatisfied edges
+        self.waiters: dict[Hashable, list[Hashable]] = {}  # target -> blocked askers
+        # shape-and-place -> (a request of it, its waiters, one entry per edge)
+        self.keys: dict[_Key, tuple[Request, list[Hashable]]] = {}
+
+
+def check(
+    holders: Mapping[Hashable, Holder],
     groups: Mapping[Hashable, Group],
-    holders: Mapping[Hashable, Holder],
     requests: Mapping[Hashable, Request],
+    empty: Sequence[ResourcePool],
     order: Sequence[int],
-) -> Deadlock | None:
-    """Run the reduction; return the victim and message if something is deadlocked."""
-    sim = _Sim.of(nodes, queue, groups)
-    free_now = _free(sim)
-    remaining = set(holders)
-    _reduce(sim, remaining, holders, requests, order)
-    if not remaining:
+) -> Generator[None, None, Found | None]:
+    """The check, as a generator: each ``next()`` does one slice; its return value is the
+    finding (already validated against the state of the moment it returns), or ``None``."""
+    work = 0
+    st = _State()
+    # -- capture the blocked holders (in slices) ---------------------------------------------
+    for h in list(holders.values()):
+        work += 1
+        if work >= SLICE:
+            work = 0
+            yield
+        if not (h.edges_holder or h.edges_request) or holders.get(h.hid) is not h:
+            continue
+        hid = h.hid
+        st.holder[hid] = h
+        st.version[hid] = h.version
+        st.held[hid] = tuple(h.grants.values()) if h.grants else _NO_GRANTS
+        work += len(h.edges_holder) + len(h.edges_request) + len(h.grants)
+    if not st.holder:
         return None
-    candidates = sorted(
-        {
-            requests[rid]
-            for hid in remaining
-            for rid in holders[hid].edges_request
-            if rid in requests and requests[rid].status == WAITING
-        },
-        key=lambda r: r.seq,
-        reverse=True,
+    # -- edges, and the starting state: capacity minus what blocked holders hold --------------
+    sim = _Sim(empty, order)
+    captured = st.holder
+    for hid, h in captured.items():
+        n = 0
+        for t in h.edges_holder:
+            if t in captured:
+                w = st.waiters.get(t)
+                if w is None:
+                    st.waiters[t] = [hid]
+                else:
+                    w.append(hid)
+                n += 1
+        for rid in h.edges_request:
+            req = requests.get(rid)
+            if req is None or req.status != WAITING:
+                continue
+            if req.group is not None:
+                sim.group(req.group, groups, captured)
+            key = _key(req)
+            entry = st.keys.get(key)
+            if entry is None:
+                st.keys[key] = (req, [hid])
+            else:
+                entry[1].append(hid)
+            n += 1
+        st.count[hid] = n
+        work += 1 + n
+        if work >= SLICE:
+            work = 0
+            yield
+    for grants in st.held.values():
+        for grant in grants:
+            sim.hold(grant)
+    # -- the reduction -----------------------------------------------------------------------
+    count = st.count
+    ready = deque(hid for hid, n in count.items() if n == 0)
+    finished: set[Hashable] = set()
+    while True:
+        while ready:
+            hid = ready.popleft()
+            finished.add(hid)
+            for grant in st.held[hid]:
+                sim.release(grant)
+            for asker in st.waiters.get(hid, ()):
+                count[asker] -= 1
+                if count[asker] == 0:
+                    ready.append(asker)
+            work += 1
+            if work >= SLICE:
+                work = 0
+                yield
+        for key in _retest(sim, st.keys):
+            for asker in st.keys.pop(key)[1]:
+                count[asker] -= 1
+                if count[asker] == 0:
+                    ready.append(asker)
+            work += 1
+        sim.cluster_dirty = False
+        sim.dirty_groups.clear()
+        if not ready:
+            break
+    stuck = {hid: h for hid, h in captured.items() if hid not in finished}
+    if not stuck:
+        return None
+    work += len(stuck)
+    if work >= SLICE:
+        work = 0
+        yield
+    found: AskCycle | Request | None = yield from _cycle(stuck)
+    if found is None:
+        found = yield from _victim(stuck, st, sim, requests)
+    if found is None:
+        return None
+    # -- act only on what still holds -------------------------------------------------------
+    for hid, h in stuck.items():
+        if holders.get(hid) is not h or h.version != st.version[hid]:
+            return Stale()
+    if isinstance(found, Request):
+        if found.status != WAITING:
+            return Stale()
+        return Deadlock(found, _message(found, stuck, requests, sim), tuple(stuck))
+    return found
+
+
+def _retest(sim: _Sim, keys: Mapping[_Key, tuple[Request, list[Hashable]]]) -> list[_Key]:
+    """Keys whose requests became grantable, testing only those where something was freed."""
+    out = []
+    dirty = sim.dirty_groups
+    for key, (req, _) in keys.items():
+        gid = key[0]
+        if gid is None:
+            if sim.cluster_dirty and sim.grantable(req):
+                out.append(key)
+        elif gid in dirty and sim.grantable(req):
+            out.append(key)
+    return out
+
+
+def _cycle(stuck: Mapping[Hashable, Holder]) -> Generator[None, None, AskCycle | None]:
+    """A cycle of asks among deadlocked holders that serve one message at a time (an
+    iterative depth-first search, in slices)."""
+    done: set[Hashable] = set()
+    work = 0
+    for start, h in stuck.items():
+        if start in done or not h.serial or not h.edges_holder:
+            continue
+        path: list[Hashable] = [start]
+        on_path: dict[Hashable, int] = {start: 0}
+        iters = [iter(h.edges_holder)]
+        while iters:
+            work += 1
+            if work >= SLICE:
+                work = 0
+                yield
+            t = next(iters[-1], None)
+            if t is None:
+                iters.pop()
+                node = path.pop()
+                del on_path[node]
+                done.add(node)
+                continue
+            other = stuck.get(t)
+            if other is None or not other.serial or t in done:
+                continue
+            if t in on_path:
+                return _ask_cycle(tuple(path[on_path[t]:]), stuck)
+            on_path[t] = len(path)
+            path.append(t)
+            iters.append(iter(other.edges_holder))
+    return None
+
+
+def _ask_cycle(cycle: tuple[Hashable, ...], stuck: Mapping[Hashable, Holder]) -> AskCycle:
+    edges = [(cycle[i], cycle[(i + 1) % len(cycle)]) for i in range(len(cycle))]
+    waiter, target = max(edges, key=lambda e: stuck[e[0]].edges_holder.get(e[1], 0))
+    shown = cycle if len(cycle) <= 2 * _MAX_LISTED else (
+        *cycle[:_MAX_LISTED], f"... {len(cycle) - 2 * _MAX_LISTED} more ...",
+        *cycle[-_MAX_LISTED:],
     )
-    if not candidates:
+    ring = " -> ".join(str(hid) for hid in (*shown, cycle[0]))
+    message = (
+        f"ask deadlock: {waiter} awaits an answer from {target}, but the asks form a cycle "
+        f"({ring}) and each of these actors handles one message at a time, so none of the "
+        f"answers can ever come; this ask fails. To fix: do not await an ask to an actor that "
+        f"is (directly or through others) awaiting you; use tell, call the logic directly, "
+        f"or give an actor max_concurrency > 1 so it can answer while it waits."
+    )
+    return AskCycle(waiter, target, message, cycle)
+
+
+def _victim(
+    stuck: Mapping[Hashable, Holder],
+    st: _State,
+    sim: _Sim,
+    requests: Mapping[Hashable, Request],
+) -> Generator[None, None, Request | None]:
+    keys = st.keys
+    waiting: dict[Hashable, Request] = {}
+    for h in stuck.values():
+        for rid in h.edges_request:
+            req = requests.get(rid)
+            if req is not None and req.status == WAITING and _key(req) in keys:
+                waiting[rid] = req  # still unsatisfiable
+    if not waiting:
         return None
-    victim = candidates[0]
+    work = len(waiting)
+    if work >= SLICE:
+        work = 0
+        yield
+    candidates = sorted(waiting.values(), key=_seq, reverse=True)
     for req in candidates:
-        waiters = {hid for hid in remaining if req.rid in holders[hid].edges_request}
-        rest = remaining - waiters
-        if not rest:
-            victim = req
-            break
-        trial = sim.copy()
-        for hid in sorted(waiters, key=repr):
-            trial.release(holders[hid])
-        before = len(rest)
-        _reduce(trial, rest, holders, requests, order)
-        if len(rest) < before:
-            victim = req
-            break
-    message = _message(victim, remaining, holders, requests, free_now)
-    return Deadlock(victim, message, tuple(sorted(remaining, key=repr)))
+        waiters = [hid for hid in req.waiters if hid in stuck]
+        if len(waiters) == len(stuck) or _helps(waiters, stuck, st, sim):
+            return req
+        work += len(waiters) + len(keys)
+        if work >= SLICE:
+            work = 0
+            yield
+    return candidates[0]
+
+
+def _seq(req: Request) -> int:
+    return req.seq
+
+
+def _helps(waiters: list[Hashable], stuck: Mapping[Hashable, Holder], st: _State,
+           sim: _Sim) -> bool:
+    """Whether ending ``waiters`` lets some other deadlocked holder finish at once (then the
+    whole reduction progresses: it is monotone)."""
+    gone = set(waiters)
+    relief: dict[Hashable, int] = {}
+    for hid in waiters:
+        for w in st.waiters.get(hid, ()):
+            if w in stuck and w not in gone:
+                relief[w] = relief.get(w, 0) + 1
+    log = _Log()
+    sim.cluster_dirty = False
+    sim.dirty_groups.clear()
+    for hid in waiters:
+        for grant in st.held[hid]:
+            sim.release(grant, log)
+    try:
+        for key in _retest(sim, st.keys):
+            for w in st.keys[key][1]:
+                if w not in gone:
+                    relief[w] = relief.get(w, 0) + 1
+    finally:
+        sim.undo(log)
+    count = st.count
+    return any(n >= count[hid] for hid, n in relief.items())
 
 
 def describe_holdings(holder: Holder) -> str:
@@ -240,27 +485,27 @@ def _free(sim: _Sim) -> Resources:
 
 def _message(
     victim: Request,
-    remaining: set[Hashable],
-    holders: Mapping[Hashable, Holder],
+    stuck: Mapping[Hashable, Holder],
     requests: Mapping[Hashable, Request],
-    free_now: Resources,
+    sim: _Sim,
 ) -> str:
-    waiters = sorted(
-        (hid for hid in remaining if victim.rid in holders[hid].edges_request), key=repr
-    )
+    waiters = sorted((hid for hid in victim.waiters if hid in stuck), key=repr)
     main = waiters[0] if waiters else victim.holder
-    main_h = holders.get(main)
+    main_h = stuck.get(main)
     held = describe_holdings(main_h) if main_h is not None else "nothing"
+    rest_ids = [hid for hid in stuck if hid != main]
+    listed = sorted(rest_ids[: 4 * _MAX_LISTED], key=repr)[:_MAX_LISTED]
     others = [
-        f"{hid} holds {describe_holdings(holders[hid])} and waits for "
-        f"{_waits(holders[hid], requests)}"
-        for hid in sorted(remaining, key=repr)
-        if hid != main
+        f"{hid} holds {describe_holdings(stuck[hid])} and waits for "
+        f"{_waits(stuck[hid], requests)}"
+        for hid in listed
     ]
+    if len(rest_ids) > _MAX_LISTED:
+        others.append(f"and {len(rest_ids) - _MAX_LISTED} more blocked holders")
     rest = "; ".join(others) if others else "nobody else: it waits on itself"
     return (
         f"resource deadlock: {main} holds {held} and waits for {describe_request(victim)}, "
         f"which can only be granted once resources held by blocked actors are freed. The rest "
-        f"is held by: {rest}. Free now: {free_now}. None of them can proceed, so this "
-        f"request fails. To fix: {FIX_HINT}."
+        f"is held by: {rest}. Free once every other actor ends: {_free(sim)}. None of them "
+        f"can proceed, so this request fails. To fix: {FIX_HINT}."
     )
