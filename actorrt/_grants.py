@@ -153,7 +153,7 @@ class Grants:
                 self.runtime.revoked(event.holder, event.group)
             elif isinstance(event, AskDeadlocked):
                 error = self._named(event.error)
-                logger.warning("%s", error)
+                logger.info("%s", error)  # the asker gets it, as an error
                 self.runtime.ask_deadlocked(event.waiter, event.target, error)
             elif isinstance(event, Stalled):
                 # A warning when an actor is stuck on it (it may hold what others need); a
@@ -175,7 +175,7 @@ class Grants:
         for actor_id in {word.strip(".,;:'()") for word in text.split()}:
             described = self.runtime.describe_id(actor_id)
             if described is not None:
-                text = re.sub(rf"(?<![\w(=-]){re.escape(actor_id)}(?![\w-])", described, text)
+                text = re.sub(rf"(?<![\w=-]){re.escape(actor_id)}(?![\w-])", described, text)
         return text
 
     def _named(self, error: Exception) -> Exception:

@@ -254,3 +254,54 @@ async def test_a_helper_inside_a_trial_waiting_outside_the_group_is_a_deadlock(
     assert took < REPORT_BOUND_S, f"reported after {took:.2f} s"
     await trial.stop()
     assert actorrt.available_resources() == actorrt.cluster_resources()
+
+
+# -- through Tune ---------------------------------------------------------------------------
+
+
+def helper_trainable(config: dict[str, Any]) -> None:
+    """A function trainable that starts its workers through an inline helper."""
+    from actorrt import tune
+
+    helper = actorrt.get(Helper.spawn(config["placement"]))
+    pongs = actorrt.get(helper.start(config["workers"]))
+    tune.report({"pongs": len(pongs)})
+
+
+@pytest.mark.actorrt(num_cpus=3)
+async def test_tune_a_declared_gang_works_through_a_helper_and_ends_with_the_trial(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Any
+) -> None:
+    from actorrt import tune
+
+    grid = await tune.Tuner(
+        tune.with_resources(
+            helper_trainable, tune.PlacementGroupFactory([{"CPU": 1}, {"CPU": 1}, {"CPU": 1}])
+        ),
+        param_space={"placement": "auto", "workers": 2},
+        run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0),
+    ).fit_async()
+    assert not grid.errors, grid.errors
+    assert grid[0].metrics["pongs"] == 2
+    # No orphan worker keeps a CPU once fit() returns.
+    assert actorrt.available_resources() == actorrt.cluster_resources()
+
+
+@pytest.mark.actorrt(num_cpus=1)
+async def test_tune_an_undeclared_worker_through_a_helper_is_a_deadlock_error(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Any
+) -> None:
+    from actorrt import tune
+
+    grid = await asyncio.wait_for(
+        tune.Tuner(
+            tune.with_resources(helper_trainable, {"cpu": 1}),
+            param_space={"placement": "cluster", "workers": 1},
+            run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0),
+        ).fit_async(),
+        60,
+    )
+    (error,) = grid.errors
+    assert isinstance(error, actorrt.ResourceDeadlockError)
+    assert "Helper(id=" in str(error)
+    assert actorrt.available_resources() == actorrt.cluster_resources()

@@ -34,7 +34,7 @@ The victim:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Generator, Hashable, Mapping, Sequence
+from collections.abc import Generator, Hashable, Iterator, Mapping, Sequence
 
 from ._feasibility import FIX_HINT
 from ._placement import place, undo
@@ -181,22 +181,42 @@ _NO_GRANTS: tuple[Grant, ...] = ()
 
 
 def _key(req: Request) -> _Key:
+    # The broker shares one Shape per distinct shape: identity hashing is enough, and cheap.
     gid = req.group.gid if req.group is not None else None
-    return (gid, req.bundle, req.shape.key)
+    return (gid, req.bundle, req.shape)
 
 
 class _State:
-    """The reduction's records, kept flat (few objects per holder: the check must not feed
-    the garbage collector tens of thousands of containers at 10,000 waiters)."""
+    """The reduction's records, kept flat: integers in a few lists, indexed by the captured
+    holder's number. The check must not hand the garbage collector tens of thousands of new
+    containers at 10,000 waiters (a full collection would stall the loop far longer than the
+    check itself)."""
 
     def __init__(self) -> None:
-        self.holder: dict[Hashable, Holder] = {}  # captured blocked holders
-        self.version: dict[Hashable, int] = {}
-        self.held: dict[Hashable, tuple[Grant, ...]] = {}
-        self.count: dict[Hashable, int] = {}  # unsatisfied edges
-        self.waiters: dict[Hashable, list[Hashable]] = {}  # target -> blocked askers
+        self.ids: list[Hashable] = []
+        self.index: dict[Hashable, int] = {}
+        self.holder: list[Holder] = []
+        self.version: list[int] = []
+        self.grants: list[Grant] = []  # every captured grant, holder after holder
+        self.grant_end: list[int] = []  # holder i's grants: grants[grant_end[i-1]:grant_end[i]]
+        self.count: list[int] = []  # unsatisfied edges
+        # Reverse holder edges (target -> its blocked askers) as linked lists of edge numbers.
+        self.head: list[int] = []
+        self.next: list[int] = []
+        self.source: list[int] = []
         # shape-and-place -> (a request of it, its waiters, one entry per edge)
-        self.keys: dict[_Key, tuple[Request, list[Hashable]]] = {}
+        self.keys: dict[_Key, tuple[Request, list[int]]] = {}
+
+    def held(self, i: int) -> list[Grant]:
+        return self.grants[self.grant_end[i - 1] if i else 0 : self.grant_end[i]]
+
+    def askers(self, i: int) -> list[int]:
+        out = []
+        e = self.head[i]
+        while e >= 0:
+            out.append(self.source[e])
+            e = self.next[e]
+        return out
 
 
 def check(
@@ -218,99 +238,126 @@ def check(
             yield
         if not (h.edges_holder or h.edges_request) or holders.get(h.hid) is not h:
             continue
-        hid = h.hid
-        st.holder[hid] = h
-        st.version[hid] = h.version
-        st.held[hid] = tuple(h.grants.values()) if h.grants else _NO_GRANTS
-        work += len(h.edges_holder) + len(h.edges_request) + len(h.grants)
-    if not st.holder:
+        st.index[h.hid] = len(st.ids)
+        st.ids.append(h.hid)
+        st.holder.append(h)
+        st.version.append(h.version)
+        if h.grants:
+            st.grants.extend(h.grants.values())
+            work += len(h.grants)
+        st.grant_end.append(len(st.grants))
+        work += len(h.edges_holder) + len(h.edges_request)
+    n = len(st.ids)
+    if not n:
         return None
     # -- edges, and the starting state: capacity minus what blocked holders hold --------------
     sim = _Sim(empty, order)
-    captured = st.holder
-    for hid, h in captured.items():
-        n = 0
+    index = st.index
+    st.head = [-1] * n
+    st.count = [0] * n
+    for i in range(n):
+        h = st.holder[i]
+        edges = 0
         for t in h.edges_holder:
-            if t in captured:
-                w = st.waiters.get(t)
-                if w is None:
-                    st.waiters[t] = [hid]
-                else:
-                    w.append(hid)
-                n += 1
+            j = index.get(t)
+            if j is not None:
+                st.next.append(st.head[j])
+                st.head[j] = len(st.source)
+                st.source.append(i)
+                edges += 1
         for rid in h.edges_request:
             req = requests.get(rid)
             if req is None or req.status != WAITING:
                 continue
             if req.group is not None:
-                sim.group(req.group, groups, captured)
+                sim.group(req.group, groups, index)
             key = _key(req)
             entry = st.keys.get(key)
             if entry is None:
-                st.keys[key] = (req, [hid])
+                st.keys[key] = (req, [i])
             else:
-                entry[1].append(hid)
-            n += 1
-        st.count[hid] = n
-        work += 1 + n
+                entry[1].append(i)
+            edges += 1
+        st.count[i] = edges
+        work += 1 + edges
         if work >= SLICE:
             work = 0
             yield
-    for grants in st.held.values():
-        for grant in grants:
-            sim.hold(grant)
+    for grant in st.grants:
+        sim.hold(grant)
+        work += 1
+        if work >= SLICE:
+            work = 0
+            yield
     # -- the reduction -----------------------------------------------------------------------
     count = st.count
-    ready = deque(hid for hid, n in count.items() if n == 0)
-    finished: set[Hashable] = set()
+    finished = bytearray(n)
+    ready: deque[int] = deque()
+    for i in range(n):
+        if count[i] == 0:
+            ready.append(i)
+        work += 1
+        if work >= SLICE:
+            work = 0
+            yield
     while True:
         while ready:
-            hid = ready.popleft()
-            finished.add(hid)
-            for grant in st.held[hid]:
+            i = ready.popleft()
+            finished[i] = 1
+            for grant in st.held(i):
                 sim.release(grant)
-            for asker in st.waiters.get(hid, ()):
-                count[asker] -= 1
-                if count[asker] == 0:
-                    ready.append(asker)
+            e = st.head[i]
+            while e >= 0:
+                w = st.source[e]
+                count[w] -= 1
+                if count[w] == 0:
+                    ready.append(w)
+                e = st.next[e]
+                work += 1
             work += 1
             if work >= SLICE:
                 work = 0
                 yield
         for key in _retest(sim, st.keys):
-            for asker in st.keys.pop(key)[1]:
-                count[asker] -= 1
-                if count[asker] == 0:
-                    ready.append(asker)
+            for w in st.keys.pop(key)[1]:
+                count[w] -= 1
+                if count[w] == 0:
+                    ready.append(w)
             work += 1
         sim.cluster_dirty = False
         sim.dirty_groups.clear()
         if not ready:
             break
-    stuck = {hid: h for hid, h in captured.items() if hid not in finished}
+    stuck = []
+    for i in range(n):
+        if not finished[i]:
+            stuck.append(i)
+        work += 1
+        if work >= SLICE:
+            work = 0
+            yield
     if not stuck:
         return None
-    work += len(stuck)
-    if work >= SLICE:
-        work = 0
-        yield
-    found: AskCycle | Request | None = yield from _cycle(stuck)
+    found: AskCycle | Request | None = yield from _cycle(stuck, finished, st)
     if found is None:
-        found = yield from _victim(stuck, st, sim, requests)
+        found = yield from _victim(stuck, finished, st, sim, requests)
     if found is None:
         return None
     # -- act only on what still holds -------------------------------------------------------
-    for hid, h in stuck.items():
-        if holders.get(hid) is not h or h.version != st.version[hid]:
+    for i in stuck:
+        h = st.holder[i]
+        if holders.get(h.hid) is not h or h.version != st.version[i]:
             return Stale()
     if isinstance(found, Request):
         if found.status != WAITING:
             return Stale()
-        return Deadlock(found, _message(found, stuck, requests, sim), tuple(stuck))
+        return Deadlock(found, _message(found, stuck, finished, st, requests, sim), tuple(
+            st.ids[i] for i in stuck
+        ))
     return found
 
 
-def _retest(sim: _Sim, keys: Mapping[_Key, tuple[Request, list[Hashable]]]) -> list[_Key]:
+def _retest(sim: _Sim, keys: Mapping[_Key, tuple[Request, list[int]]]) -> list[_Key]:
     """Keys whose requests became grantable, testing only those where something was freed."""
     out = []
     dirty = sim.dirty_groups
@@ -324,47 +371,95 @@ def _retest(sim: _Sim, keys: Mapping[_Key, tuple[Request, list[Hashable]]]) -> l
     return out
 
 
-def _cycle(stuck: Mapping[Hashable, Holder]) -> Generator[None, None, AskCycle | None]:
-    """A cycle of asks among deadlocked holders that serve one message at a time (an
-    iterative depth-first search, in slices)."""
-    done: set[Hashable] = set()
+def _cycle(
+    stuck: list[int], finished: bytearray, st: _State
+) -> Generator[None, None, AskCycle | None]:
+    """A cycle of asks among deadlocked holders that serve one message at a time.
+
+    Peel off every holder with no ask edge into the rest (askers of a peeled holder lose an
+    edge); whatever remains has an edge into the remainder, so walking edges from any of it
+    meets a cycle. Linear, with integers only.
+    """
+    index = st.index
+    n = len(st.ids)
+    # 0: not in the ask graph; 1: in it; 2: peeled off
+    state = bytearray(n)
+    for i in stuck:
+        if st.holder[i].serial and st.holder[i].edges_holder:
+            state[i] = 1
+    outdeg = [0] * n
+    peel: deque[int] = deque()
     work = 0
-    for start, h in stuck.items():
-        if start in done or not h.serial or not h.edges_holder:
+    for i in stuck:
+        if state[i] != 1:
             continue
-        path: list[Hashable] = [start]
-        on_path: dict[Hashable, int] = {start: 0}
-        iters = [iter(h.edges_holder)]
-        while iters:
+        d = 0
+        for t in st.holder[i].edges_holder:
+            j = index.get(t)
+            if j is not None and state[j] == 1:
+                d += 1
+        outdeg[i] = d
+        if d == 0:
+            peel.append(i)
+        work += 1 + d
+        if work >= SLICE:
+            work = 0
+            yield
+    while peel:
+        j = peel.popleft()
+        state[j] = 2
+        e = st.head[j]
+        while e >= 0:
+            w = st.source[e]
+            if state[w] == 1:
+                outdeg[w] -= 1
+                if outdeg[w] == 0:
+                    peel.append(w)
+            e = st.next[e]
             work += 1
-            if work >= SLICE:
-                work = 0
-                yield
-            t = next(iters[-1], None)
-            if t is None:
-                iters.pop()
-                node = path.pop()
-                del on_path[node]
-                done.add(node)
-                continue
-            other = stuck.get(t)
-            if other is None or not other.serial or t in done:
-                continue
-            if t in on_path:
-                return _ask_cycle(tuple(path[on_path[t]:]), stuck)
-            on_path[t] = len(path)
-            path.append(t)
-            iters.append(iter(other.edges_holder))
-    return None
+        if work >= SLICE:
+            work = 0
+            yield
+    start = next((i for i in stuck if state[i] == 1), None)
+    if start is None:
+        return None
+    seen: dict[int, int] = {}
+    path: list[int] = []
+    i = start
+    while i not in seen:
+        seen[i] = len(path)
+        path.append(i)
+        for t in st.holder[i].edges_holder:
+            j = index.get(t)
+            if j is not None and state[j] == 1:
+                i = j
+                break
+        work += 1
+        if work >= SLICE:
+            work = 0
+            yield
+    cycle = tuple(st.ids[k] for k in path[seen[i] :])
+    # The newest ask in the cycle is the one that closed it.
+    size = len(cycle)
+    newest, newest_seq = 0, -1
+    for k in range(size):
+        seq = st.holder[index[cycle[k]]].edges_holder.get(cycle[(k + 1) % size], 0)
+        if seq > newest_seq:
+            newest, newest_seq = k, seq
+        work += 1
+        if work >= SLICE:
+            work = 0
+            yield
+    return _ask_cycle(cycle, newest)
 
 
-def _ask_cycle(cycle: tuple[Hashable, ...], stuck: Mapping[Hashable, Holder]) -> AskCycle:
-    edges = [(cycle[i], cycle[(i + 1) % len(cycle)]) for i in range(len(cycle))]
-    waiter, target = max(edges, key=lambda e: stuck[e[0]].edges_holder.get(e[1], 0))
-    shown = cycle if len(cycle) <= 2 * _MAX_LISTED else (
-        *cycle[:_MAX_LISTED], f"... {len(cycle) - 2 * _MAX_LISTED} more ...",
-        *cycle[-_MAX_LISTED:],
-    )
+def _ask_cycle(cycle: tuple[Hashable, ...], newest: int) -> AskCycle:
+    size = len(cycle)
+    waiter, target = cycle[newest], cycle[(newest + 1) % size]
+    shown: tuple[object, ...] = cycle
+    if size > 2 * _MAX_LISTED:
+        more = f"... {size - 2 * _MAX_LISTED} more ..."
+        shown = (*cycle[:_MAX_LISTED], more, *cycle[-_MAX_LISTED:])
     ring = " -> ".join(str(hid) for hid in (*shown, cycle[0]))
     message = (
         f"ask deadlock: {waiter} awaits an answer from {target}, but the asks form a cycle "
@@ -377,65 +472,83 @@ def _ask_cycle(cycle: tuple[Hashable, ...], stuck: Mapping[Hashable, Holder]) ->
 
 
 def _victim(
-    stuck: Mapping[Hashable, Holder],
+    stuck: list[int],
+    finished: bytearray,
     st: _State,
     sim: _Sim,
     requests: Mapping[Hashable, Request],
 ) -> Generator[None, None, Request | None]:
     keys = st.keys
     waiting: dict[Hashable, Request] = {}
-    for h in stuck.values():
-        for rid in h.edges_request:
+    work = 0
+    for i in stuck:
+        for rid in st.holder[i].edges_request:
             req = requests.get(rid)
             if req is not None and req.status == WAITING and _key(req) in keys:
                 waiting[rid] = req  # still unsatisfiable
+            work += 1
+        if work >= SLICE:
+            work = 0
+            yield
     if not waiting:
         return None
-    work = len(waiting)
-    if work >= SLICE:
-        work = 0
-        yield
-    candidates = sorted(waiting.values(), key=_seq, reverse=True)
-    for req in candidates:
-        waiters = [hid for hid in req.waiters if hid in stuck]
-        if len(waiters) == len(stuck) or _helps(waiters, stuck, st, sim):
+    newest = max(waiting.values(), key=_seq)
+    index = st.index
+    for req in _newest_first(newest, waiting):
+        waiters = []
+        for hid in req.waiters:
+            k = index.get(hid)
+            if k is not None and not finished[k]:
+                waiters.append(k)
+        if len(waiters) == len(stuck) or _helps(waiters, finished, st, sim):
             return req
         work += len(waiters) + len(keys)
         if work >= SLICE:
             work = 0
             yield
-    return candidates[0]
+    return newest
 
 
 def _seq(req: Request) -> int:
     return req.seq
 
 
-def _helps(waiters: list[Hashable], stuck: Mapping[Hashable, Holder], st: _State,
-           sim: _Sim) -> bool:
+def _newest_first(newest: Request, waiting: Mapping[Hashable, Request]) -> Iterator[Request]:
+    """The newest request, then (only if it is not chosen) all of them newest first."""
+    yield newest
+    yield from sorted(
+        (r for r in waiting.values() if r is not newest), key=_seq, reverse=True
+    )
+
+
+def _helps(waiters: list[int], finished: bytearray, st: _State, sim: _Sim) -> bool:
     """Whether ending ``waiters`` lets some other deadlocked holder finish at once (then the
     whole reduction progresses: it is monotone)."""
     gone = set(waiters)
-    relief: dict[Hashable, int] = {}
-    for hid in waiters:
-        for w in st.waiters.get(hid, ()):
-            if w in stuck and w not in gone:
+    relief: dict[int, int] = {}
+    for i in waiters:
+        for w in st.askers(i):
+            if not finished[w] and w not in gone:
                 relief[w] = relief.get(w, 0) + 1
+    count = st.count
+    if any(n >= count[w] for w, n in relief.items()):
+        return True
     log = _Log()
     sim.cluster_dirty = False
     sim.dirty_groups.clear()
-    for hid in waiters:
-        for grant in st.held[hid]:
+    for i in waiters:
+        for grant in st.held(i):
             sim.release(grant, log)
     try:
         for key in _retest(sim, st.keys):
             for w in st.keys[key][1]:
                 if w not in gone:
-                    relief[w] = relief.get(w, 0) + 1
+                    n = relief[w] = relief.get(w, 0) + 1
+                    if n >= count[w]:
+                        return True
     finally:
         sim.undo(log)
-    count = st.count
-    return any(n >= count[hid] for hid, n in relief.items())
+    return False
 
 
 def describe_holdings(holder: Holder) -> str:
@@ -483,25 +596,34 @@ def _free(sim: _Sim) -> Resources:
     return total
 
 
+def _stuck(st: _State, finished: bytearray, hid: Hashable) -> bool:
+    i = st.index.get(hid)
+    return i is not None and not finished[i]
+
+
 def _message(
     victim: Request,
-    stuck: Mapping[Hashable, Holder],
+    stuck: list[int],
+    finished: bytearray,
+    st: _State,
     requests: Mapping[Hashable, Request],
     sim: _Sim,
 ) -> str:
-    waiters = sorted((hid for hid in victim.waiters if hid in stuck), key=repr)
+    members = {st.ids[i]: st.holder[i] for i in stuck[: 8 * _MAX_LISTED]}
+    waiters = sorted((hid for hid in victim.waiters if _stuck(st, finished, hid)), key=repr)
     main = waiters[0] if waiters else victim.holder
-    main_h = stuck.get(main)
+    k = st.index.get(main)
+    main_h = st.holder[k] if k is not None else None
     held = describe_holdings(main_h) if main_h is not None else "nothing"
-    rest_ids = [hid for hid in stuck if hid != main]
-    listed = sorted(rest_ids[: 4 * _MAX_LISTED], key=repr)[:_MAX_LISTED]
+    listed = sorted((hid for hid in members if hid != main), key=repr)[:_MAX_LISTED]
     others = [
-        f"{hid} holds {describe_holdings(stuck[hid])} and waits for "
-        f"{_waits(stuck[hid], requests)}"
+        f"{hid} holds {describe_holdings(members[hid])} and waits for "
+        f"{_waits(members[hid], requests)}"
         for hid in listed
     ]
-    if len(rest_ids) > _MAX_LISTED:
-        others.append(f"and {len(rest_ids) - _MAX_LISTED} more blocked holders")
+    rest_count = len(stuck) - 1 if _stuck(st, finished, main) else len(stuck)
+    if rest_count > len(listed):
+        others.append(f"and {rest_count - len(listed)} more blocked holders")
     rest = "; ".join(others) if others else "nobody else: it waits on itself"
     return (
         f"resource deadlock: {main} holds {held} and waits for {describe_request(victim)}, "
