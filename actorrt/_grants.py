@@ -17,6 +17,7 @@ import re
 from collections.abc import Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._waits import bounded_by_awaiter
 from .resources import (
     AskDeadlocked,
     Broker,
@@ -92,6 +93,8 @@ class Grants:
         check). Cancelling the wait withdraws the request."""
         if future.done():
             return future.result()
+        if requester is not None and bounded_by_awaiter():
+            requester = None  # bounded by asyncio.wait_for: it ends by itself
         if requester is not None:
             self._requesters[request_id] = requester
             self.broker.blocked(requester, on_request=request_id, now=self.loop.time())
@@ -112,6 +115,16 @@ class Grants:
         future = self._waiters.pop(request_id, None)
         if future is not None and not future.done():
             future.cancel()
+        self._dispatch(self.broker.cancel(request_id, now=self.loop.time()))
+
+    def abort(self, request_id: Hashable, error: BaseException) -> None:
+        """Fail a request that still waits with ``error``, and withdraw it (a request that
+        was granted meanwhile is left alone: its waiter sees the grant)."""
+        future = self._waiters.get(request_id)
+        if future is None or future.done():
+            return
+        del self._waiters[request_id]
+        future.set_exception(error)
         self._dispatch(self.broker.cancel(request_id, now=self.loop.time()))
 
     def release(self, holder: Hashable) -> None:

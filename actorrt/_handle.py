@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ._context import current_cell
 from ._errors import AskTimeoutError, DeadlockError
+from ._waits import bounded_by_awaiter
 from ._wire_frames import ConnectionLostError
 
 if TYPE_CHECKING:
@@ -73,6 +74,8 @@ class AskHandle(Generic[T]):
     def _await_recorded(self, waiter: ActorCell | None) -> Generator[Any, None, T]:
         # An actor awaiting an ask with no timeout is a wait edge (DESIGN.md §4 "Blocked").
         graph = waiter.runtime.waits if waiter is not None else None
+        if graph is not None and bounded_by_awaiter():
+            graph = None  # asyncio.wait_for bounds it: it ends by itself
         if graph is not None:
             assert waiter is not None
             if waiter is self._cell and waiter.max_concurrency == 1 and not self._fut.done():

@@ -23,6 +23,7 @@ from ._cell import ActorCell
 from ._context import PlacementInfo, current_cell
 from ._control import StatusServer
 from ._errors import (
+    ActorDiedError,
     ActorNotFoundError,
     NoRuntimeError,
     ResourceError,
@@ -141,6 +142,10 @@ class Runtime:
         # id -> description, and the worker actor each belongs to (they end with it).
         self._foreign: dict[str, str] = {}
         self._foreign_of: dict[str, set[str]] = {}
+        # Requests of spawns that wait for resources, by the parent they will be children
+        # of; and parents whose children are being ended (no new child may join them).
+        self._child_requests: dict[str, set[str]] = {}
+        self._ending: set[str] = set()
         # Waiters in workers that await asks, and the connection that reported them.
         self._edge_conns: dict[Any, tuple[Any, int]] = {}
         self.started_at: float | None = None
@@ -258,10 +263,11 @@ class Runtime:
         kwargs: dict[str, Any],
         parent: ActorCell | None,
         requester: str | None = None,
+        bounded: bool = False,
     ) -> ActorRef[A]:
         """``requester``: the actor that awaits this spawn, when it is not ``parent`` itself
         (an inline actor inside ``parent``'s worker process, which the broker knows as a
-        child of ``parent``)."""
+        child of ``parent``). ``bounded``: the spawn's caller bounds its wait."""
         if self._closing:
             raise RuntimeClosedError("the runtime is shutting down; no new actors start")
         if parent is not None and not parent.accepting and parent.died.done():
@@ -270,8 +276,37 @@ class Runtime:
         in_process = options.runs_in_process()
         needs_grant = options.needs_grant()
         if (in_process or needs_grant) and self.workers.head is not None:
-            # In a worker, resources and processes come from the owning runtime.
+            # In a worker, resources and processes come from the owning runtime (which
+            # applies the spawn_timeout option, if any).
             return await self.workers.spawn_via_owner(actor_class, args, kwargs)
+        timeout = options.spawn_timeout
+        if timeout is None:
+            return await self._spawn_here(actor_class, args, kwargs, parent, requester, bounded)
+        try:
+            return await asyncio.wait_for(
+                self._spawn_here(actor_class, args, kwargs, parent, requester, True), timeout
+            )
+        except TimeoutError:
+            name = f" name={options.name!r}" if options.name else ""
+            raise TimeoutError(
+                f"spawning {actor_class.cls.__name__}({name.strip()}) did not finish within "
+                f"spawn_timeout={timeout} s; its resource request was withdrawn and nothing "
+                "of it was kept (while a spawn waits, actorrt.pending_requests() says what "
+                "for)"
+            ) from None
+
+    async def _spawn_here(
+        self,
+        actor_class: ActorClass[A],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        parent: ActorCell | None,
+        requester: str | None,
+        bounded: bool,
+    ) -> ActorRef[A]:
+        options = actor_class.actor_options
+        in_process = options.runs_in_process()
+        needs_grant = options.needs_grant()
         actor_id = self._new_id()
         if needs_grant:
             self._spawning[actor_id] = (
@@ -279,11 +314,13 @@ class Runtime:
             )
         try:
             grant = (
-                await self._acquire(actor_id, options, parent, requester) if needs_grant else None
+                await self._acquire(actor_id, options, parent, requester, bounded)
+                if needs_grant
+                else None
             )
-            if parent is not None and parent.died.done():
-                # Its parent ended while it waited: it must not outlive it.
-                raise parent.died.result()
+            if parent is not None and (parent.died.done() or parent.actor_id in self._ending):
+                # Its parent ended (or is ending) while it waited: it must not outlive it.
+                raise self._parent_gone(parent, actor_class.cls.__name__)
             cell: Any
             if in_process:
                 cpus = grant.placement.resources.to_dict().get("CPU", 0.0) if grant else 0.0
@@ -304,12 +341,62 @@ class Runtime:
         finally:
             self._spawning.pop(actor_id, None)
 
+    def _parent_gone(self, parent: Any, what: str) -> BaseException:
+        if parent.died.done():
+            return parent.died.result()  # type: ignore[no-any-return]
+        return ActorDiedError(
+            f"{parent.describe()} is ending, so the {what} it was spawning does not start "
+            "(a child never outlives its parent); its resource request was withdrawn",
+            actor=parent.describe(),
+            reason="stopped",
+        )
+
+    def children_ending(self, parent: Any) -> None:
+        """``parent``'s children are being ended: the spawns it still waits for are
+        withdrawn, and none of them may start until it restarts or is gone."""
+        self._ending.add(parent.actor_id)
+        for request_id in list(self._child_requests.pop(parent.actor_id, ())):
+            self.grants.abort(request_id, self._parent_gone(parent, "actor"))
+
+    def children_may_start(self, parent: Any) -> None:
+        """``parent`` restarted: its new incarnation may spawn children again."""
+        self._ending.discard(parent.actor_id)
+
     async def _acquire(
-        self, actor_id: str, options: ActorOptions, parent: Any, requester: str | None = None
+        self,
+        actor_id: str,
+        options: ActorOptions,
+        parent: Any,
+        requester: str | None = None,
+        bounded: bool = False,
     ) -> Granted:
-        """Reserve what a new actor needs (its group first, if it has one)."""
-        grants = self.grants
+        """Reserve what a new actor needs (its group first, if it has one). A ``bounded``
+        wait (``spawn_timeout``) ends by itself: no wait edge."""
         parent_id = requester or (parent.actor_id if parent is not None else None)
+        waiter = None if bounded else parent_id
+        pending = (
+            None if parent is None else self._child_requests.setdefault(parent.actor_id, set())
+        )
+        try:
+            return await self._acquire_in(actor_id, options, parent_id, waiter, pending)
+        finally:
+            if (
+                pending is not None
+                and not pending
+                and parent is not None
+                and self._child_requests.get(parent.actor_id) is pending
+            ):
+                del self._child_requests[parent.actor_id]
+
+    async def _acquire_in(
+        self,
+        actor_id: str,
+        options: ActorOptions,
+        parent_id: str | None,
+        waiter: str | None,
+        pending: set[str] | None,
+    ) -> Granted:
+        grants = self.grants
         placement: Any = options.placement
         if options.placement_group is not None:
             group_id = grants.new_request_id()
@@ -324,7 +411,7 @@ class Runtime:
             bundles = parse_bundles(options.placement_group, allow_empty_head=True)
             self._group_specs[group_id] = (bundles, options.strategy)
             self._held_groups[actor_id] = group_id
-            await grants.wait(group_id, reserved, parent_id)
+            await self._wait_child(group_id, reserved, waiter, pending)
             placement = GroupTarget(group_id, 0)
         elif not isinstance(placement, str | GroupTarget):
             placement = placement.target()
@@ -332,7 +419,22 @@ class Runtime:
         future = grants.submit(
             request_id, actor_id, options.own_resources(), placement=placement, parent=parent_id
         )
-        return await grants.wait(request_id, future, parent_id)
+        return await self._wait_child(request_id, future, waiter, pending)
+
+    async def _wait_child(
+        self,
+        request_id: str,
+        future: asyncio.Future[Granted],
+        waiter: str | None,
+        pending: set[str] | None,
+    ) -> Granted:
+        if pending is None:
+            return await self.grants.wait(request_id, future, waiter)
+        pending.add(request_id)
+        try:
+            return await self.grants.wait(request_id, future, waiter)
+        finally:
+            pending.discard(request_id)
 
     async def _start(self, cell: Any) -> ActorRef[Any]:
         self._register(cell)
@@ -496,8 +598,10 @@ class Runtime:
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         chain: list[tuple[str, str]] | None,
+        bounded: bool = False,
     ) -> ActorRef[Any]:
         """A worker's actor spawns a worker-process actor: it becomes that actor's child.
+        ``bounded``: the worker bounds the wait (``asyncio.wait_for``): no wait edge.
 
         ``chain`` is the spawning actor and its ancestors in the worker, ``(id, description)``
         nearest first, up to the actor this runtime placed there. An inline actor of the worker
@@ -523,7 +627,7 @@ class Runtime:
                 above = actor_id
             requester = helpers[0][0]
         return await self._spawn(
-            actor_class.options(process=True), args, kwargs, parent, requester
+            actor_class.options(process=True), args, kwargs, parent, requester, bounded
         )
 
     def describe_id(self, actor_id: str) -> str | None:
@@ -585,6 +689,7 @@ class Runtime:
         if name is not None and self._names.get(name) is cell:
             del self._names[name]
         self.waits.forget(cell.actor_id)
+        self._ending.discard(cell.actor_id)
         self._edge_conns.pop(cell.actor_id, None)
         for helper in self._foreign_of.pop(cell.actor_id, ()):
             # The inline actors of its worker ended with it.

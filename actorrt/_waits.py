@@ -18,6 +18,30 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 Listener = Callable[[Hashable, Hashable, bool], None]
+
+# Python 3.11's asyncio.wait_for runs what it bounds in a task of its own, released by a timer
+# through this function: a task with it among its done callbacks is bounded by its awaiter.
+_RELEASE_WAITER = getattr(asyncio.tasks, "_release_waiter", None)
+
+
+def bounded_by_awaiter() -> bool:
+    """Whether the running task is bounded by ``asyncio.wait_for(..., timeout)`` (so a wait
+    in it ends by itself and is no wait edge, like a wait with a timeout option). Python 3.12
+    and later bound ``wait_for`` inside the awaiting task, where it cannot be seen."""
+    if _RELEASE_WAITER is None:
+        return False
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        return False
+    callbacks = getattr(task, "_callbacks", None)
+    if not callbacks:
+        return False
+    for entry in callbacks:
+        callback = entry[0] if isinstance(entry, tuple) else entry
+        if getattr(callback, "func", None) is _RELEASE_WAITER:
+            return True
+    return False
 Answer = asyncio.Future[Any] | concurrent.futures.Future[Any]
 
 

@@ -102,9 +102,10 @@ async def unrelated_traffic() -> AsyncIterator[list[int]]:
     """A steady stream of asks and grants elsewhere while the test waits for its report."""
     counts = [0]
     echo = await Peer.spawn()
+    done = asyncio.Event()
 
     async def churn() -> None:
-        while True:
+        while not done.is_set():
             assert await echo.ping() == "pong"
             small = await Worker.options(resources={"token": 1}, process=False).spawn()
             await small.stop()
@@ -115,8 +116,8 @@ async def unrelated_traffic() -> AsyncIterator[list[int]]:
     try:
         yield counts
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        done.set()
+        await task  # ends after a whole round: nothing of it is left running
         await echo.stop()
 
 
