@@ -26,6 +26,7 @@ from .resources import (
     Granted,
     NodeInventory,
     PendingRequest,
+    ResourceError,
     Resources,
     Revoked,
     Stalled,
@@ -71,17 +72,23 @@ class Grants:
         """Make a request now (raising at once if it can never be granted); return the
         future of its grant."""
         future: asyncio.Future[Granted] = self.loop.create_future()
-        events = self.broker.request(
-            request_id,
-            holder,
-            resources,
-            bundles=bundles,
-            strategy=strategy,
-            placement=placement,
-            parent=parent,
-            allow_empty_head=allow_empty_head,
-            now=self.loop.time(),
-        )
+        try:
+            events = self.broker.request(
+                request_id,
+                holder,
+                resources,
+                bundles=bundles,
+                strategy=strategy,
+                placement=placement,
+                parent=parent,
+                allow_empty_head=allow_empty_head,
+                now=self.loop.time(),
+            )
+        except ResourceError as exc:  # infeasible: say who, and the fix in Tune's words
+            named = self._named(exc)
+            if named is exc:
+                raise
+            raise named from None
         self._waiters[request_id] = future
         self._dispatch(events)
         return future
@@ -177,11 +184,22 @@ class Grants:
                 by = "" if waiter is None else f" (awaited by {self._describe(waiter)})"
                 logger.log(level, "resource request %s of %s is stalled: %s%s",
                            event.request_id, self._describe(event.holder),
-                           self._name_text(event.reason), by)
+                           self._words(event.reason), by)
         self._arm()
 
     def _describe(self, actor_id: Hashable) -> str:
         return self.runtime.describe_id(str(actor_id)) or str(actor_id)
+
+    def _fix_hint(self, text: str) -> str | None:
+        """The fix in the words of the library that made an actor named in ``text`` (Tune's
+        trials: its ``PlacementGroupFactory``), where its class gives one."""
+        for actor_id in {word.strip(".,;:'()") for word in text.split()}:
+            target = self.runtime.lookup(actor_id)
+            actor_class = getattr(target, "actor_class", None)
+            hint = getattr(getattr(actor_class, "cls", None), "_actorrt_fix_hint", None)
+            if isinstance(hint, str):
+                return hint
+        return None
 
     def _name_text(self, text: str) -> str:
         """The broker knows holders by id; say which actor each is (class, id and name)."""
@@ -191,8 +209,17 @@ class Grants:
                 text = re.sub(rf"(?<![\w=-]){re.escape(actor_id)}(?![\w-])", described, text)
         return text
 
+    def _words(self, raw: str) -> str:
+        """A broker message for users: actors by class, id and name; the fix in the words of
+        the library that made them."""
+        text = self._name_text(raw)
+        hint = self._fix_hint(raw)
+        if hint is not None and "To fix: " in text:
+            text = text[: text.rindex("To fix: ")] + f"To fix: {hint}."
+        return text
+
     def _named(self, error: Exception) -> Exception:
-        text = self._name_text(str(error))
+        text = self._words(str(error))
         if text == str(error):
             return error
         named = type(error)(text)

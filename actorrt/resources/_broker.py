@@ -30,6 +30,7 @@ Model (DESIGN.md §4, §5):
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Hashable, Mapping, Sequence
 
 from ._deadlock import Found, check
@@ -218,6 +219,11 @@ class Broker(BrokerReports):
             h = self._holder(holder)
             h.edges_request.add(on_request)
             req.waiters.add(holder)
+            if on_request not in self._awaited_known:
+                self._awaited_known.add(on_request)
+                heapq.heappush(
+                    self._awaited, (req.arrival + self._stall_after, req.seq, on_request)
+                )
         else:
             if on_holder == holder:
                 raise ValueError(f"holder {holder!r} cannot wait on itself")
@@ -284,6 +290,9 @@ class Broker(BrokerReports):
             at = self._stall_due(waits)
             if at is not None:
                 due.append(at)
+        awaited = self._awaited_due()
+        if awaited is not None:
+            due.append(awaited)
         return min(due) if due else None
 
     def poll(self, now: float) -> list[Event]:
@@ -314,6 +323,7 @@ class Broker(BrokerReports):
                         self._check_due = now + self._deadlock_delay
                 elif self._check_due is not None:
                     self._check_due = max(self._check_due, now + self._deadlock_delay)
+        events.extend(self._awaited_stall_reports(now))
         events.extend(self._stall_reports(now))
         return events
 
@@ -353,6 +363,11 @@ class Broker(BrokerReports):
                 continue
             waits.stall_reported = True
             for report in self._explain(now, only=group if group else "cluster"):
-                if report.stalled:
-                    events.append(Stalled(report.request_id, report.holder, report.reason))
+                if report.stalled and report.request_id not in self._stall_told:
+                    reason = report.reason
+                    req = self._requests.get(report.request_id)
+                    if req is not None and req.waiters:
+                        self._stall_told.add(req.rid)
+                        reason = f"{reason}. {self.stall_detail(req)}"
+                    events.append(Stalled(report.request_id, report.holder, reason))
         return events

@@ -61,6 +61,11 @@ class BrokerCore:
         self._deadlock_delay = deadlock_delay
         self._stall_after = stall_after
         self._edge_seq = 0
+        # Requests an actor awaits, by when they count as stalled whatever their queue does
+        # (a heap of (due, seq, request id), stale entries skipped); and those reported.
+        self._awaited: list[tuple[float, int, Hashable]] = []
+        self._awaited_known: set[Hashable] = set()
+        self._stall_told: set[Hashable] = set()
         # The deadlock check: due ``deadlock_delay`` after the first wait edge it has not
         # seen, whatever happens meanwhile; a running check (a generator, in slices).
         self._check_due: float | None = None
@@ -233,6 +238,9 @@ class BrokerCore:
     def _finish_request(self, req: Request, status: int) -> Holder:
         req.status = status
         del self._requests[req.rid]
+        if req.waiters:
+            self._awaited_known.discard(req.rid)
+            self._stall_told.discard(req.rid)
         h = self._holders[req.holder]
         del h.requests[req.rid]
         for hid in req.waiters:

@@ -24,11 +24,14 @@ from ._state import Grant, Group
 
 __all__ = ["FIX_HINT", "check_cluster", "check_in_group", "describe_nodes"]
 
+# The fix for a driver that holds resources and waits for workers it did not declare. The
+# broker knows no Tune: the actor layer puts Tune's spelling in its place for a trial (an actor
+# class with a ``_actorrt_fix_hint``).
 FIX_HINT = (
-    "declare the workers as bundles of the trial's PlacementGroupFactory (e.g. "
-    "PlacementGroupFactory([{'CPU': 1}] + [{'CPU': 1}] * num_workers)), or use "
-    "tune.with_resources(driver, scaling_config), so the driver and its workers are reserved "
-    "together as one atomic gang"
+    "reserve the driver and its workers together as one atomic gang: spawn the driver with "
+    "placement_group=[its own bundle] + [one bundle per worker] (e.g. "
+    "placement_group=[{'CPU': 1}] + [{'CPU': 1}] * num_workers); the workers it spawns are "
+    "then placed in that group"
 )
 
 
@@ -74,10 +77,15 @@ def check_cluster(
         )
     elif shape.strategy is PlacementStrategy.STRICT_PACK and len(shape.bundles) > 1:
         why = f" STRICT_PACK needs every bundle on one node: {shape.total} in all."
+    gpu = (
+        " (a fractional GPU must fit one device, a whole GPU needs a whole free device)"
+        if shape.total.gpu_units
+        else ""
+    )
     raise InfeasibleResourceError(
         f"request {rid!r} of {holder} asks for {what}, which the cluster can never hold: it has "
-        f"{describe_nodes(nodes)}.{why} Ask for less (a fractional GPU must fit one device, a "
-        "whole GPU needs a whole free device), or start the runtime with more resources."
+        f"{describe_nodes(nodes)}.{why} Ask for less{gpu}, or start the runtime with more "
+        "resources."
     )
 
 
@@ -145,6 +153,7 @@ def _group_message(
     return (
         f"request {rid!r} of {holder} asks for {res} in {where} of placement group "
         f"{group.gid!r}{how}, which can never hold it, even "
-        f"once every sibling has ended: the group holds bundles [{bundles}].{holds} To fix: "
-        f"{FIX_HINT}; or spawn it with placement='cluster' to queue outside the group."
+        f"once every sibling has ended: the group holds bundles [{bundles}].{holds} Spawn it "
+        f"with placement='cluster' to queue outside the group, or declare more bundles. To "
+        f"fix: {FIX_HINT}."
     )
