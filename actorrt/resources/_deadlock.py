@@ -36,10 +36,15 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Generator, Hashable, Iterator, Mapping, Sequence
 
-from ._feasibility import FIX_HINT
-from ._placement import place, undo
-from ._pool import Allocation, ResourcePool
-from ._spec import Resources
+from ._deadlock_sim import Key, Log, Sim, free_total, request_key
+from ._deadlock_text import (
+    MAX_LISTED,
+    ask_cycle_message,
+    describe_holdings,
+    describe_request,
+    resource_message,
+)
+from ._pool import ResourcePool
 from ._state import WAITING, Grant, Group, Holder, Request
 
 __all__ = [
@@ -48,7 +53,6 @@ __all__ = [
 ]  # fmt: skip
 
 SLICE = 2500  # units of work per slice (a few milliseconds of CPU at most)
-_MAX_LISTED = 6  # holders named in a message beyond the main one
 
 
 class Deadlock:
@@ -79,113 +83,6 @@ class Stale:
 Found = Deadlock | AskCycle | Stale
 
 
-class _Log:
-    """What a tentative release changed, to undo it."""
-
-    __slots__ = ("freed", "removed")
-
-    def __init__(self) -> None:
-        self.freed: list[tuple[ResourcePool, Allocation]] = []
-        self.removed: list[tuple[Hashable, list[ResourcePool]]] = []
-
-
-class _Sim:
-    """What is free in the reduction: node pools, and the bundle pools of groups that some
-    captured request waits in (``None``: the group goes, its requests fail)."""
-
-    def __init__(self, empty: Sequence[ResourcePool], order: Sequence[int]) -> None:
-        self.nodes = [p.copy() for p in empty]
-        self.order = order
-        self.groups: dict[Hashable, list[ResourcePool] | None] = {}
-        self.cluster_dirty = True
-        self.dirty_groups: set[Hashable] = set()
-
-    def group(self, group: Group, live: Mapping[Hashable, Group], blocked: Mapping[
-        Hashable, object
-    ]) -> None:
-        gid = group.gid
-        if gid in self.groups:
-            return
-        self.dirty_groups.add(gid)
-        if live.get(gid) is not group or group.grant.holder not in blocked:
-            self.groups[gid] = None  # removed, or held by a holder that ends: it goes
-            return
-        pools = []
-        for pool in group.pools:
-            twin = pool.copy()
-            twin.free = dict(twin.capacity)
-            twin.gpu_free = list(twin.gpu_capacity)
-            pools.append(twin)
-        self.groups[gid] = pools
-
-    def hold(self, grant: Grant) -> None:
-        if grant.group is not None:
-            pools = self.groups.get(grant.group.gid)
-            if pools is not None:
-                for b, alloc in grant.placed:
-                    pools[b].take(alloc.other, alloc.gpus)
-            return
-        for i, alloc in grant.placed:
-            self.nodes[i].take(alloc.other, alloc.gpus)
-
-    def release(self, grant: Grant, log: _Log | None = None) -> None:
-        """Give a grant back (and its group, if it reserved one); ``log`` records how to undo
-        it."""
-        if grant.group is not None:
-            gid = grant.group.gid
-            pools = self.groups.get(gid)
-            if pools is not None:
-                for b, alloc in grant.placed:
-                    pools[b].release(alloc)
-                    if log is not None:
-                        log.freed.append((pools[b], alloc))
-                self.dirty_groups.add(gid)
-            return
-        for i, alloc in grant.placed:
-            self.nodes[i].release(alloc)
-            if log is not None:
-                log.freed.append((self.nodes[i], alloc))
-        self.cluster_dirty = True
-        owned = grant.owned
-        if owned is not None:
-            pools = self.groups.get(owned.gid)
-            if pools is not None:
-                if log is not None:
-                    log.removed.append((owned.gid, pools))
-                self.groups[owned.gid] = None
-                self.dirty_groups.add(owned.gid)
-
-    def undo(self, log: _Log) -> None:
-        for gid, pools in log.removed:
-            self.groups[gid] = pools
-        for pool, alloc in log.freed:
-            pool.take(alloc.other, alloc.gpus)
-
-    def grantable(self, req: Request) -> bool:
-        if req.group is not None:
-            pools = self.groups.get(req.group.gid)
-            if pools is None:
-                return True  # its group goes: the request fails, its waiters go on
-            res = req.shape.bundles[0]
-            candidates = range(len(pools)) if req.bundle is None else (req.bundle,)
-            return any(pools[b].fits(res) for b in candidates)
-        placed = place(req.shape, self.nodes, self.order)
-        if placed is None:
-            return False
-        undo(self.nodes, placed)
-        return True
-
-
-_Key = tuple[object, object, object]
-_NO_GRANTS: tuple[Grant, ...] = ()
-
-
-def _key(req: Request) -> _Key:
-    # The broker shares one Shape per distinct shape: identity hashing is enough, and cheap.
-    gid = req.group.gid if req.group is not None else None
-    return (gid, req.bundle, req.shape)
-
-
 class _State:
     """The reduction's records, kept flat: integers in a few lists, indexed by the captured
     holder's number. The check must not hand the garbage collector tens of thousands of new
@@ -205,7 +102,7 @@ class _State:
         self.next: list[int] = []
         self.source: list[int] = []
         # shape-and-place -> (a request of it, its waiters, one entry per edge)
-        self.keys: dict[_Key, tuple[Request, list[int]]] = {}
+        self.keys: dict[Key, tuple[Request, list[int]]] = {}
 
     def held(self, i: int) -> list[Grant]:
         return self.grants[self.grant_end[i - 1] if i else 0 : self.grant_end[i]]
@@ -251,7 +148,7 @@ def check(
     if not n:
         return None
     # -- edges, and the starting state: capacity minus what blocked holders hold --------------
-    sim = _Sim(empty, order)
+    sim = Sim(empty, order)
     index = st.index
     st.head = [-1] * n
     st.count = [0] * n
@@ -271,7 +168,7 @@ def check(
                 continue
             if req.group is not None:
                 sim.group(req.group, groups, index)
-            key = _key(req)
+            key = request_key(req)
             entry = st.keys.get(key)
             if entry is None:
                 st.keys[key] = (req, [i])
@@ -357,7 +254,7 @@ def check(
     return found
 
 
-def _retest(sim: _Sim, keys: Mapping[_Key, tuple[Request, list[int]]]) -> list[_Key]:
+def _retest(sim: Sim, keys: Mapping[Key, tuple[Request, list[int]]]) -> list[Key]:
     """Keys whose requests became grantable, testing only those where something was freed."""
     out = []
     dirty = sim.dirty_groups
@@ -450,32 +347,15 @@ def _cycle(
         if work >= SLICE:
             work = 0
             yield
-    return _ask_cycle(cycle, newest)
-
-
-def _ask_cycle(cycle: tuple[Hashable, ...], newest: int) -> AskCycle:
-    size = len(cycle)
     waiter, target = cycle[newest], cycle[(newest + 1) % size]
-    shown: tuple[object, ...] = cycle
-    if size > 2 * _MAX_LISTED:
-        more = f"... {size - 2 * _MAX_LISTED} more ..."
-        shown = (*cycle[:_MAX_LISTED], more, *cycle[-_MAX_LISTED:])
-    ring = " -> ".join(str(hid) for hid in (*shown, cycle[0]))
-    message = (
-        f"ask deadlock: {waiter} awaits an answer from {target}, but the asks form a cycle "
-        f"({ring}) and each of these actors handles one message at a time, so none of the "
-        f"answers can ever come; this ask fails. To fix: do not await an ask to an actor that "
-        f"is (directly or through others) awaiting you; use tell, call the logic directly, "
-        f"or give an actor max_concurrency > 1 so it can answer while it waits."
-    )
-    return AskCycle(waiter, target, message, cycle)
+    return AskCycle(waiter, target, ask_cycle_message(cycle, waiter, target), cycle)
 
 
 def _victim(
     stuck: list[int],
     finished: bytearray,
     st: _State,
-    sim: _Sim,
+    sim: Sim,
     requests: Mapping[Hashable, Request],
 ) -> Generator[None, None, Request | None]:
     keys = st.keys
@@ -484,7 +364,7 @@ def _victim(
     for i in stuck:
         for rid in st.holder[i].edges_request:
             req = requests.get(rid)
-            if req is not None and req.status == WAITING and _key(req) in keys:
+            if req is not None and req.status == WAITING and request_key(req) in keys:
                 waiting[rid] = req  # still unsatisfiable
             work += 1
         if work >= SLICE:
@@ -521,7 +401,7 @@ def _newest_first(newest: Request, waiting: Mapping[Hashable, Request]) -> Itera
     )
 
 
-def _helps(waiters: list[int], finished: bytearray, st: _State, sim: _Sim) -> bool:
+def _helps(waiters: list[int], finished: bytearray, st: _State, sim: Sim) -> bool:
     """Whether ending ``waiters`` lets some other deadlocked holder finish at once (then the
     whole reduction progresses: it is monotone)."""
     gone = set(waiters)
@@ -533,7 +413,7 @@ def _helps(waiters: list[int], finished: bytearray, st: _State, sim: _Sim) -> bo
     count = st.count
     if any(n >= count[w] for w, n in relief.items()):
         return True
-    log = _Log()
+    log = Log()
     sim.cluster_dirty = False
     sim.dirty_groups.clear()
     for i in waiters:
@@ -551,51 +431,6 @@ def _helps(waiters: list[int], finished: bytearray, st: _State, sim: _Sim) -> bo
     return False
 
 
-def describe_holdings(holder: Holder) -> str:
-    """What a holder holds, for messages."""
-    parts = []
-    for grant in holder.grants.values():
-        parts.append(_describe_grant(grant))
-    return "; ".join(parts) if parts else "nothing"
-
-
-def _describe_grant(grant: Grant) -> str:
-    if grant.owned is not None:
-        bundles = ", ".join(str(b) for b in grant.shape.bundles)
-        return f"placement group {grant.rid!r} [{bundles}]"
-    if grant.group is not None:
-        b = grant.placed[0][0]
-        return f"{grant.shape.bundles[0]} in bundle {b} of group {grant.group.gid!r}"
-    return str(grant.shape.bundles[0])
-
-
-def describe_request(req: Request) -> str:
-    """A request, for messages: what it asks and where."""
-    if req.is_group:
-        bundles = ", ".join(str(b) for b in req.shape.bundles)
-        what = f"placement group [{bundles}] ({req.shape.strategy.value})"
-    else:
-        what = str(req.shape.bundles[0])
-    if req.group is not None:
-        where = "any bundle" if req.bundle is None else f"bundle {req.bundle}"
-        return f"request {req.rid!r} for {what} in {where} of group {req.group.gid!r}"
-    return f"request {req.rid!r} for {what} from the cluster"
-
-
-def _waits(h: Holder, requests: Mapping[Hashable, Request]) -> str:
-    edges = sorted(h.edges_request, key=repr)
-    parts = [describe_request(requests[r]) for r in edges if r in requests]
-    parts += [f"an answer from {x}" for x in sorted(h.edges_holder, key=repr)]
-    return " and ".join(parts) if parts else "nothing"
-
-
-def _free(sim: _Sim) -> Resources:
-    total = Resources()
-    for pool in sim.nodes:
-        total = total + pool.free_resources()
-    return total
-
-
 def _stuck(st: _State, finished: bytearray, hid: Hashable) -> bool:
     i = st.index.get(hid)
     return i is not None and not finished[i]
@@ -607,27 +442,16 @@ def _message(
     finished: bytearray,
     st: _State,
     requests: Mapping[Hashable, Request],
-    sim: _Sim,
+    sim: Sim,
 ) -> str:
-    members = {st.ids[i]: st.holder[i] for i in stuck[: 8 * _MAX_LISTED]}
+    members = {st.ids[i]: st.holder[i] for i in stuck[: 8 * MAX_LISTED]}
     waiters = sorted((hid for hid in victim.waiters if _stuck(st, finished, hid)), key=repr)
     main = waiters[0] if waiters else victim.holder
     k = st.index.get(main)
-    main_h = st.holder[k] if k is not None else None
-    held = describe_holdings(main_h) if main_h is not None else "nothing"
-    listed = sorted((hid for hid in members if hid != main), key=repr)[:_MAX_LISTED]
-    others = [
-        f"{hid} holds {describe_holdings(members[hid])} and waits for "
-        f"{_waits(members[hid], requests)}"
-        for hid in listed
-    ]
+    listed = sorted((hid for hid in members if hid != main), key=repr)[:MAX_LISTED]
     rest_count = len(stuck) - 1 if _stuck(st, finished, main) else len(stuck)
-    if rest_count > len(listed):
-        others.append(f"and {rest_count - len(listed)} more blocked holders")
-    rest = "; ".join(others) if others else "nobody else: it waits on itself"
-    return (
-        f"resource deadlock: {main} holds {held} and waits for {describe_request(victim)}, "
-        f"which can only be granted once resources held by blocked actors are freed. The rest "
-        f"is held by: {rest}. Free once every other actor ends: {_free(sim)}. None of them "
-        f"can proceed, so this request fails. To fix: {FIX_HINT}."
-    )
+    return resource_message(
+        victim, main, st.holder[k] if k is not None else None,
+        [(hid, members[hid]) for hid in listed], rest_count - len(listed), requests,
+        free_total(sim),
+    )  # fmt: skip
