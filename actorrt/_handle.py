@@ -74,7 +74,7 @@ class AskHandle(Generic[T]):
     def _await_recorded(self, waiter: ActorCell | None) -> Generator[Any, None, T]:
         # An actor awaiting an ask with no timeout is a wait edge (DESIGN.md §4 "Blocked").
         graph = waiter.runtime.waits if waiter is not None else None
-        if graph is not None and bounded_by_awaiter():
+        if graph is not None and bounded_by_awaiter(waiter.task):  # type: ignore[union-attr]
             graph = None  # asyncio.wait_for bounds it: it ends by itself
         if graph is not None:
             assert waiter is not None

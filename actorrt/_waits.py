@@ -24,15 +24,18 @@ Listener = Callable[[Hashable, Hashable, bool], None]
 _RELEASE_WAITER = getattr(asyncio.tasks, "_release_waiter", None)
 
 
-def bounded_by_awaiter() -> bool:
+def bounded_by_awaiter(unbounded: object = None) -> bool:
     """Whether the running task is bounded by ``asyncio.wait_for(..., timeout)`` (so a wait
     in it ends by itself and is no wait edge, like a wait with a timeout option). Python 3.12
-    and later bound ``wait_for`` inside the awaiting task, where it cannot be seen."""
+    and later bound ``wait_for`` inside the awaiting task, where it cannot be seen.
+    ``unbounded``: a task known to be awaited by nobody with a timeout (an actor's own)."""
     if _RELEASE_WAITER is None:
         return False
     try:
         task = asyncio.current_task()
     except RuntimeError:
+        return False
+    if task is unbounded:
         return False
     callbacks = getattr(task, "_callbacks", None)
     if not callbacks:
