@@ -28,7 +28,7 @@ __all__ = ["FIX_HINT", "check_cluster", "check_in_group", "describe_nodes"]
 # broker knows no Tune: the actor layer puts Tune's spelling in its place for a trial (an actor
 # class with a ``_actorrt_fix_hint``).
 FIX_HINT = (
-    "reserve the driver and its workers together as one atomic gang: spawn the driver with "
+    "declare the workers together with their driver, as one atomic gang: spawn the driver with "
     "placement_group=[its own bundle] + [one bundle per worker] (e.g. "
     "placement_group=[{'CPU': 1}] + [{'CPU': 1}] * num_workers); the workers it spawns are "
     "then placed in that group"
