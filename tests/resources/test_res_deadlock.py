@@ -192,3 +192,25 @@ def test_deadlock_inside_a_group() -> None:
     (failed,) = b.poll(2.0)
     assert isinstance(failed, Failed) and failed.request_id == "w2"
     assert "in any bundle of group 'g'" in str(failed.error)
+
+
+def test_an_ask_cycle_fails_its_newest_ask() -> None:
+    from actorrt.resources import AskDeadlocked
+
+    b = Broker([NodeInventory("n", {"CPU": 1})])
+    b.blocked("A", on_holder="B", now=1.0)
+    b.blocked("B", on_holder="C", now=1.1)
+    b.blocked("C", on_holder="A", now=1.2)  # closes the cycle
+    b.blocked("D", on_holder="A", now=1.2)  # waits on the cycle, is not in it
+    (found,) = b.check_now(2.0)
+    assert isinstance(found, AskDeadlocked) and (found.waiter, found.target) == ("C", "A")
+    assert "A -> B -> C -> A" in str(found.error) or "B -> C -> A -> B" in str(found.error)
+    # The failed edge is gone: nothing more to report until the actors wait again.
+    assert b.check_now(3.0) == []
+
+
+def test_a_cycle_through_an_actor_that_serves_concurrently_is_not_reported() -> None:
+    b = Broker([NodeInventory("n", {"CPU": 1})])
+    b.blocked("A", on_holder="B", now=1.0)
+    b.blocked("B", on_holder="A", serial=False, now=1.0)  # B may answer A meanwhile
+    assert b.check_now(2.0) == []
