@@ -21,6 +21,7 @@ from ._errors import ActorError as ActorError
 from ._errors import ActorNotFoundError as ActorNotFoundError
 from ._errors import ActorrtError as ActorrtError
 from ._errors import AskTimeoutError as AskTimeoutError
+from ._errors import DeadlockError as DeadlockError
 from ._errors import InfeasibleResourceError as InfeasibleResourceError
 from ._errors import MailboxFullError as MailboxFullError
 from ._errors import NoRuntimeError as NoRuntimeError
@@ -62,6 +63,7 @@ __all__ = [
     "AskHandle",
     "AskTimeoutError",
     "BundleRef",
+    "DeadlockError",
     "InfeasibleResourceError",
     "MailboxFullError",
     "MethodRef",

@@ -372,6 +372,7 @@ class ActorCell:
             return False
         delay = min(RESTART_BACKOFF_INITIAL * 2**self.restart_count, RESTART_BACKOFF_MAX)
         self.restart_count += 1
+        self.runtime.children_may_start(self)
         if self.on_restart is not None:
             self.on_restart(self)
         logger.warning(
@@ -430,6 +431,7 @@ class ActorCell:
         return await self.executor.run(functools.partial(func, *args, **kwargs))
 
     async def _end_children(self, kill: bool) -> None:
+        self.runtime.children_ending(self)
         children = list(self.children)
         if not children:
             return

@@ -30,6 +30,7 @@ __all__ = [
     "ActorNotFoundError",
     "ActorrtError",
     "AskTimeoutError",
+    "DeadlockError",
     "InfeasibleResourceError",
     "MailboxFullError",
     "NoRuntimeError",
@@ -135,7 +136,12 @@ class InfeasibleResourceError(ResourceError, ValueError):
     """The request can never be granted: nothing in the cluster (or group) is that large."""
 
 
-class ResourceDeadlockError(ResourceError):
+class DeadlockError(ActorrtError):
+    """A wait that can never end: actors that wait on each other (an ask cycle), or on
+    resources only their own ends would free (:class:`ResourceDeadlockError`)."""
+
+
+class ResourceDeadlockError(ResourceError, DeadlockError):
     """The request waits on resources that can only be freed once its own holder ends."""
 
 

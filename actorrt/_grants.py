@@ -13,16 +13,20 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import re
 from collections.abc import Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._waits import bounded_by_awaiter
 from .resources import (
+    AskDeadlocked,
     Broker,
     Event,
     Failed,
     Granted,
     NodeInventory,
     PendingRequest,
+    ResourceError,
     Resources,
     Revoked,
     Stalled,
@@ -68,17 +72,23 @@ class Grants:
         """Make a request now (raising at once if it can never be granted); return the
         future of its grant."""
         future: asyncio.Future[Granted] = self.loop.create_future()
-        events = self.broker.request(
-            request_id,
-            holder,
-            resources,
-            bundles=bundles,
-            strategy=strategy,
-            placement=placement,
-            parent=parent,
-            allow_empty_head=allow_empty_head,
-            now=self.loop.time(),
-        )
+        try:
+            events = self.broker.request(
+                request_id,
+                holder,
+                resources,
+                bundles=bundles,
+                strategy=strategy,
+                placement=placement,
+                parent=parent,
+                allow_empty_head=allow_empty_head,
+                now=self.loop.time(),
+            )
+        except ResourceError as exc:  # infeasible: say who, and the fix in Tune's words
+            named = self._named(exc)
+            if named is exc:
+                raise
+            raise named from None
         self._waiters[request_id] = future
         self._dispatch(events)
         return future
@@ -90,6 +100,8 @@ class Grants:
         check). Cancelling the wait withdraws the request."""
         if future.done():
             return future.result()
+        if requester is not None and bounded_by_awaiter():
+            requester = None  # bounded by asyncio.wait_for: it ends by itself
         if requester is not None:
             self._requesters[request_id] = requester
             self.broker.blocked(requester, on_request=request_id, now=self.loop.time())
@@ -112,6 +124,16 @@ class Grants:
             future.cancel()
         self._dispatch(self.broker.cancel(request_id, now=self.loop.time()))
 
+    def abort(self, request_id: Hashable, error: BaseException) -> None:
+        """Fail a request that still waits with ``error``, and withdraw it (a request that
+        was granted meanwhile is left alone: its waiter sees the grant)."""
+        future = self._waiters.get(request_id)
+        if future is None or future.done():
+            return
+        del self._waiters[request_id]
+        future.set_exception(error)
+        self._dispatch(self.broker.cancel(request_id, now=self.loop.time()))
+
     def release(self, holder: Hashable) -> None:
         """Everything ``holder`` holds comes back; its waiting requests are withdrawn."""
         self._dispatch(self.broker.release(holder, now=self.loop.time()))
@@ -119,11 +141,17 @@ class Grants:
     def set_parent(self, holder: Hashable, parent: Hashable) -> None:
         self.broker.set_parent(holder, parent)
 
-    def blocked_on_holder(self, waiter: Hashable, target: Hashable, blocked: bool) -> None:
-        """An actor started (or stopped) awaiting an ask to another actor."""
+    def blocked_on_holder(
+        self, waiter: Hashable, target: Hashable, blocked: bool, serial: bool | None = None
+    ) -> None:
+        """An actor started (or stopped) awaiting an ask to another actor. ``serial``: it
+        serves one message at a time (looked up when the actor is this runtime's)."""
         now = self.loop.time()
         if blocked:
-            self.broker.blocked(waiter, on_holder=target, now=now)
+            if serial is None:
+                cell = self.runtime.lookup(str(waiter))
+                serial = cell is None or getattr(cell, "max_concurrency", 1) == 1
+            self.broker.blocked(waiter, on_holder=target, serial=serial, now=now)
         else:
             self.broker.unblocked(waiter, on_holder=target, now=now)
         self._arm()
@@ -143,6 +171,10 @@ class Grants:
                     future.set_exception(self._named(event.error))
             elif isinstance(event, Revoked):
                 self.runtime.revoked(event.holder, event.group)
+            elif isinstance(event, AskDeadlocked):
+                error = self._named(event.error)
+                logger.info("%s", error)  # the asker gets it, as an error
+                self.runtime.ask_deadlocked(event.waiter, event.target, error)
             elif isinstance(event, Stalled):
                 # A warning when an actor is stuck on it (it may hold what others need); a
                 # request that nobody awaits from inside an actor (the driver program's
@@ -151,20 +183,43 @@ class Grants:
                 level = logging.WARNING if waiter is not None else logging.INFO
                 by = "" if waiter is None else f" (awaited by {self._describe(waiter)})"
                 logger.log(level, "resource request %s of %s is stalled: %s%s",
-                           event.request_id, event.holder, event.reason, by)
+                           event.request_id, self._describe(event.holder),
+                           self._words(event.reason), by)
         self._arm()
 
     def _describe(self, actor_id: Hashable) -> str:
-        target = self.runtime.lookup(str(actor_id))
-        return target.describe() if target is not None else str(actor_id)
+        return self.runtime.describe_id(str(actor_id)) or str(actor_id)
+
+    def _fix_hint(self, text: str) -> str | None:
+        """The fix in the words of the library that made an actor named in ``text`` (Tune's
+        trials: its ``PlacementGroupFactory``), where its class gives one."""
+        for actor_id in {word.strip(".,;:'()") for word in text.split()}:
+            target = self.runtime.lookup(actor_id)
+            actor_class = getattr(target, "actor_class", None)
+            hint = getattr(getattr(actor_class, "cls", None), "_actorrt_fix_hint", None)
+            if isinstance(hint, str):
+                return hint
+        return None
+
+    def _name_text(self, text: str) -> str:
+        """The broker knows holders by id; say which actor each is (class, id and name)."""
+        for actor_id in {word.strip(".,;:'()") for word in text.split()}:
+            described = self.runtime.describe_id(actor_id)
+            if described is not None:
+                text = re.sub(rf"(?<![\w=-]){re.escape(actor_id)}(?![\w-])", described, text)
+        return text
+
+    def _words(self, raw: str) -> str:
+        """A broker message for users: actors by class, id and name; the fix in the words of
+        the library that made them."""
+        text = self._name_text(raw)
+        hint = self._fix_hint(raw)
+        if hint is not None and "To fix: " in text:
+            text = text[: text.rindex("To fix: ")] + f"To fix: {hint}."
+        return text
 
     def _named(self, error: Exception) -> Exception:
-        """The broker knows holders by id; say which actor each is."""
-        text = str(error)
-        for actor_id in {word.strip(".,;:'") for word in text.split()}:
-            target = self.runtime.lookup(actor_id)
-            if target is not None:
-                text = text.replace(actor_id, target.describe())
+        text = self._words(str(error))
         if text == str(error):
             return error
         named = type(error)(text)

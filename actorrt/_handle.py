@@ -13,7 +13,8 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ._context import current_cell
-from ._errors import AskTimeoutError
+from ._errors import AskTimeoutError, DeadlockError
+from ._waits import bounded_by_awaiter
 from ._wire_frames import ConnectionLostError
 
 if TYPE_CHECKING:
@@ -81,8 +82,13 @@ class AskHandle(Generic[T]):
     def _await_recorded(self, waiter: ActorCell | None) -> Generator[Any, None, T]:
         # An actor awaiting an ask with no timeout is a wait edge (DESIGN.md §4 "Blocked").
         graph = waiter.runtime.waits if waiter is not None else None
+        if graph is not None and bounded_by_awaiter(waiter.task):  # type: ignore[union-attr]
+            graph = None  # asyncio.wait_for bounds it: it ends by itself
         if graph is not None:
-            graph.add(waiter.actor_id, self._cell.actor_id)  # type: ignore[union-attr]
+            assert waiter is not None
+            if waiter is self._cell and waiter.max_concurrency == 1 and not self._fut.done():
+                raise self._self_ask_error()
+            graph.add(waiter.actor_id, self._cell.actor_id, self._fut)
         try:
             try:
                 result: T = yield from self._fut  # type: ignore[misc]
@@ -95,7 +101,7 @@ class AskHandle(Generic[T]):
             return result
         finally:
             if graph is not None:
-                graph.remove(waiter.actor_id, self._cell.actor_id)  # type: ignore[union-attr]
+                graph.remove(waiter.actor_id, self._cell.actor_id, self._fut)  # type: ignore[union-attr]
 
     async def _await_deadline(self) -> T:
         assert isinstance(self._fut, asyncio.Future) and self._deadline is not None
@@ -128,13 +134,49 @@ class AskHandle(Generic[T]):
             "the message was sent and still runs"
         )
 
+    def _self_ask_error(self) -> DeadlockError:
+        return DeadlockError(
+            f"ask deadlock: {self._cell.describe()} awaits its own answer to "
+            f"{self._method}(), but it handles one message at a time, so that message can only "
+            "run once the current one returns; the wait fails at once (the message stays "
+            f"queued and runs later). To fix: call the method directly (self.{self._method}()), "
+            "use .tell(), or give the actor max_concurrency > 1"
+        )
+
     def result_blocking(self, timeout: float | None) -> T:
-        """Wait from a thread that runs no event loop (``actorrt.get``)."""
+        """Wait from a thread that runs no event loop (``actorrt.get``).
+
+        From an actor's synchronous method, a wait with no timeout is a wait edge, as an
+        ``await`` is (DESIGN.md §4 "Blocked")."""
+        bounded = timeout is not None or self._deadline is not None
         if self._deadline is not None:
             left = self._deadline - time.monotonic()
             timeout = left if timeout is None else min(timeout, left)
         fut = self._fut
         cf = fut if isinstance(fut, concurrent.futures.Future) else _bridge(fut)
+        waiter = None if bounded else current_cell.get()
+        if waiter is not None:
+            if waiter is self._cell and waiter.max_concurrency == 1 and not cf.done():
+                raise self._self_ask_error()
+            try:
+                waiter.loop.call_soon_threadsafe(
+                    waiter.runtime.waits.add, waiter.actor_id, self._cell.actor_id, cf
+                )
+            except RuntimeError:  # the loop has closed: nothing to record
+                waiter = None
+        try:
+            return self._result_blocking(cf, timeout)
+        finally:
+            if waiter is not None:
+                try:
+                    waiter.loop.call_soon_threadsafe(
+                        waiter.runtime.waits.remove, waiter.actor_id, self._cell.actor_id, cf
+                    )
+                except RuntimeError:
+                    pass
+
+    def _result_blocking(self, cf: concurrent.futures.Future[T], timeout: float | None) -> T:
+        fut = self._fut
         try:
             return cf.result(timeout=None if timeout is None else max(timeout, 0.0))
         except ConnectionLostError:
@@ -167,6 +209,8 @@ def _bridge(fut: asyncio.Future[T]) -> concurrent.futures.Future[T]:
     cf: concurrent.futures.Future[T] = concurrent.futures.Future()
 
     def copy(source: asyncio.Future[T]) -> None:
+        if cf.done():  # ended by the wait's own side (a proven deadlock)
+            return
         if source.cancelled():
             cf.cancel()
         elif (exc := source.exception()) is not None:

@@ -13,12 +13,14 @@ operation         sent by                     what it does
 ``wait_stopped``  worker (request)            reply once the actor has ended
 ``spawn``         owner (request)             construct the actor this worker hosts
 ``spawn_process`` worker (request)            start a worker-process actor for a worker actor
+``spawn_cancel``  worker (notification)       the worker gave that spawn up: withdraw it
 ``get_actor``     worker (request)            look a name up in the owner's registry
 ``hello``         worker (request)            a new worker introduces itself
 ``ping``          owner (request)             answered at once: the worker's loop runs
 ``died``          worker (notification)       the hosted actor ended without being asked
 ``restarted``     worker (notification)       the hosted actor crashed and restarts there
 ``wait_edge``     worker (notification)       an actor there began or ended awaiting another
+``ask_deadlock``  owner (notification)        that wait can never end: fail it
 ``reserve_group`` worker (request)            ``placement_group()`` in a worker: reserve it
 ``group_ready``   worker (request)            reply once that group is reserved
 ``group_remove``  worker (request/notif.)     give that group back, stopping its actors
@@ -50,6 +52,7 @@ class Host:
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._spawns: dict[str, asyncio.Task[Any]] = {}  # a worker's spawns, by its token
         self._ops: dict[str, Callable[[Connection, int | None, tuple[Any, ...]], None]] = {
             "call": self._call,
             "tell": self._tell,
@@ -58,12 +61,14 @@ class Host:
             "wait_stopped": self._wait_stopped,
             "spawn": self._spawn,
             "spawn_process": self._spawn_process,
+            "spawn_cancel": self._spawn_cancel,
             "get_actor": self._get_actor,
             "hello": self._hello,
             "ping": self._ping,
             "died": self._died,
             "restarted": self._restarted,
             "wait_edge": self._wait_edge,
+            "ask_deadlock": self._ask_deadlock,
             "reserve_group": self._reserve_group,
             "group_ready": self._group_ready,
             "group_remove": self._group_remove,
@@ -175,9 +180,16 @@ class Host:
     def _spawn_process(
         self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]
     ) -> None:
-        _, actor_class, args, kwargs, parent_id = msg
-        coro = self.runtime.spawn_for_worker(actor_class, args, kwargs, parent_id)
-        self._answer(conn, request_id, coro)
+        _, actor_class, args, kwargs, chain, bounded, token = msg
+        coro = self.runtime.spawn_for_worker(actor_class, args, kwargs, chain, bool(bounded))
+        task = self._answer(conn, request_id, coro)
+        self._spawns[token] = task
+        task.add_done_callback(lambda _t: self._spawns.pop(token, None))
+
+    def _spawn_cancel(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
+        task = self._spawns.pop(msg[1], None)
+        if task is not None:
+            task.cancel()
 
     def _get_actor(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
         assert request_id is not None
@@ -224,19 +236,27 @@ class Host:
         self._answer(conn, request_id, self.runtime.remove_for_worker(msg[1]))
 
     def _wait_edge(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
-        _, waiter, target, added = msg
-        self.runtime.grants.blocked_on_holder(waiter, target, bool(added))
+        _, waiter, target, added, serial = msg
+        self.runtime.edge_reported(waiter, conn, bool(added))
+        self.runtime.grants.blocked_on_holder(waiter, target, bool(added), bool(serial))
+
+    def _ask_deadlock(
+        self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]
+    ) -> None:
+        _, waiter, target, error = msg
+        self.runtime.waits.fail(waiter, target, error)
 
     # ---------------------------------------------------------------- helpers
 
     def _answer(
         self, conn: Connection, request_id: int | None, coro: Coroutine[Any, Any, Any]
-    ) -> None:
+    ) -> asyncio.Task[Any]:
         task = self.runtime.loop.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         if request_id is not None:
             task.add_done_callback(_reply_from(conn, request_id))
+        return task
 
     def _gone(self, actor_id: str) -> ActorDiedError:
         return ActorDiedError(f"actor {actor_id} no longer exists", actor=actor_id,

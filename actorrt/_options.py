@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -41,6 +42,10 @@ class ActorOptions:
             group, and the group is removed when the actor ends.
         strategy: the ``placement_group`` strategy (``PACK``, ``SPREAD``, ``STRICT_PACK``,
             ``STRICT_SPREAD``).
+        spawn_timeout: seconds that ``spawn()`` may take, from the call until the actor has
+            started (resources granted, constructor and ``on_start`` run); past it the spawn
+            raises ``TimeoutError``, its request is withdrawn and the half-started actor
+            ended. A bounded spawn is never a wait edge of the deadlock check.
     """
 
     name: str | None = None
@@ -56,6 +61,7 @@ class ActorOptions:
     placement: Any = "auto"
     placement_group: tuple[Any, ...] | None = None
     strategy: str = "PACK"
+    spawn_timeout: float | None = None
 
     def merged(self, **changes: Any) -> ActorOptions:
         """These options with ``changes`` applied, each validated."""
@@ -159,6 +165,15 @@ def _amount(option: str) -> Callable[[Any], None]:
     return check
 
 
+def _timeout(key: str, value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{key} must be a number of seconds or None, got {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{key} must be a finite number of seconds above 0, got {value!r}")
+
+
 def _strategy(value: Any) -> None:
     parse_strategy(value)
 
@@ -177,4 +192,5 @@ _VALIDATORS: dict[str, Callable[[Any], None]] = {
     "max_restarts": lambda v: _int("max_restarts", v, -1),
     "max_concurrency": lambda v: _int("max_concurrency", v, 1),
     "mailbox_size": lambda v: _int("mailbox_size", v, 1),
+    "spawn_timeout": lambda v: _timeout("spawn_timeout", v),
 }

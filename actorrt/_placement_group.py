@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._context import current_cell
 from ._errors import ResourceError
+from ._waits import bounded_by_awaiter
 from .resources import GroupTarget, Resources, parse_bundles, parse_strategy
 
 if TYPE_CHECKING:
@@ -130,7 +131,8 @@ class PlacementGroup:
         try:
             await self._future  # accepted by the owner (or infeasible: raised here)
             # A wait with a timeout ends by itself: it is no blocking edge (DESIGN.md §4).
-            requester = _requester() if timeout is None else None
+            bounded = timeout is not None or bounded_by_awaiter()
+            requester = None if bounded else _requester()
             await asyncio.wait_for(head.request(("group_ready", self.id, requester)), timeout)
         except TimeoutError:
             await self.remove()

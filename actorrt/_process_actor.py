@@ -269,6 +269,7 @@ class ProcessActor(RemoteActor):
             return False
         delay = min(RESTART_BACKOFF_INITIAL * 2**self.restart_count, RESTART_BACKOFF_MAX)
         self.restart_count += 1
+        self.runtime.children_may_start(self)
         logger.warning(
             "restarting %s in %.2f s (restart %d): %s",
             self.describe(), delay, self.restart_count, error,
@@ -414,6 +415,7 @@ class ProcessActor(RemoteActor):
         return await asyncio.shield(self.died)
 
     async def _end_children(self, kill: bool = False) -> None:
+        self.runtime.children_ending(self)
         children = list(self.children)
         for child in children:
             child._end_reason = ("parent ended", None)

@@ -127,9 +127,13 @@ class RemoteActor:
         self, sent: asyncio.Future[Any], cf: concurrent.futures.Future[Any]
     ) -> None:
         try:
-            cf.set_result(await AskHandle(sent, self, "", None))
+            result = await AskHandle(sent, self, "", None)
         except BaseException as exc:
-            cf.set_exception(exc)
+            if not cf.done():
+                cf.set_exception(exc)
+            return
+        if not cf.done():  # a wait ended as a proven deadlock is done already
+            cf.set_result(result)
 
     def _submit(
         self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]

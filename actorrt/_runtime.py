@@ -23,6 +23,7 @@ from ._cell import ActorCell
 from ._context import PlacementInfo, current_cell
 from ._control import StatusServer
 from ._errors import (
+    ActorDiedError,
     ActorNotFoundError,
     NoRuntimeError,
     ResourceError,
@@ -137,6 +138,16 @@ class Runtime:
         self._tasks: set[asyncio.Task[None]] = set()
         # Spawns waiting for their grant: actor id -> (class name, name, parent id).
         self._spawning: dict[str, tuple[str, str | None, str | None]] = {}
+        # Inline actors inside a worker that spawned through this runtime (a trial's helper):
+        # id -> description, and the worker actor each belongs to (they end with it).
+        self._foreign: dict[str, str] = {}
+        self._foreign_of: dict[str, set[str]] = {}
+        # Requests of spawns that wait for resources, by the parent they will be children
+        # of; and parents whose children are being ended (no new child may join them).
+        self._child_requests: dict[str, set[str]] = {}
+        self._ending: set[str] = set()
+        # Waiters in workers that await asks, and the connection that reported them.
+        self._edge_conns: dict[Any, tuple[Any, int]] = {}
         self.started_at: float | None = None
         # Whether `actorrt status` can find this runtime; worker processes turn it off.
         self.discoverable = True
@@ -251,7 +262,12 @@ class Runtime:
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         parent: ActorCell | None,
+        requester: str | None = None,
+        bounded: bool = False,
     ) -> ActorRef[A]:
+        """``requester``: the actor that awaits this spawn, when it is not ``parent`` itself
+        (an inline actor inside ``parent``'s worker process, which the broker knows as a
+        child of ``parent``). ``bounded``: the spawn's caller bounds its wait."""
         if self._closing:
             raise RuntimeClosedError("the runtime is shutting down; no new actors start")
         if parent is not None and not parent.accepting and parent.died.done():
@@ -260,18 +276,51 @@ class Runtime:
         in_process = options.runs_in_process()
         needs_grant = options.needs_grant()
         if (in_process or needs_grant) and self.workers.head is not None:
-            # In a worker, resources and processes come from the owning runtime.
+            # In a worker, resources and processes come from the owning runtime (which
+            # applies the spawn_timeout option, if any).
             return await self.workers.spawn_via_owner(actor_class, args, kwargs)
+        timeout = options.spawn_timeout
+        if timeout is None:
+            return await self._spawn_here(actor_class, args, kwargs, parent, requester, bounded)
+        try:
+            return await asyncio.wait_for(
+                self._spawn_here(actor_class, args, kwargs, parent, requester, True), timeout
+            )
+        except TimeoutError:
+            name = f" name={options.name!r}" if options.name else ""
+            raise TimeoutError(
+                f"spawning {actor_class.cls.__name__}({name.strip()}) did not finish within "
+                f"spawn_timeout={timeout} s; its resource request was withdrawn and nothing "
+                "of it was kept (while a spawn waits, actorrt.pending_requests() says what "
+                "for)"
+            ) from None
+
+    async def _spawn_here(
+        self,
+        actor_class: ActorClass[A],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        parent: ActorCell | None,
+        requester: str | None,
+        bounded: bool,
+    ) -> ActorRef[A]:
+        options = actor_class.actor_options
+        in_process = options.runs_in_process()
+        needs_grant = options.needs_grant()
         actor_id = self._new_id()
         if needs_grant:
             self._spawning[actor_id] = (
                 actor_class.cls.__name__, options.name, parent.actor_id if parent else None
             )
         try:
-            grant = await self._acquire(actor_id, options, parent) if needs_grant else None
-            if parent is not None and parent.died.done():
-                # Its parent ended while it waited: it must not outlive it.
-                raise parent.died.result()
+            grant = (
+                await self._acquire(actor_id, options, parent, requester, bounded)
+                if needs_grant
+                else None
+            )
+            if parent is not None and (parent.died.done() or parent.actor_id in self._ending):
+                # Its parent ended (or is ending) while it waited: it must not outlive it.
+                raise self._parent_gone(parent, actor_class.cls.__name__)
             cell: Any
             if in_process:
                 cpus = grant.placement.resources.to_dict().get("CPU", 0.0) if grant else 0.0
@@ -282,6 +331,7 @@ class Runtime:
                 cell = ActorCell(self, actor_class, args, kwargs, parent, actor_id)
             cell.grant = grant
             cell.grant_info = self.grant_info(grant)
+            cell.broker_parent = requester
             return await self._start(cell)
         except BaseException:
             if actor_id not in self._actors:
@@ -291,10 +341,62 @@ class Runtime:
         finally:
             self._spawning.pop(actor_id, None)
 
-    async def _acquire(self, actor_id: str, options: ActorOptions, parent: Any) -> Granted:
-        """Reserve what a new actor needs (its group first, if it has one)."""
+    def _parent_gone(self, parent: Any, what: str) -> BaseException:
+        if parent.died.done():
+            return parent.died.result()  # type: ignore[no-any-return]
+        return ActorDiedError(
+            f"{parent.describe()} is ending, so the {what} it was spawning does not start "
+            "(a child never outlives its parent); its resource request was withdrawn",
+            actor=parent.describe(),
+            reason="stopped",
+        )
+
+    def children_ending(self, parent: Any) -> None:
+        """``parent``'s children are being ended: the spawns it still waits for are
+        withdrawn, and none of them may start until it restarts or is gone."""
+        self._ending.add(parent.actor_id)
+        for request_id in list(self._child_requests.pop(parent.actor_id, ())):
+            self.grants.abort(request_id, self._parent_gone(parent, "actor"))
+
+    def children_may_start(self, parent: Any) -> None:
+        """``parent`` restarted: its new incarnation may spawn children again."""
+        self._ending.discard(parent.actor_id)
+
+    async def _acquire(
+        self,
+        actor_id: str,
+        options: ActorOptions,
+        parent: Any,
+        requester: str | None = None,
+        bounded: bool = False,
+    ) -> Granted:
+        """Reserve what a new actor needs (its group first, if it has one). A ``bounded``
+        wait (``spawn_timeout``) ends by itself: no wait edge."""
+        parent_id = requester or (parent.actor_id if parent is not None else None)
+        waiter = None if bounded else parent_id
+        pending = (
+            None if parent is None else self._child_requests.setdefault(parent.actor_id, set())
+        )
+        try:
+            return await self._acquire_in(actor_id, options, parent_id, waiter, pending)
+        finally:
+            if (
+                pending is not None
+                and not pending
+                and parent is not None
+                and self._child_requests.get(parent.actor_id) is pending
+            ):
+                del self._child_requests[parent.actor_id]
+
+    async def _acquire_in(
+        self,
+        actor_id: str,
+        options: ActorOptions,
+        parent_id: str | None,
+        waiter: str | None,
+        pending: set[str] | None,
+    ) -> Granted:
         grants = self.grants
-        parent_id = parent.actor_id if parent is not None else None
         placement: Any = options.placement
         if options.placement_group is not None:
             group_id = grants.new_request_id()
@@ -309,7 +411,7 @@ class Runtime:
             bundles = parse_bundles(options.placement_group, allow_empty_head=True)
             self._group_specs[group_id] = (bundles, options.strategy)
             self._held_groups[actor_id] = group_id
-            await grants.wait(group_id, reserved, parent_id)
+            await self._wait_child(group_id, reserved, waiter, pending)
             placement = GroupTarget(group_id, 0)
         elif not isinstance(placement, str | GroupTarget):
             placement = placement.target()
@@ -317,7 +419,22 @@ class Runtime:
         future = grants.submit(
             request_id, actor_id, options.own_resources(), placement=placement, parent=parent_id
         )
-        return await grants.wait(request_id, future, parent_id)
+        return await self._wait_child(request_id, future, waiter, pending)
+
+    async def _wait_child(
+        self,
+        request_id: str,
+        future: asyncio.Future[Granted],
+        waiter: str | None,
+        pending: set[str] | None,
+    ) -> Granted:
+        if pending is None:
+            return await self.grants.wait(request_id, future, waiter)
+        pending.add(request_id)
+        try:
+            return await self.grants.wait(request_id, future, waiter)
+        finally:
+            pending.discard(request_id)
 
     async def _start(self, cell: Any) -> ActorRef[Any]:
         self._register(cell)
@@ -480,11 +597,67 @@ class Runtime:
         actor_class: ActorClass[Any],
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
-        parent_id: str | None,
+        chain: list[tuple[str, str]] | None,
+        bounded: bool = False,
     ) -> ActorRef[Any]:
-        """A worker's actor spawns a worker-process actor: it becomes that actor's child."""
-        parent = None if parent_id is None else self.lookup(parent_id)
-        return await self._spawn(actor_class.options(process=True), args, kwargs, parent)
+        """A worker's actor spawns a worker-process actor: it becomes that actor's child.
+        ``bounded``: the worker bounds the wait (``asyncio.wait_for``): no wait edge.
+
+        ``chain`` is the spawning actor and its ancestors in the worker, ``(id, description)``
+        nearest first, up to the actor this runtime placed there. An inline actor of the worker
+        (a trial's helper) is unknown here: it is recorded as a child of the worker's actor,
+        so its spawns are captured into that actor's placement group, its waits are seen by
+        the deadlock check, and the new actor ends with the worker's actor.
+        """
+        parent = None
+        helpers: list[tuple[str, str]] = []
+        for actor_id, described in chain or ():
+            parent = self.lookup(actor_id)
+            if parent is not None:
+                break
+            helpers.append((actor_id, described))
+        requester = None
+        if parent is not None and helpers:
+            known = self._foreign_of.setdefault(parent.actor_id, set())
+            above = parent.actor_id
+            for actor_id, described in reversed(helpers):
+                self.grants.set_parent(actor_id, above)
+                self._foreign[actor_id] = described
+                known.add(actor_id)
+                above = actor_id
+            requester = helpers[0][0]
+        return await self._spawn(
+            actor_class.options(process=True), args, kwargs, parent, requester, bounded
+        )
+
+    def describe_id(self, actor_id: str) -> str | None:
+        """``Class(id=..., name=...)`` for an actor id this runtime knows of, else ``None``."""
+        target = self._actors.get(actor_id)
+        if target is not None:
+            return str(target.describe())
+        spawning = self._spawning.get(actor_id)
+        if spawning is not None:
+            cls_name, name, _ = spawning
+            named = f" name={name!r}" if name else ""
+            return f"{cls_name}(id={actor_id}{named})"
+        return self._foreign.get(actor_id)
+
+    def edge_reported(self, waiter: Any, conn: Any, added: bool) -> None:
+        """A worker reported that ``waiter`` (an actor there) began or ended awaiting an ask."""
+        known = self._edge_conns.get(waiter)
+        count = (known[1] if known is not None else 0) + (1 if added else -1)
+        if count > 0:
+            self._edge_conns[waiter] = (conn, count)
+        else:
+            self._edge_conns.pop(waiter, None)
+
+    def ask_deadlocked(self, waiter: Any, target: Any, error: BaseException) -> None:
+        """The broker proved that ``waiter``'s wait on ``target`` can never end: end it."""
+        if self.waits.fail(waiter, target, error):
+            return
+        known = self._edge_conns.get(waiter)
+        if known is not None and not known[0].is_closing():
+            known[0].notify(("ask_deadlock", waiter, target, error))
 
     def _new_id(self) -> str:
         return f"{self.runtime_id}-{next(self._ids)}"
@@ -501,7 +674,8 @@ class Runtime:
         self._actors[cell.actor_id] = cell
         if cell.parent is not None:
             cell.parent.children.add(cell)
-            self.grants.set_parent(cell.actor_id, cell.parent.actor_id)
+            broker_parent = getattr(cell, "broker_parent", None) or cell.parent.actor_id
+            self.grants.set_parent(cell.actor_id, broker_parent)
 
     def forget(self, cell: Any) -> None:
         """Drop an ended actor from the registries and give back what it held."""
@@ -515,6 +689,14 @@ class Runtime:
         if name is not None and self._names.get(name) is cell:
             del self._names[name]
         self.waits.forget(cell.actor_id)
+        self._ending.discard(cell.actor_id)
+        self._edge_conns.pop(cell.actor_id, None)
+        for helper in self._foreign_of.pop(cell.actor_id, ()):
+            # The inline actors of its worker ended with it.
+            self._foreign.pop(helper, None)
+            self._edge_conns.pop(helper, None)
+            if self._grants is not None:
+                self._grants.release(helper)
 
     def get_actor(self, name: str) -> ActorRef[Any]:
         if not isinstance(name, str):

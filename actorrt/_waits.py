@@ -1,16 +1,51 @@
 """Who is awaiting whom: the record the resource broker reads to find blocked actors.
 
 An edge ``waiter -> target`` exists while actor ``waiter`` awaits, with no timeout, an ask
-to actor ``target`` (and, once resources exist, a resource request). DESIGN.md §4 "Blocked"
-defines an actor as blocked when it awaits a resource request or an ask to a blocked actor;
-this graph is the "ask" half of that definition.
+to actor ``target``: with ``await``, or from synchronous code with ``actorrt.get``. DESIGN.md
+§4 "Blocked" defines an actor as blocked when it awaits a resource request or an ask to a
+blocked actor; this graph is the "ask" half of that definition. A wait with a timeout ends by
+itself and is no edge, however it is bounded.
+
+Each awaited answer is registered with its edge, so that when the broker proves the wait can
+never end (a cycle of asks), :meth:`WaitGraph.fail` ends it with the error that says why.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 from collections.abc import Callable, Hashable
+from typing import Any
 
 Listener = Callable[[Hashable, Hashable, bool], None]
+
+# Python 3.11's asyncio.wait_for runs what it bounds in a task of its own, released by a timer
+# through this function: a task with it among its done callbacks is bounded by its awaiter.
+_RELEASE_WAITER = getattr(asyncio.tasks, "_release_waiter", None)
+
+
+def bounded_by_awaiter(unbounded: object = None) -> bool:
+    """Whether the running task is bounded by ``asyncio.wait_for(..., timeout)`` (so a wait
+    in it ends by itself and is no wait edge, like a wait with a timeout option). Python 3.12
+    and later bound ``wait_for`` inside the awaiting task, where it cannot be seen.
+    ``unbounded``: a task known to be awaited by nobody with a timeout (an actor's own)."""
+    if _RELEASE_WAITER is None:
+        return False
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        return False
+    if task is unbounded:
+        return False
+    callbacks = getattr(task, "_callbacks", None)
+    if not callbacks:
+        return False
+    for entry in callbacks:
+        callback = entry[0] if isinstance(entry, tuple) else entry
+        if getattr(callback, "func", None) is _RELEASE_WAITER:
+            return True
+    return False
+Answer = asyncio.Future[Any] | concurrent.futures.Future[Any]
 
 
 class WaitGraph:
@@ -18,23 +53,35 @@ class WaitGraph:
 
     ``listener(waiter, target, added)`` hears when a pair gets its first edge and when it
     loses its last: the runtime passes that on to the broker (or, in a worker, to the
-    owning runtime's broker).
+    owning runtime's broker). Called on the runtime's loop only.
     """
 
-    __slots__ = ("_edges", "listener")
+    __slots__ = ("_answers", "_edges", "listener")
 
     def __init__(self) -> None:
         self._edges: dict[Hashable, dict[Hashable, int]] = {}
+        self._answers: dict[tuple[Hashable, Hashable], list[Answer]] = {}
         self.listener: Listener | None = None
 
-    def add(self, waiter: Hashable, target: Hashable) -> None:
+    def add(self, waiter: Hashable, target: Hashable, answer: Answer | None = None) -> None:
         targets = self._edges.setdefault(waiter, {})
         count = targets.get(target, 0)
         targets[target] = count + 1
+        if answer is not None:
+            self._answers.setdefault((waiter, target), []).append(answer)
         if count == 0 and self.listener is not None:
             self.listener(waiter, target, True)
 
-    def remove(self, waiter: Hashable, target: Hashable) -> None:
+    def remove(self, waiter: Hashable, target: Hashable, answer: Answer | None = None) -> None:
+        if answer is not None:
+            answers = self._answers.get((waiter, target))
+            if answers is not None:
+                try:
+                    answers.remove(answer)
+                except ValueError:
+                    pass
+                if not answers:
+                    del self._answers[(waiter, target)]
         targets = self._edges.get(waiter)
         if targets is None:
             return
@@ -47,6 +94,18 @@ class WaitGraph:
             del self._edges[waiter]
         if self.listener is not None:
             self.listener(waiter, target, False)
+
+    def fail(self, waiter: Hashable, target: Hashable, error: BaseException) -> bool:
+        """End every wait of ``waiter`` on ``target`` with ``error``; whether there was one."""
+        failed = False
+        for answer in list(self._answers.get((waiter, target), ())):
+            if not answer.done():
+                try:
+                    answer.set_exception(error)
+                except (asyncio.InvalidStateError, concurrent.futures.InvalidStateError):
+                    continue  # answered in the meantime (from another thread)
+                failed = True
+        return failed
 
     def waiting_on(self, waiter: Hashable) -> frozenset[Hashable]:
         """The targets ``waiter`` is awaiting right now."""

@@ -26,6 +26,7 @@ from ._process_actor import ProcessActor
 from ._ref import ActorRef
 from ._remote import DeadTarget, RelayTarget
 from ._transport import WireServer, make_private_dir, serve_unix
+from ._waits import bounded_by_awaiter
 from ._wire_connection import Connection
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ class Workers:
         )
         self.head: Connection | None = None  # in a worker: the owning runtime
         self._relays: dict[str, RelayTarget] = {}
+        self._spawns = 0
         self._idle_threads: list[ActorThread] = []
         self._dir: str | None = None
         self._server: WireServer | None = None
@@ -162,7 +164,9 @@ class Workers:
 
     def _notify_wait(self, waiter: Any, target: Any, added: bool) -> None:
         if self.head is not None and not self.head.is_closing():
-            self.head.notify(("wait_edge", waiter, target, added))
+            cell = self.runtime.lookup(waiter)
+            serial = cell is None or getattr(cell, "max_concurrency", 1) == 1
+            self.head.notify(("wait_edge", waiter, target, added, serial))
 
     def _notify_restarted(self, cell: ActorCell) -> None:
         if self.head is not None and not self.head.is_closing():
@@ -178,12 +182,28 @@ class Workers:
         self, actor_class: ActorClass[Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> ActorRef[Any]:
         assert self.head is not None
-        parent = current_cell.get()
-        parent_id = parent.actor_id if parent is not None else None
-        ref: ActorRef[Any] = await self.head.request(
-            ("spawn_process", actor_class, args, kwargs, parent_id),
+        # The spawning actor and its ancestors here, nearest first: the owner knows the
+        # outermost (the actor it placed in this worker), not the inline ones inside it.
+        chain = []
+        cell = current_cell.get()
+        while cell is not None:
+            chain.append((cell.actor_id, cell.describe()))
+            cell = cell.parent
+        # A spawn bounded here by asyncio.wait_for waits there: say so (no wait edge).
+        bounded = bounded_by_awaiter()
+        self._spawns += 1
+        token = f"{self.runtime.runtime_id}-s{self._spawns}"
+        reply = self.head.request(
+            ("spawn_process", actor_class, args, kwargs, chain, bounded, token),
             context=f"the class and constructor arguments of {actor_class.__name__}",
         )
+        try:
+            ref: ActorRef[Any] = await reply
+        except asyncio.CancelledError:
+            # Given up here (a timeout, a cancelled task): withdraw it there too.
+            if not self.head.is_closing():
+                self.head.notify(("spawn_cancel", token))
+            raise
         return ref
 
     async def get_actor_via_owner(self, name: str) -> ActorRef[Any]:

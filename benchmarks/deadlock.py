@@ -1,6 +1,7 @@
-"""The seed's Modin-style deadlock: how long until actorrt says so (SEED-NOTES.md point 8).
+"""The seed's Modin-style deadlock: how long until actorrt says so (SEED-NOTES.md point 8),
+and what the deadlock check costs at scale.
 
-    python -m benchmarks.deadlock [--check] [--reps R] [--trials N]
+    python -m benchmarks.deadlock [--check] [--reps R] [--trials N] [--no-sweep]
 
 On a runtime of N CPUs (default 4), a ``Tuner`` runs N trials of ``{"cpu": 1}`` each, so the
 trials hold every CPU. Each trial waits at a gate until all N have arrived, then spawns a
@@ -21,6 +22,21 @@ Figures (lower is better, no baseline: there is nothing to do the same job faste
 
 Each repetition is a fresh runtime. A run that does not end in one error and N - 1 finished
 trials fails with an assertion.
+
+Under load, in a real runtime: an ask cycle between two actors (A asks B, B asks A) while a
+third actor keeps asking and spawning (a grant and a release each time). The figure is the
+time from the first ask to the ``DeadlockError``; ``--check`` fails above 1 s.
+
+At scale, the broker alone on an event loop (uvloop), driven as the runtime drives it (a
+slice of the check per loop turn). Three shapes at 1,000 and 10,000 waiters: ``modin`` (every
+trial holds its group and waits for one more CPU from the cluster), ``chain`` (a chain of
+asks ending in an actor that waits for more than is free) and ``ring`` (a cycle of asks).
+Figures: the longest slice of the check in CPU time (what the check itself stalls the loop;
+``--check`` fails above 10 ms at 10,000), the loop's longest stall in wall time while the
+check runs (a probe callback re-queued every turn measures the longest gap between its runs)
+beside the same probe on an idle loop for as long (the baseline: what other processes and the
+OS cost the loop on this machine), and the time from the check's start to its report
+(``--check`` fails above 1 s at 10,000).
 """
 
 from __future__ import annotations
@@ -33,6 +49,7 @@ from typing import Any
 
 import actorrt
 from actorrt import tune
+from actorrt.resources import AskDeadlocked, Broker, Failed, GroupTarget, NodeInventory
 
 from ._common import Figure, exit_for, report
 
@@ -103,29 +120,190 @@ async def sweep(trials: int) -> tuple[float, float]:
     return seen["failed"][0] - max(seen["asked"]), fit_s
 
 
+@actorrt.actor
+class Peer:
+    def __init__(self) -> None:
+        self.other: Any = None
+
+    def meet(self, other: Any) -> None:
+        self.other = other
+
+    async def ping(self) -> str:
+        return "pong"
+
+    async def ask_other(self) -> str:
+        return str(await self.other.ask_back())
+
+    async def ask_back(self) -> str:
+        return str(await self.other.ping())
+
+
+async def ask_cycle_under_load() -> float:
+    """Seconds from the first ask of an A -> B -> A cycle to its DeadlockError, while another
+    actor keeps asking, spawning and stopping (a grant and a release each time)."""
+    a, b, echo = await Peer.spawn(), await Peer.spawn(), await Peer.spawn()
+    await a.meet(b)
+    await b.meet(a)
+    rounds = [0]
+
+    async def churn() -> None:
+        while True:
+            await echo.ping()
+            small = await Helper.options(resources={"token": 1}, process=False).spawn()
+            await small.stop()
+            rounds[0] += 1
+
+    task = asyncio.ensure_future(churn())
+    await asyncio.sleep(0.2)  # the traffic is flowing
+    start = time.perf_counter()
+    try:
+        await a.ask_other()
+    except actorrt.DeadlockError:
+        took = time.perf_counter() - start
+    else:
+        raise AssertionError("the ask cycle was not reported")
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert rounds[0] > 0
+    for ref in (a, b, echo):
+        await ref.stop()
+    return took
+
+
+def scale_case(kind: str, n: int) -> Broker:
+    """A broker holding one deadlock of ``n`` waiters (edges at t=1; the check is due then)."""
+    if kind == "modin":
+        b = Broker([NodeInventory("n", {"CPU": n})])
+        for i in range(n):
+            b.request(f"g{i}", f"T{i}", bundles=[{"CPU": 1}], now=0.0)
+            b.request(f"d{i}", f"T{i}", {"CPU": 1}, placement=GroupTarget(f"g{i}", 0), now=0.0)
+        for i in range(n):
+            b.request(f"w{i}", f"W{i}", {"CPU": 1}, parent=f"T{i}", placement="cluster", now=0.5)
+            b.blocked(f"T{i}", on_request=f"w{i}", now=1.0)
+        return b
+    b = Broker([NodeInventory("n", {"CPU": 2})])
+    if kind == "chain":
+        b.request("a", "A0", {"CPU": 2}, now=0.0)
+        b.request("more", "X", {"CPU": 1}, parent="A0", now=0.0)
+        b.blocked("A0", on_request="more", now=1.0)
+        for i in range(n - 1, 0, -1):  # built from the far end: the worst order to search
+            b.blocked(f"A{i}", on_holder=f"A{i - 1}", now=1.0)
+        return b
+    for i in range(n):
+        b.blocked(f"A{i}", on_holder=f"A{(i + 1) % n}", now=1.0)
+    return b
+
+
+async def idle_stall(seconds: float) -> float:
+    """The loop's longest gap (ms) over ``seconds`` with nothing to do but the probe: what
+    the machine alone (other processes, the OS) costs the loop."""
+    loop = asyncio.get_running_loop()
+    worst = 0.0
+    last = start = time.perf_counter()
+    while last - start < seconds:
+        await asyncio.sleep(0)
+        t = time.perf_counter()
+        worst = max(worst, t - last)
+        last = t
+    del loop
+    return worst * 1000
+
+
+async def drive_check(b: Broker) -> tuple[float, float, float, float]:
+    """(longest loop stall ms, longest slice CPU ms, ms to the report, idle loop's longest
+    stall ms over as long) for one check."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[list[Any]] = loop.create_future()
+    worst = worst_cpu = 0.0
+    last = time.perf_counter()
+    now = 2.0  # broker time: past the check's due time
+
+    def probe() -> None:
+        nonlocal last, worst
+        t = time.perf_counter()
+        worst = max(worst, t - last)
+        last = t
+        if not done.done():
+            loop.call_soon(probe)
+
+    def poll() -> None:
+        nonlocal worst_cpu
+        c = time.thread_time()
+        events = b.poll(now)
+        worst_cpu = max(worst_cpu, time.thread_time() - c)
+        due = b.next_poll_at()
+        if events or due is None or due > now:
+            done.set_result(events)
+        else:
+            loop.call_soon(poll)
+
+    start = time.perf_counter()
+    loop.call_soon(probe)
+    loop.call_soon(poll)
+    events = await done
+    took = time.perf_counter() - start
+    assert any(isinstance(e, Failed | AskDeadlocked) for e in events), events
+    return worst * 1000, worst_cpu * 1000, took * 1000, await idle_stall(took)
+
+
+def scale_figures(reps: int) -> list[Figure]:
+    import uvloop
+
+    figures = []
+    for kind in ("modin", "chain", "ring"):
+        for n in (1_000, 10_000):
+            stall, cpu, took, idle = [], [], [], []
+            for _ in range(reps):
+                b = scale_case(kind, n)
+                s, c, t, i = uvloop.run(drive_check(b))
+                stall.append(s)
+                cpu.append(c)
+                took.append(t)
+                idle.append(i)
+            big = n == 10_000
+            label = f"check, {kind} of {n:,} waiters"
+            figures += [
+                Figure(f"{label}: longest slice (CPU)", "ms", cpu,
+                       target_value=10.0 if big else None, lower_is_better=True),
+                Figure(f"{label}: longest loop stall (wall)", "ms", stall, idle,
+                       lower_is_better=True),
+                Figure(f"{label}: time to report", "ms", took,
+                       target_value=1000.0 if big else None, lower_is_better=True),
+            ]
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
     parser.add_argument("--reps", type=int, default=3, help="samples per figure")
     parser.add_argument("--trials", type=int, default=4, help="trials, and CPUs")
+    parser.add_argument("--no-sweep", action="store_true", help="skip the Tune sweep")
     args = parser.parse_args()
 
-    detect: list[float] = []
-    total: list[float] = []
-    for _ in range(args.reps):
+    figures = []
+    if not args.no_sweep:
+        detect: list[float] = []
+        total: list[float] = []
+        for _ in range(args.reps):
 
-        async def one() -> tuple[float, float]:
-            return await sweep(args.trials)
+            async def one() -> tuple[float, float]:
+                return await sweep(args.trials)
 
-        d, t = actorrt.run(one, num_cpus=args.trials)
-        detect.append(d)
-        total.append(t)
-    figures = [
-        Figure("Modin-style deadlock: time to ResourceDeadlockError", "s", detect,
-               target_value=1.0, lower_is_better=True),
-        Figure("Modin-style deadlock: whole sweep, fit() returns", "s", total,
-               lower_is_better=True),
-    ]
+            d, t = actorrt.run(one, num_cpus=args.trials)
+            detect.append(d)
+            total.append(t)
+        figures += [
+            Figure("Modin-style deadlock: time to ResourceDeadlockError", "s", detect,
+                   target_value=1.0, lower_is_better=True),
+            Figure("Modin-style deadlock: whole sweep, fit() returns", "s", total,
+                   lower_is_better=True),
+        ]
+    cycle = [actorrt.run(ask_cycle_under_load, resources={"token": 1}) for _ in range(args.reps)]
+    figures.append(Figure("ask cycle under unrelated traffic: time to DeadlockError", "s",
+                          cycle, target_value=1.0, lower_is_better=True))
+    figures += scale_figures(args.reps)
     ok = report("benchmarks.deadlock: an undeclared worker request while trials hold every CPU",
                 figures, "deadlock", {"loop": "uvloop", "trials": args.trials,
                                       "cpus": args.trials, "reps": args.reps})

@@ -9,6 +9,7 @@ EXPECTED = {
     "cluster_resources",
     "get_gpu_ids", "pending_requests", "placement_group",
     "MailboxFullError", "MethodRef", "NoRuntimeError", "RemoteError", "ResourceDeadlockError",
+    "DeadlockError",
     "ResourceError", "Runtime", "RuntimeAlreadyRunningError", "RuntimeClosedError",
     "RuntimeContext", "RuntimeStateError", "actor", "get", "get_actor", "get_context",
     "init", "is_initialized", "run", "shutdown", "spawn",

@@ -11,6 +11,7 @@ from actorrt._errors import ResourceDeadlockError as ResourceDeadlockError
 from actorrt._errors import ResourceError as ResourceError
 
 from ._broker import Broker as Broker
+from ._events import AskDeadlocked as AskDeadlocked
 from ._events import BundlePlacement as BundlePlacement
 from ._events import Event as Event
 from ._events import Failed as Failed
@@ -41,6 +42,7 @@ from ._spec import resources_from_options as resources_from_options
 __all__ = [
     "BACKEND_ENV",
     "UNIT",
+    "AskDeadlocked",
     "Broker",
     "BundlePlacement",
     "Event",
@@ -73,9 +75,9 @@ __all__ = [
 
 # Public objects show their public module in reprs and tracebacks.
 for _cls in (
-    Broker, BundlePlacement, Failed, FakeGpu, GpuDevice, Granted, GroupTarget, NodeInventory,
-    NvmlUnavailableError, PendingRequest, PlacementStrategy, ResourcePool, Resources, Revoked,
-    Stalled,
+    AskDeadlocked, Broker, BundlePlacement, Failed, FakeGpu, GpuDevice, Granted, GroupTarget,
+    NodeInventory, NvmlUnavailableError, PendingRequest, PlacementStrategy, ResourcePool,
+    Resources, Revoked, Stalled,
 ):  # fmt: skip
     _cls.__module__ = __name__
 del _cls

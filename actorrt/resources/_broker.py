@@ -22,13 +22,18 @@ Model (DESIGN.md §4, §5):
   arrival order, each waiting request granted as soon as it fits (groups are small and belong
   to one trial).
 - Wait edges (:meth:`Broker.blocked`) feed the deadlock check (``_deadlock``), which runs from
-  :meth:`Broker.poll` once no grant has happened for ``deadlock_delay`` seconds after a new edge.
+  :meth:`Broker.poll` ``deadlock_delay`` seconds after the first wait edge it has not yet seen
+  (neither grants nor further edges postpone it), in slices of bounded work: while a check is
+  under way, :meth:`Broker.next_poll_at` says "now", so the caller's loop serves other work
+  between slices.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Hashable, Mapping, Sequence
 
+from ._deadlock import Found, check
 from ._events import Event, Stalled
 from ._node import NodeInventory
 from ._placement import PlacementStrategy
@@ -54,8 +59,8 @@ class Broker(BrokerReports):
         nodes: the cluster's nodes (more can be added with :meth:`add_node`).
         reservation_depth: how many of the oldest waiting cluster requests get reservations
             (default 4).
-        deadlock_delay: seconds without a grant after a new wait edge before the deadlock
-            check runs (default 0.15).
+        deadlock_delay: seconds from a new wait edge to the deadlock check that sees it
+            (default 0.15; at least this long after the previous check ended).
         stall_after: seconds without a grant in a queue after which its waiting requests are
             reported as stalled (default 10).
         now: the starting time.
@@ -154,7 +159,8 @@ class Broker(BrokerReports):
         for w in self._holder_waiters.pop(holder, ()):
             waiter = self._holders.get(w)
             if waiter is not None:
-                waiter.edges_holder.discard(holder)
+                waiter.edges_holder.pop(holder, None)
+                waiter.version += 1
                 self._drop_if_idle(waiter)
         h = self._holders.get(holder)
         if h is None:
@@ -192,12 +198,16 @@ class Broker(BrokerReports):
         *,
         on_request: Hashable = _UNSET,
         on_holder: Hashable = _UNSET,
+        serial: bool = True,
         now: float | None = None,
     ) -> None:
         """Add a wait edge: ``holder`` awaits, with no timeout, a request or an ask to a holder.
 
         An edge on a request that is no longer waiting is ignored; edges on a request go away
-        by themselves when it is granted, fails or is withdrawn.
+        by themselves when it is granted, fails or is withdrawn. ``serial``: the holder serves
+        one message at a time, so a cycle of asks through it can never end (such a cycle is
+        reported with :class:`AskDeadlocked`); an actor that may answer other messages while
+        it waits passes ``False``.
         """
         if (on_request is _UNSET) == (on_holder is _UNSET):
             raise TypeError("blocked() takes exactly one of on_request= or on_holder=")
@@ -206,15 +216,25 @@ class Broker(BrokerReports):
             req = self._requests.get(on_request)
             if req is None:
                 return
-            self._holder(holder).edges_request.add(on_request)
+            h = self._holder(holder)
+            h.edges_request.add(on_request)
             req.waiters.add(holder)
+            if on_request not in self._awaited_known:
+                self._awaited_known.add(on_request)
+                heapq.heappush(
+                    self._awaited, (req.arrival + self._stall_after, req.seq, on_request)
+                )
         else:
             if on_holder == holder:
                 raise ValueError(f"holder {holder!r} cannot wait on itself")
-            self._holder(holder).edges_holder.add(on_holder)
+            h = self._holder(holder)
+            self._edge_seq += 1
+            h.edges_holder[on_holder] = self._edge_seq
             self._holder_waiters.setdefault(on_holder, set()).add(holder)
-        self._last_edge_at = self._now
-        self._deadlock_armed = True
+        h.serial = serial
+        h.version += 1
+        if self._check_due is None:
+            self._check_due = max(self._now, self._checked_at) + self._deadlock_delay
 
     def unblocked(
         self,
@@ -237,8 +257,9 @@ class Broker(BrokerReports):
             if req is not None:
                 req.waiters.discard(holder)
         if on_holder is not _UNSET:
-            h.edges_holder.discard(on_holder)
+            h.edges_holder.pop(on_holder, None)
             self._holder_waiters.get(on_holder, set()).discard(holder)
+        h.version += 1
         self._drop_if_idle(h)
 
     def _clear_edges(self, h: Holder) -> None:
@@ -250,35 +271,69 @@ class Broker(BrokerReports):
             self._holder_waiters.get(x, set()).discard(h.hid)
         h.edges_request.clear()
         h.edges_holder.clear()
+        h.version += 1
 
     # -- time --------------------------------------------------------------------------------
 
     def next_poll_at(self) -> float | None:
-        """When :meth:`poll` has work next (a deadlock check or a stall report), or ``None``."""
+        """When :meth:`poll` has work next (a deadlock check or a stall report), or ``None``.
+
+        While a deadlock check is under way this is the current time: call :meth:`poll` again
+        soon (after serving other work), until the check completes.
+        """
+        if self._check is not None:
+            return self._now
         due: list[float] = []
-        if self._deadlock_armed:
-            due.append(max(self._last_edge_at, self._last_grant_at) + self._deadlock_delay)
+        if self._check_due is not None:
+            due.append(self._check_due)
         for waits in self._wait_queues():
             at = self._stall_due(waits)
             if at is not None:
                 due.append(at)
+        awaited = self._awaited_due()
+        if awaited is not None:
+            due.append(awaited)
         return min(due) if due else None
 
     def poll(self, now: float) -> list[Event]:
-        """Do time-based work that is due: the deadlock check, stall reports."""
+        """Do time-based work that is due: a slice of the deadlock check, stall reports.
+
+        A check does at most a bounded amount of work per call (see ``_deadlock.SLICE``); a
+        caller that needs it finished at once (a test, a simulation) calls again while
+        :meth:`next_poll_at` returns a time not after ``now``.
+        """
         now = self._tick(now)
         events: list[Event] = []
-        if self._deadlock_armed:
-            due = max(self._last_edge_at, self._last_grant_at) + self._deadlock_delay
-            if now >= due:
-                self._deadlock_armed = False
-                found = self._fail_deadlocked()
-                if found:
-                    # Check again later: another, independent set may be deadlocked too.
-                    self._deadlock_armed = True
-                    self._last_edge_at = now
-                events.extend(found)
+        if self._check is None and self._check_due is not None and now >= self._check_due:
+            self._check_due = None
+            self._check = check(
+                self._holders, self._groups, self._requests, self._empty, self._order
+            )
+        if self._check is not None:
+            try:
+                next(self._check)
+            except StopIteration as done:
+                self._check = None
+                self._checked_at = now
+                found: Found | None = done.value
+                if found is not None:
+                    events.extend(self._act_on(found))
+                    # Another, independent set may be deadlocked too: check again.
+                    if self._check_due is None:
+                        self._check_due = now + self._deadlock_delay
+                elif self._check_due is not None:
+                    self._check_due = max(self._check_due, now + self._deadlock_delay)
+        events.extend(self._awaited_stall_reports(now))
         events.extend(self._stall_reports(now))
+        return events
+
+    def check_now(self, now: float | None = None) -> list[Event]:
+        """Run a whole deadlock check now, all slices at once (for tests and simulations)."""
+        now = self._tick(now)
+        self._check_due = min(self._check_due or now, now)
+        events = self.poll(now)
+        while self._check is not None:
+            events.extend(self.poll(now))
         return events
 
     def _wait_queues(self) -> list[WaitQueue]:
@@ -308,6 +363,11 @@ class Broker(BrokerReports):
                 continue
             waits.stall_reported = True
             for report in self._explain(now, only=group if group else "cluster"):
-                if report.stalled:
-                    events.append(Stalled(report.request_id, report.holder, report.reason))
+                if report.stalled and report.request_id not in self._stall_told:
+                    reason = report.reason
+                    req = self._requests.get(report.request_id)
+                    if req is not None and req.waiters:
+                        self._stall_told.add(req.rid)
+                        reason = f"{reason}. {self.stall_detail(req)}"
+                    events.append(Stalled(report.request_id, report.holder, reason))
         return events

@@ -7,12 +7,12 @@ subclass adds the input methods, time-based work and reports.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Generator, Hashable, Iterable, Mapping, Sequence
 
-from actorrt._errors import ResourceDeadlockError, ResourceError
+from actorrt._errors import DeadlockError, ResourceDeadlockError, ResourceError
 
-from ._deadlock import find_deadlock
-from ._events import BundlePlacement, Event, Failed, Granted, GroupTarget, Revoked
+from ._deadlock import AskCycle, Found, Stale
+from ._events import AskDeadlocked, BundlePlacement, Event, Failed, Granted, GroupTarget, Revoked
 from ._feasibility import check_cluster, check_in_group
 from ._node import NodeInventory
 from ._placement import Placed, PlacementStrategy, Shape, parse_bundles, parse_strategy
@@ -60,9 +60,17 @@ class BrokerCore:
         self._seq = 0
         self._deadlock_delay = deadlock_delay
         self._stall_after = stall_after
-        self._last_grant_at = now
-        self._last_edge_at = now
-        self._deadlock_armed = False
+        self._edge_seq = 0
+        # Requests an actor awaits, by when they count as stalled whatever their queue does
+        # (a heap of (due, seq, request id), stale entries skipped); and those reported.
+        self._awaited: list[tuple[float, int, Hashable]] = []
+        self._awaited_known: set[Hashable] = set()
+        self._stall_told: set[Hashable] = set()
+        # The deadlock check: due ``deadlock_delay`` after the first wait edge it has not
+        # seen, whatever happens meanwhile; a running check (a generator, in slices).
+        self._check_due: float | None = None
+        self._check: Generator[None, None, Found | None] | None = None
+        self._checked_at = now
         for node in nodes:
             self._add_node(node)
 
@@ -230,12 +238,16 @@ class BrokerCore:
     def _finish_request(self, req: Request, status: int) -> Holder:
         req.status = status
         del self._requests[req.rid]
+        if req.waiters:
+            self._awaited_known.discard(req.rid)
+            self._stall_told.discard(req.rid)
         h = self._holders[req.holder]
         del h.requests[req.rid]
         for hid in req.waiters:
             waiter = self._holders.get(hid)
             if waiter is not None:
                 waiter.edges_request.discard(req.rid)
+                waiter.version += 1
                 if waiter is not h:
                     self._drop_if_idle(waiter)
         req.waiters.clear()
@@ -247,10 +259,10 @@ class BrokerCore:
         grant = Grant(rid, req.holder, req.key, req.shape, placed, None)
         self._grants[rid] = grant
         h.grants[rid] = grant
+        h.version += 1
         if h.min_key is None or req.key < h.min_key:
             h.min_key = req.key
         now = self._now
-        self._last_grant_at = now
         self._queue.waits.progressed(now)
         nodes = self._nodes
         bundles = req.shape.bundles
@@ -285,10 +297,10 @@ class BrokerCore:
         grant = Grant(rid, req.holder, req.key, req.shape, placed, group)
         self._grants[rid] = grant
         h.grants[rid] = grant
+        h.version += 1
         if h.min_key is None or req.key < h.min_key:
             h.min_key = req.key
         group.members[rid] = grant
-        self._last_grant_at = self._now
         group.waits.progressed(self._now)
         b, alloc = placed[0]
         node = self._nodes[group.node_idx[b]]
@@ -326,6 +338,7 @@ class BrokerCore:
         del self._grants[grant.rid]
         h = self._holders[grant.holder]
         del h.grants[grant.rid]
+        h.version += 1
         if grant.key == h.min_key:
             h.recompute_min_key()
         group = grant.group
@@ -352,6 +365,7 @@ class BrokerCore:
             del self._grants[grant.rid]
             h = self._holders[grant.holder]
             del h.grants[grant.rid]
+            h.version += 1
             h.recompute_min_key()
             events.append(Revoked(grant.rid, grant.holder, group.gid))
             self._drop_if_idle(h)
@@ -380,12 +394,18 @@ class BrokerCore:
             return False
         return self._queue.discard(req)
 
-    def _fail_deadlocked(self) -> list[Event]:
-        found = find_deadlock(
-            self._nodes, self._queue, self._groups, self._holders, self._requests, self._order
-        )
-        if found is None:
+    def _act_on(self, found: Found) -> list[Event]:
+        """Fail what a validated deadlock check chose."""
+        if isinstance(found, Stale):
             return []
+        if isinstance(found, AskCycle):
+            h = self._holders.get(found.waiter)
+            if h is not None:
+                h.edges_holder.pop(found.target, None)
+                h.version += 1
+                self._holder_waiters.get(found.target, set()).discard(found.waiter)
+                self._drop_if_idle(h)
+            return [AskDeadlocked(found.waiter, found.target, DeadlockError(found.message))]
         req = found.victim
         failed, needs_pass = self._fail(req, ResourceDeadlockError(found.message))
         waits = self._queue.waits if req.group is None else req.group.waits

@@ -6,7 +6,8 @@ a list of the events it caused, in the order they happened:
 - :class:`Granted`: a request got its resources (which node, which bundle, which GPU devices);
 - :class:`Failed`: a waiting request will never be granted (deadlock victim, group removed);
 - :class:`Revoked`: a grant inside a placement group ended because the group was removed;
-- :class:`Stalled`: a request has waited a while with no progress in its queue (a warning).
+- :class:`Stalled`: a request has waited a while with no progress in its queue (a warning);
+- :class:`AskDeadlocked`: an ask between actors closes a cycle of waits and fails.
 
 Events are named tuples: cheap to build, immutable, and easy to match on.
 """
@@ -16,11 +17,12 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import NamedTuple
 
-from actorrt._errors import ResourceError
+from actorrt._errors import DeadlockError, ResourceError
 
 from ._spec import Resources
 
 __all__ = [
+    "AskDeadlocked",
     "BundlePlacement",
     "Event",
     "Failed",
@@ -128,7 +130,18 @@ class Stalled(NamedTuple):
     reason: str
 
 
-Event = Granted | Failed | Revoked | Stalled
+class AskDeadlocked(NamedTuple):
+    """``waiter`` awaits an answer from ``target`` that can never come: the asks form a
+    cycle of actors that each serve one message at a time. The broker has dropped the edge;
+    the actor layer fails that wait with ``error``.
+    """
+
+    waiter: Hashable
+    target: Hashable
+    error: DeadlockError
+
+
+Event = Granted | Failed | Revoked | Stalled | AskDeadlocked
 
 
 class PendingRequest(NamedTuple):

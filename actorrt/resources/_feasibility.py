@@ -24,11 +24,14 @@ from ._state import Grant, Group
 
 __all__ = ["FIX_HINT", "check_cluster", "check_in_group", "describe_nodes"]
 
+# The fix for a driver that holds resources and waits for workers it did not declare. The
+# broker knows no Tune: the actor layer puts Tune's spelling in its place for a trial (an actor
+# class with a ``_actorrt_fix_hint``).
 FIX_HINT = (
-    "declare the workers as bundles of the trial's PlacementGroupFactory (e.g. "
-    "PlacementGroupFactory([{'CPU': 1}] + [{'CPU': 1}] * num_workers)), or use "
-    "tune.with_resources(driver, scaling_config), so the driver and its workers are reserved "
-    "together as one atomic gang"
+    "declare the workers together with their driver, as one atomic gang: spawn the driver with "
+    "placement_group=[its own bundle] + [one bundle per worker] (e.g. "
+    "placement_group=[{'CPU': 1}] + [{'CPU': 1}] * num_workers); the workers it spawns are "
+    "then placed in that group"
 )
 
 
@@ -149,6 +152,7 @@ def _group_message(
     return (
         f"request {rid!r} of {holder} asks for {res} in {where} of placement group "
         f"{group.gid!r}{how}, which can never hold it, even "
-        f"once every sibling has ended: the group holds bundles [{bundles}].{holds} To fix: "
-        f"{FIX_HINT}; or spawn it with placement='cluster' to queue outside the group."
+        f"once every sibling has ended: the group holds bundles [{bundles}].{holds} Spawn it "
+        f"with placement='cluster' to queue outside the group, or declare more bundles. To "
+        f"fix: {FIX_HINT}."
     )

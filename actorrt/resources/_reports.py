@@ -6,16 +6,21 @@ Read-only views for ``actorrt.pending_requests()``, ``cluster_resources()``,
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Hashable
 
 from ._core import BrokerCore
-from ._events import BundlePlacement, Granted, PendingRequest
+from ._deadlock import describe_holdings, describe_request
+from ._events import BundlePlacement, Granted, PendingRequest, Stalled
 from ._explain import Explainer, reason_text
+from ._feasibility import FIX_HINT
 from ._node import NodeInventory
 from ._spec import MEMORY, UNIT, Resources
 from ._state import Grant, Request, WaitQueue
 
 __all__ = ["BrokerReports"]
+
+_LISTED = 4
 
 
 class BrokerReports(BrokerCore):
@@ -79,6 +84,75 @@ class BrokerReports(BrokerCore):
             behind=behind,
             stalled=stalled,
             reason=reason,
+        )
+
+    def _awaited_due(self) -> float | None:
+        """When the next awaited request counts as stalled (stale heap entries dropped)."""
+        heap = self._awaited
+        while heap:
+            _, _, rid = heap[0]
+            req = self._requests.get(rid)
+            if req is not None and req.waiters and rid not in self._stall_told:
+                return heap[0][0]
+            heapq.heappop(heap)
+            if req is None or not req.waiters:
+                self._awaited_known.discard(rid)
+        return None
+
+    def _awaited_stall_reports(self, now: float) -> list[Stalled]:
+        """A request an actor awaits is stalled once it has waited ``stall_after``, whatever
+        else its queue grants meanwhile (unrelated traffic must not put the warning off);
+        reported once."""
+        events: list[Stalled] = []
+        ex: Explainer | None = None
+        while True:
+            due = self._awaited_due()
+            if due is None or due > now:
+                return events
+            _, _, rid = heapq.heappop(self._awaited)
+            req = self._requests[rid]
+            self._stall_told.add(rid)
+            if ex is None:
+                ex = Explainer(self._nodes, self._queue, self._holders, self._order)
+            if req.group is None:
+                short, held_by, _fits = ex.cluster(req)
+                waits = self._queue.waits
+            else:
+                short, held_by = ex.group(req, req.group)
+                waits = req.group.waits
+            reason = reason_text(
+                short=short, held_by=held_by, reserved=rid in self._queue.reservations,
+                behind=(), stalled=False, waits=waits, now=now,
+            )  # fmt: skip
+            reason = f"{reason}; waited {now - req.arrival:.1f} s. {self.stall_detail(req)}"
+            events.append(Stalled(rid, req.holder, reason))
+
+    def stall_detail(self, req: Request) -> str:
+        """For a stalled request an actor awaits: the line of actors it belongs to (its
+        outermost ancestor, a trial, and what that line holds, workers that did start
+        included), what it waits for, and the fix. Not a proven deadlock: actors that are not
+        blocked are assumed to end, but started workers that sit waiting for their siblings
+        (a gang started piecemeal) never will."""
+        waiter = min(req.waiters, key=repr)
+        root = self._ancestors(waiter)[-1]
+        line: list[Hashable] = []
+        for hid in self._holders:
+            if hid != root and self._holders[hid].grants and root in self._ancestors(hid):
+                line.append(hid)
+        root_h = self._holders.get(root)
+        held = describe_holdings(root_h) if root_h is not None else "nothing"
+        started = ""
+        if line:
+            listed = sorted(line, key=repr)[:_LISTED]
+            parts = [f"{hid} holds {describe_holdings(self._holders[hid])}" for hid in listed]
+            if len(line) > len(listed):
+                parts.append(f"and {len(line) - len(listed)} more")
+            started = f"; of the actors it started, {', '.join(parts)}"
+        who = root if waiter == root else f"{waiter} (of {root})"
+        return (
+            f"{root} holds {held}{started}; {who} waits for {describe_request(req)}. If what "
+            f"its started actors wait for is each other (a gang started piecemeal), this never "
+            f"ends. To fix: {FIX_HINT}."
         )
 
     def total(self) -> dict[str, float]:

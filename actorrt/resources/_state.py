@@ -171,15 +171,23 @@ class Holder:
     """Everything the broker knows about one holder id."""
 
     # Slots for speed: one per actor.
-    __slots__ = ("edges_holder", "edges_request", "grants", "hid", "min_key", "requests")
+    __slots__ = (
+        "edges_holder", "edges_request", "grants", "hid", "min_key", "requests", "serial",
+        "version",
+    )  # fmt: skip
 
     def __init__(self, hid: Hashable) -> None:
         self.hid = hid
         self.grants: dict[Hashable, Grant] = {}
         self.requests: dict[Hashable, Request] = {}
         self.edges_request: set[Hashable] = set()
-        self.edges_holder: set[Hashable] = set()
+        # holder waited on -> the edge's number (newer edges have larger numbers)
+        self.edges_holder: dict[Hashable, int] = {}
         self.min_key: int | None = None
+        # Whether it serves one message at a time (an ask cycle through it is a deadlock).
+        self.serial = True
+        # Bumped on every change of its edges or grants (the deadlock check validates by it).
+        self.version = 0
 
     def is_blocked(self) -> bool:
         """Whether it waits on anything (a request or another holder)."""

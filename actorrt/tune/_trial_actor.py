@@ -76,6 +76,15 @@ def load_error(outcome: Mapping[str, Any]) -> BaseException | None:
 class TrialDriver:
     """Runs attempts of one trial; see the module docstring."""
 
+    # The fix a deadlock message gives when a trial holds its resources and waits for
+    # workers it did not declare (the actor layer puts it in place of the generic one).
+    _actorrt_fix_hint = (
+        "declare the workers as bundles of the trial's PlacementGroupFactory (e.g. "
+        "PlacementGroupFactory([{'CPU': 1}] + [{'CPU': 1}] * num_workers)), or use "
+        "tune.with_resources(driver, scaling_config), so the driver and its workers are "
+        "reserved together as one atomic gang"
+    )
+
     def __init__(self, trainable: Any, bus: Any) -> None:
         self.trainable = trainable
         self.bus = bus

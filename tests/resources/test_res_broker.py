@@ -201,7 +201,7 @@ def test_captured_request_that_can_never_fit_is_infeasible() -> None:
     msg = str(info.value)
     assert "placement group 'g'" in msg and "captured" in msg
     assert "bundles [0: {CPU: 1}]" in msg and "trial holds {CPU: 1} in bundle 0" in msg
-    assert "PlacementGroupFactory" in msg and "with_resources(driver, scaling_config)" in msg
+    assert "placement='cluster'" in msg and "placement_group=[its own bundle]" in msg
     assert isinstance(info.value, ValueError)
     # larger than every bundle, even with nothing held
     b.request("g2", "t2", bundles=[{"CPU": 1}, {"CPU": 1}])
