@@ -29,6 +29,7 @@ class Trainable:
         config: the trial's config.
         iteration: iterations completed (``training_iteration`` of the last result).
         trial_id, trial_name, trial_dir: where the trial is.
+        trial_resources: what the trial reserved (a ``PlacementGroupFactory``).
     """
 
     def __init__(self, config: dict[str, Any] | None = None, **info: Any) -> None:
@@ -37,12 +38,19 @@ class Trainable:
         self.trial_id: str = info.get("trial_id", "")
         self.trial_name: str = info.get("trial_name", "")
         self.trial_dir: str = info.get("trial_dir", "")
+        self._trial_resources: PlacementGroupFactory | None = info.get("trial_resources")
         self.setup(dict(self.config))
 
     @property
     def training_iteration(self) -> int:
         """Ray's name for :attr:`iteration`."""
         return self.iteration
+
+    @property
+    def trial_resources(self) -> PlacementGroupFactory | None:
+        """What this trial reserved (its factory); under ``ResourceChangingScheduler`` the
+        trial restarts from its checkpoint with the new resources when they change."""
+        return self._trial_resources
 
     @property
     def logdir(self) -> str:

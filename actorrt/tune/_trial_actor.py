@@ -189,6 +189,7 @@ def _run_class(cls: type[Trainable], session: Session) -> None:
         trial_id=session.trial_id,
         trial_name=spec["trial_name"],
         trial_dir=session.trial_dir,
+        trial_resources=session.context.get_trial_resources(),
     )
     try:
         if session.checkpoint is not None:
