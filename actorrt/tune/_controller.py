@@ -41,7 +41,7 @@ from ._experiment_state import make_header
 from ._prepare import DEFAULT_STORAGE, check_checkpoint_config, experiment_name, trainable_name
 from ._progress import ProgressReporter
 from ._recorder import ExperimentRecorder
-from ._resize import await_group, bundle_options, try_reserve
+from ._resize import ClusterTotals, await_group, bundle_options, try_reserve
 from ._resources import PlacementGroupFactory, describe_request, resolve_resources
 from ._restore import RestoredExperiment, rebuild_trials, replay_scheduler, restore_searcher
 from ._result import ResultGrid, grid_of
@@ -480,6 +480,7 @@ class TuneController:
             "chdir": self._chdir,
         }
         spec.update(trial.restore_spec())
+        spec["resized"], trial.resized = trial.resized, False
         return spec
 
     def _complete(self, trial: Trial) -> None:
@@ -718,6 +719,12 @@ class TuneController:
         """Everything the cluster has (what allocation functions share out)."""
         return actorrt.cluster_resources()
 
+    @property
+    def _resource_updater(self) -> ClusterTotals:
+        """Ray's controller attribute that allocation functions read totals from
+        (``get_num_cpus()``, ``get_num_gpus()``)."""
+        return ClusterTotals()
+
     def resize_trial(self, trial: Trial, resources: PlacementGroupFactory) -> bool:
         """Ask for ``resources`` for a running trial, without waiting (see ``_resize``):
         ``True`` when it restarts with them from this result's checkpoint; ``False`` when
@@ -767,6 +774,7 @@ class TuneController:
             if await await_group(trial, group, new):
                 trial.resources = new
                 trial.group = group
+                trial.resized = True  # a class trainable's update_resources() is called
                 logger.info("tune: trial %s now has %s", trial.trial_name, new.bundles)
         except BaseException:
             trial.status = RUNNING

@@ -32,7 +32,9 @@ import actorrt
 
 from ._resources import PlacementGroupFactory
 
-__all__ = ["RESIZE_WAIT_S", "await_group", "bundle_options", "shortfall", "try_reserve"]
+__all__ = [
+    "RESIZE_WAIT_S", "ClusterTotals", "await_group", "bundle_options", "shortfall", "try_reserve"
+]
 
 logger = logging.getLogger("actorrt.tune")
 
@@ -118,3 +120,14 @@ def bundle_options(bundle: dict[str, float]) -> dict[str, Any]:
     if custom:
         options["resources"] = custom
     return options
+
+
+class ClusterTotals:
+    """The cluster's CPUs and GPUs, as Ray's controller's ``_resource_updater`` gives them
+    to allocation functions."""
+
+    def get_num_cpus(self) -> float:
+        return float(actorrt.cluster_resources().get("CPU", 0.0))
+
+    def get_num_gpus(self) -> float:
+        return float(actorrt.cluster_resources().get("GPU", 0.0))

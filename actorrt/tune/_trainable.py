@@ -71,6 +71,11 @@ class Trainable:
     def load_checkpoint(self, checkpoint: dict[str, Any] | str) -> None:
         """Restore from what :meth:`save_checkpoint` saved: its directory, or its dict."""
 
+    def update_resources(self, new_resources: PlacementGroupFactory) -> None:
+        """The trial's resources changed (``ResourceChangingScheduler``): called with the
+        new ones before :meth:`load_checkpoint` in the restarted trial. The default does
+        nothing; :attr:`trial_resources` already gives the new resources."""
+
     def cleanup(self) -> None:
         """Release what :meth:`setup` acquired. Runs when the trial ends, however it ends."""
 

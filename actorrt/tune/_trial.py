@@ -65,6 +65,7 @@ class Trial:
         # group, which the controller holds (``group``) until the trial ends.
         self.resize: tuple[PlacementGroupFactory, Any] | None = None
         self.resizing = False
+        self.resized = False  # its next attempt is its first with new resources
         self.group: Any = None
 
     @property

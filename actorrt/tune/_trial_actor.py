@@ -192,6 +192,8 @@ def _run_class(cls: type[Trainable], session: Session) -> None:
         trial_resources=session.context.get_trial_resources(),
     )
     try:
+        if spec.get("resized"):  # Ray calls it before load_checkpoint
+            obj.update_resources(session.context.get_trial_resources())
         if session.checkpoint is not None:
             obj.load_checkpoint(_load(session.checkpoint.path))
         while True:
