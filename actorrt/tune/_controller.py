@@ -42,6 +42,7 @@ from ._prepare import DEFAULT_STORAGE, check_checkpoint_config, experiment_name,
 from ._progress import ProgressReporter
 from ._recorder import ExperimentRecorder
 from ._resize import ClusterTotals, await_group, bundle_options, try_reserve
+from ._resource_changing import ResourceChangingScheduler
 from ._resources import PlacementGroupFactory, describe_request, resolve_resources
 from ._restore import RestoredExperiment, rebuild_trials, replay_scheduler, restore_searcher
 from ._result import ResultGrid, grid_of
@@ -608,6 +609,12 @@ class TuneController:
         that run again."""
         assert self.restored is not None
         rebuilt = rebuild_trials(self.restored, self.storage)
+        if isinstance(self.scheduler, ResourceChangingScheduler):
+            logger.warning(
+                "tune: ResourceChangingScheduler: restored trials start again with their "
+                "base resources (the resources they had grown to are not saved); the "
+                "allocation function resizes them again from their next results"
+            )
         self.trials.extend(rebuilt.trials)
         self._by_id.update((t.trial_id, t) for t in rebuilt.trials)
         self._replaying = True  # the scheduler's stop/resume calls change nothing now

@@ -38,6 +38,7 @@ __all__ = [
 
 logger = logging.getLogger("actorrt.tune")
 
+_warned: set[str] = set()  # an empty bundle 0 is refused: warned about once
 RESIZE_WAIT_S = 30.0  # how long a granted swap may take for the old group to be released
 
 
@@ -60,7 +61,9 @@ def try_reserve(trial: Any, new: PlacementGroupFactory, waiting: int) -> Any:
     old = trial.resources
     name = trial.trial_name
     if new.head_bundle_is_empty:
-        logger.info(
+        log = logger.info if _warned else logger.warning
+        _warned.add(name)
+        log(
             "tune: trial %s keeps %s: the new resources %s have an empty bundle 0, and a "
             "trial restarted in a new group needs its driver's bundle to hold something",
             name, old.bundles, new.bundles,
