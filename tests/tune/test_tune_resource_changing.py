@@ -181,7 +181,7 @@ def train(config: dict[str, Any]) -> None:
             with open(os.path.join(tmp, "step"), "w") as f:
                 f.write(str(step + 1))
             tune.report(
-                {"cpus": cpus_now, "pid": os.getpid(), "step": step},
+                {"cpus": cpus_now, "pid": os.getpid(), "step": step, "from": start},
                 checkpoint=tune.Checkpoint.from_directory(tmp),
             )
 
@@ -234,8 +234,12 @@ async def test_a_trial_grows_once_the_others_finish(
     frame = long_trial(grid)
     assert list(frame["step"]) == list(range(6))  # restarted from its checkpoints
     # Step 0 with 3 live trials of 1 CPU on 4: the one free CPU is its even share, so it
-    # restarts with 2. Step 1, once the others ended: 2 more free, all of it.
-    assert list(frame["cpus"]) == [1, 2, 4, 4, 4, 4]
+    # restarts with 2. From step 1, once the others ended: 2 more free, all of it (taken at
+    # the first result after the short trials' actors have given their CPUs back).
+    cpus_seen = list(frame["cpus"])
+    assert cpus_seen[:2] == [1, 2] and cpus_seen[-1] == 4
+    assert list(frame["from"])[:2] == [0, 1]  # step 1 ran in an attempt restored at 1
+    assert cpus_seen == sorted(cpus_seen) and set(cpus_seen) == {1, 2, 4}
     short = [r for r in grid if r.config["steps"] == 2]
     assert [list(r.metrics_dataframe["cpus"]) for r in short] == [[1, 1], [1, 1]]
 
@@ -259,6 +263,9 @@ async def test_a_trial_that_cannot_grow_keeps_running(
     # At step 0 the short trials hold 2 CPUs: 4 cannot be had, so it keeps its 1 CPU and
     # its attempt (same process, no restore); at step 1 they have ended, and it grows.
     assert list(frame["step"]) == list(range(6))
-    assert list(frame["cpus"]) == [1, 1, 4, 4, 4, 4]
+    cpus_seen = list(frame["cpus"])
+    assert cpus_seen[:2] == [1, 1] and cpus_seen[-1] == 4
+    assert cpus_seen == sorted(cpus_seen) and set(cpus_seen) == {1, 4}
     assert len(set(list(frame["pid"])[:2])) == 1
+    assert list(frame["from"])[:2] == [0, 0]  # one attempt: never restarted in between
     assert "keeps running with [{'CPU': 1.0}]" in caplog.text
