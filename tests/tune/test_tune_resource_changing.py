@@ -241,7 +241,8 @@ async def test_a_trial_grows_once_the_others_finish(
     assert list(frame["from"])[:2] == [0, 1]  # step 1 ran in an attempt restored at 1
     assert cpus_seen == sorted(cpus_seen) and set(cpus_seen) == {1, 2, 4}
     short = [r for r in grid if r.config["steps"] == 2]
-    assert [list(r.metrics_dataframe["cpus"]) for r in short] == [[1, 1], [1, 1]]
+    # A short one may grow at its last result, once the other short one has ended.
+    assert all(r.metrics_dataframe["cpus"].iloc[0] == 1 for r in short)
 
 
 class Grow(DistributeResources):
