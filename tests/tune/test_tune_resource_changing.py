@@ -270,3 +270,36 @@ async def test_a_trial_that_cannot_grow_keeps_running(
     assert len(set(list(frame["pid"])[:2])) == 1
     assert list(frame["from"])[:2] == [0, 0]  # one attempt: never restarted in between
     assert "keeps running with [{'CPU': 1.0}]" in caplog.text
+
+
+def steady(config: dict[str, Any]) -> None:
+    for step in range(3):
+        tune.report({"step": step})
+
+
+class Always(DistributeResources):
+    """Asks for 2 CPUs at every result."""
+
+    def __call__(self, tune_controller: Any, trial: Any, result: dict[str, Any],
+                 scheduler: Any) -> PGF | None:
+        return PGF([{"CPU": 2}])
+
+
+@pytest.mark.actorrt(num_cpus=4)
+async def test_a_resize_at_a_trials_last_result_is_withdrawn(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Any
+) -> None:
+    # The stop condition ends the trial at the result where its new group was reserved:
+    # the group is given back, and the trial ends as TERMINATED, not restarted.
+    grid = await tune.Tuner(
+        steady,
+        tune_config=tune.TuneConfig(
+            scheduler=ResourceChangingScheduler(resources_allocation_function=Always())
+        ),
+        run_config=tune.RunConfig(
+            storage_path=str(tmp_path), verbose=0, stop={"training_iteration": 1}
+        ),
+    ).fit_async()
+    assert not grid.errors
+    assert [r.metrics["training_iteration"] for r in grid] == [1]
+    assert actorrt.available_resources() == actorrt.cluster_resources()
