@@ -303,3 +303,55 @@ async def test_a_resize_at_a_trials_last_result_is_withdrawn(
     assert not grid.errors
     assert [r.metrics["training_iteration"] for r in grid] == [1]
     assert actorrt.available_resources() == actorrt.cluster_resources()
+
+
+def gpu_train(config: dict[str, Any]) -> None:
+    start = 0
+    checkpoint = tune.get_checkpoint()
+    if checkpoint is not None:
+        with open(os.path.join(checkpoint.path, "step")) as f:
+            start = int(f.read())
+    for step in range(start, config["steps"]):
+        if config["steps"] > 1 and step == 1:
+            wait_for(os.path.join(config["flags"], "shorts_done"))
+        gpus = tune.get_context().get_trial_resources().required_resources.get("GPU", 0)
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(tmp, "step"), "w") as f:
+                f.write(str(step + 1))
+            tune.report(
+                {"gpus": gpus, "visible": os.environ.get("CUDA_VISIBLE_DEVICES", "?")},
+                checkpoint=tune.Checkpoint.from_directory(tmp),
+            )
+
+
+class ShortDone(tune.Callback):
+    def __init__(self, flags: str) -> None:
+        self.flags = flags
+
+    def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        if trial.config["steps"] == 1:
+            open(os.path.join(self.flags, "shorts_done"), "w").close()
+
+
+@pytest.mark.actorrt(num_cpus=2, num_gpus=2)
+async def test_a_trial_grows_to_two_gpus_and_sees_both(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Any
+) -> None:
+    flags = tmp_path / "flags"
+    flags.mkdir()
+    grid = await tune.Tuner(
+        tune.with_resources(gpu_train, {"cpu": 1, "gpu": 1}),
+        param_space={"steps": tune.grid_search([4, 1]), "flags": str(flags)},
+        tune_config=tune.TuneConfig(scheduler=ResourceChangingScheduler()),
+        run_config=tune.RunConfig(
+            storage_path=str(tmp_path), verbose=0, callbacks=[ShortDone(str(flags))]
+        ),
+    ).fit_async()
+    assert not grid.errors
+    frame = next(r for r in grid if r.config["steps"] == 4).metrics_dataframe
+    # DistributeResources' unit is one GPU when the base has one: alone, it takes both,
+    # and its worker process sees both devices.
+    assert frame["gpus"].iloc[0] == 1 and len(frame["visible"].iloc[0].split(",")) == 1
+    assert frame["gpus"].iloc[-1] == 2
+    assert sorted(frame["visible"].iloc[-1].split(",")) == ["0", "1"]
+    assert actorrt.available_resources() == actorrt.cluster_resources()
