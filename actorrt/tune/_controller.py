@@ -49,9 +49,10 @@ from ._result import ResultGrid, grid_of
 from ._result_checks import ResultChecker
 from ._schedulers import FIFOScheduler, TrialScheduler
 from ._search import BasicVariantGenerator, ConcurrencyLimiter, Searcher
-from ._session import CONTINUE, STOP
+from ._session import CONTINUE, SAVE_AND_STOP, STOP
 from ._stopper import to_stopper
 from ._storage import ExperimentStorage, copy_dir_atomic
+from ._trainable import Trainable
 from ._trial import ERROR, PAUSED, PENDING, RUNNING, TERMINATED, Trial
 from ._trial_actor import error_outcome, load_error
 from ._variants import in_space_order
@@ -586,14 +587,20 @@ class TuneController:
             if decision == STOP:  # it ends here anyway: the new group is not needed
                 self._forget(self._drop_resize(trial))
             else:
-                self._begin_resize(trial, checkpoint is not None)
-                decision = STOP  # this attempt ends here; _swap_group starts the next
+                # A class trainable is saved now, as Ray saves one it pauses.
+                save = checkpoint is None and isinstance(self.trainable, type) and issubclass(
+                    self.trainable, Trainable
+                )
+                self._begin_resize(trial, checkpoint is not None or save)
+                decision = SAVE_AND_STOP if save else STOP  # _swap_group starts the next
         self.callbacks.trial_result(self.trials, trial, result)
         self.progress.result(trial, result)
         if checkpoint is not None:
             self.callbacks.checkpoint(self.trials, trial, Checkpoint(checkpoint))
         if self._fatal is not None:
             return STOP
+        if decision == SAVE_AND_STOP:
+            return SAVE_AND_STOP
         return STOP if decision == STOP else CONTINUE
 
     def on_checkpoint(self, trial_id: str, path: str) -> None:

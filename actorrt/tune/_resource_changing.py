@@ -255,8 +255,9 @@ class ResourceChangingScheduler(TrialScheduler):
     decisions of ``base_scheduler`` (FIFO when ``None``); see the module docstring.
 
     A function trainable reads its resources with ``tune.get_context().get_trial_resources()``,
-    a class trainable with ``self.trial_resources``; both restart from their latest
-    checkpoint when their resources change, so report a checkpoint with every result.
+    a class trainable with ``self.trial_resources`` (and ``update_resources(new)``). Both
+    restart from a checkpoint when their resources change: a class trainable is saved at
+    that result; a function trainable should report a checkpoint with every result.
     """
 
     def __init__(

@@ -23,7 +23,7 @@ import cloudpickle
 
 import actorrt
 
-from ._session import STOP, Session, StopTrial, set_session
+from ._session import SAVE_AND_STOP, STOP, Session, StopTrial, set_session
 from ._trainable import Trainable
 from ._trial_log import LOG_FILE, trial_output
 from ._workdir import trial_working_dir
@@ -205,6 +205,10 @@ def _run_class(cls: type[Trainable], session: Session) -> None:
             save = (frequency and obj.iteration % frequency == 0) or (done and at_end)
             path = _save(obj, session) if save else None
             decision = session.send(metrics, path)
+            if decision == SAVE_AND_STOP:
+                if path is None:
+                    actorrt.get(session.bus.checkpoint(session.trial_id, _save(obj, session)))
+                return
             if decision == STOP or done:
                 if at_end and path is None:
                     actorrt.get(
