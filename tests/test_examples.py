@@ -123,6 +123,15 @@ CASES: dict[str, tuple[list[str], float, list[str]]] = {
         r"^12 trials, 0 errors$",
         r"^Pareto front: [1-9]\d* trial\(s\)",
     ]),
+    "tune_resource_changing.py": (["--test"], 120, [
+        r"^class API: 6 trials, 0 errors$",
+        r"^function API: 6 trials, 0 errors$",
+        # 6 trials at 1 CPU on 4: the last ones alive get an even share of all 4
+        r"^class API: most threads a trial ran with: [2-4]$",
+        r"^function API: most threads a trial ran with: [2-4]$",
+        r"^class API: iterations run twice: 0$",
+        r"^function API: iterations run twice: 0$",
+    ]),
     "tune_zoopt.py": ([], 120, [
         r"^20 trials, 0 errors$",
         r"^best mean_loss -?\d+\.\d{3} with width=",

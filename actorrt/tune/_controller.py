@@ -41,15 +41,18 @@ from ._experiment_state import make_header
 from ._prepare import DEFAULT_STORAGE, check_checkpoint_config, experiment_name, trainable_name
 from ._progress import ProgressReporter
 from ._recorder import ExperimentRecorder
-from ._resources import describe_request, resolve_resources
+from ._resize import ClusterTotals, await_group, bundle_options, try_reserve
+from ._resource_changing import ResourceChangingScheduler
+from ._resources import PlacementGroupFactory, describe_request, resolve_resources
 from ._restore import RestoredExperiment, rebuild_trials, replay_scheduler, restore_searcher
 from ._result import ResultGrid, grid_of
 from ._result_checks import ResultChecker
 from ._schedulers import FIFOScheduler, TrialScheduler
 from ._search import BasicVariantGenerator, ConcurrencyLimiter, Searcher
-from ._session import CONTINUE, STOP
+from ._session import CONTINUE, SAVE_AND_STOP, STOP
 from ._stopper import to_stopper
 from ._storage import ExperimentStorage, copy_dir_atomic
+from ._trainable import Trainable
 from ._trial import ERROR, PAUSED, PENDING, RUNNING, TERMINATED, Trial
 from ._trial_actor import error_outcome, load_error
 from ._variants import in_space_order
@@ -352,11 +355,19 @@ class TuneController:
     async def _run_trial(self, trial: Trial) -> None:
         assert trial.resources is not None
         max_failures = self.failure.max_failures
+        if trial.group is not None:  # resized: its driver goes into the group we hold
+            placed: dict[str, Any] = {
+                "placement": trial.group.bundle(0), **bundle_options(trial.resources.bundles[0])
+            }
+        else:
+            placed = {
+                "placement_group": trial.resources.bundles,
+                "strategy": trial.resources.strategy,
+            }
         try:
             ref = await TrialDriverActor.options(
                 process=True,
-                placement_group=trial.resources.bundles,
-                strategy=trial.resources.strategy,
+                **placed,
                 max_restarts=-1 if max_failures < 0 else max_failures,
                 # The default name (unique per runtime): trial_name_creator may repeat names.
                 name=f"{trainable_name(self.trainable)}_{trial.trial_id}",
@@ -364,6 +375,7 @@ class TuneController:
         except Exception as exc:  # infeasible resources, a trainable that does not travel
             if isinstance(exc, actorrt.InfeasibleResourceError):
                 exc = self._request_error(trial, exc)
+            await self._drop_group(trial)
             self._errored(trial, error_outcome(exc), exc)
             return
         finally:
@@ -383,6 +395,12 @@ class TuneController:
                 self._complete(trial)  # cancelled mid-run: the experiment is stopping
             # A trial that ended returns its worker to the pool; one cut off is killed.
             await (ref.stop() if ended else ref.kill())
+            if not (ended and trial.resizing):
+                await self._drop_group(trial)
+                await self._drop_resize(trial)
+        if trial.resizing:
+            await self._swap_group(trial)
+            return
         if trial.resume_after_stop and not self._stopping:
             trial.resume_after_stop = False  # resumed while its paused actor wound down
             self._submit(trial)
@@ -399,6 +417,8 @@ class TuneController:
                 outcome["exception"] = exc
             if trial.pausing:  # paused at its report (see on_result): its actor stops
                 trial.pausing = False  # (it may be resumed already: status PENDING)
+                return
+            if trial.resizing:  # it restarts in its new group (_swap_group)
                 return
             if outcome["status"] != "error":
                 if trial.restart_with is not None and not (self._stopping or trial.should_stop):
@@ -462,6 +482,7 @@ class TuneController:
             "chdir": self._chdir,
         }
         spec.update(trial.restore_spec())
+        spec["resized"], trial.resized = trial.resized, False
         return spec
 
     def _complete(self, trial: Trial) -> None:
@@ -562,12 +583,24 @@ class TuneController:
         if decision == TrialScheduler.PAUSE:
             self._pause(trial, checkpoint is not None)
             decision = STOP  # this attempt ends here; resume_trial starts the next
+        if trial.resize is not None:
+            if decision == STOP:  # it ends here anyway: the new group is not needed
+                self._forget(self._drop_resize(trial))
+            else:
+                # A class trainable is saved now, as Ray saves one it pauses.
+                save = checkpoint is None and isinstance(self.trainable, type) and issubclass(
+                    self.trainable, Trainable
+                )
+                self._begin_resize(trial, checkpoint is not None or save)
+                decision = SAVE_AND_STOP if save else STOP  # _swap_group starts the next
         self.callbacks.trial_result(self.trials, trial, result)
         self.progress.result(trial, result)
         if checkpoint is not None:
             self.callbacks.checkpoint(self.trials, trial, Checkpoint(checkpoint))
         if self._fatal is not None:
             return STOP
+        if decision == SAVE_AND_STOP:
+            return SAVE_AND_STOP
         return STOP if decision == STOP else CONTINUE
 
     def on_checkpoint(self, trial_id: str, path: str) -> None:
@@ -583,6 +616,12 @@ class TuneController:
         that run again."""
         assert self.restored is not None
         rebuilt = rebuild_trials(self.restored, self.storage)
+        if isinstance(self.scheduler, ResourceChangingScheduler):
+            logger.warning(
+                "tune: ResourceChangingScheduler: restored trials start again with their "
+                "base resources (the resources they had grown to are not saved); the "
+                "allocation function resizes them again from their next results"
+            )
         self.trials.extend(rebuilt.trials)
         self._by_id.update((t.trial_id, t) for t in rebuilt.trials)
         self._replaying = True  # the scheduler's stop/resume calls change nothing now
@@ -684,6 +723,94 @@ class TuneController:
             for trial in paused:
                 self.resume_trial(trial)
 
+    # ------------------------------------------- changing resources (ResourceChanging)
+
+    def get_live_trials(self) -> list[Trial]:
+        """Trials that have not ended (Ray's ``get_live_trials``)."""
+        return [t for t in self.trials if t.status not in (TERMINATED, ERROR)]
+
+    def cluster_resources(self) -> dict[str, float]:
+        """Everything the cluster has (what allocation functions share out)."""
+        return actorrt.cluster_resources()
+
+    @property
+    def _resource_updater(self) -> ClusterTotals:
+        """Ray's controller attribute that allocation functions read totals from
+        (``get_num_cpus()``, ``get_num_gpus()``)."""
+        return ClusterTotals()
+
+    def resize_trial(self, trial: Trial, resources: PlacementGroupFactory) -> bool:
+        """Ask for ``resources`` for a running trial, without waiting (see ``_resize``):
+        ``True`` when it restarts with them from this result's checkpoint; ``False`` when
+        it keeps running as it is (the reason is logged at INFO)."""
+        if (
+            self._replaying or self._stopping or trial.status != RUNNING or trial.should_stop
+            or trial.restart_with is not None or trial.resize is not None
+            or trial.resources is None or resources == trial.resources
+        ):
+            return False
+        group = try_reserve(trial, resources, self._pending)
+        if group is None:
+            return False
+        trial.resize = (resources, group)
+        return True
+
+    def _begin_resize(self, trial: Trial, checkpointed: bool) -> None:
+        assert trial.resize is not None and trial.resources is not None
+        trial.resizing = True
+        trial.status = PENDING
+        if not checkpointed:
+            logger.warning(
+                "tune: trial %s changes resources at a result without a checkpoint: it "
+                "restarts from %s and repeats the iterations since; report a checkpoint "
+                "with every result under ResourceChangingScheduler",
+                trial.trial_name, trial.checkpoint or "the start",
+            )
+        self.progress.trial_status(
+            trial, f"resources {trial.resources.bundles} -> {trial.resize[0].bundles}"
+        )
+        self._notify()
+
+    async def _swap_group(self, trial: Trial) -> None:
+        """The resized trial's old actor has stopped: give back the group we held for it
+        (if any), take the new one, and start its next attempt there."""
+        assert trial.resize is not None
+        new, group = trial.resize
+        trial.resize = None
+        trial.resizing = False
+        try:
+            await self._drop_group(trial)
+            if self._stopping:
+                await group.remove()
+                trial.status = RUNNING
+                self._complete(trial)
+                return
+            if await await_group(trial, group, new):
+                trial.resources = new
+                trial.group = group
+                trial.resized = True  # a class trainable's update_resources() is called
+                logger.info("tune: trial %s now has %s", trial.trial_name, new.bundles)
+        except BaseException:
+            trial.status = RUNNING
+            raise
+        self._submit(trial)
+
+    async def _drop_group(self, trial: Trial) -> None:
+        group, trial.group = trial.group, None
+        if group is not None:
+            await group.remove()
+
+    async def _drop_resize(self, trial: Trial) -> None:
+        resize, trial.resize = trial.resize, None
+        trial.resizing = False
+        if resize is not None:
+            await resize[1].remove()
+
+    def _forget(self, work: Any) -> None:
+        task = asyncio.ensure_future(work)
+        self._kills.add(task)
+        task.add_done_callback(self._kills.discard)
+
     # ------------------------------------------------------------------ stopping
 
     def stop_all(self, why: str) -> None:
@@ -694,7 +821,7 @@ class TuneController:
         self._stopping = True
         self.progress.note(f"stopping the experiment: {why}")
         for task, trial in list(self._tasks.items()):
-            if trial.status == PENDING:
+            if trial.status == PENDING and not trial.resizing:
                 task.cancel()
             else:
                 trial.should_stop = True

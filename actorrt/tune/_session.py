@@ -29,6 +29,9 @@ __all__ = ["StopTrial", "TuneContext", "get_checkpoint", "get_context", "report"
 
 CONTINUE = "CONTINUE"
 STOP = "STOP"
+# To a class trainable only: save a checkpoint now (none came with this result), then stop
+# (its resources change: it restarts from that checkpoint).
+SAVE_AND_STOP = "SAVE_AND_STOP"
 
 
 class StopTrial(BaseException):

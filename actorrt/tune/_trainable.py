@@ -41,6 +41,7 @@ class Trainable:
         config: the trial's config.
         iteration: iterations completed (``training_iteration`` of the last result).
         trial_id, trial_name, trial_dir: where the trial is.
+        trial_resources: what the trial reserved (a ``PlacementGroupFactory``).
     """
 
     def __init__(self, config: dict[str, Any] | None = None, **info: Any) -> None:
@@ -50,12 +51,19 @@ class Trainable:
         self.trial_name: str = info.get("trial_name", "")
         self.trial_dir: str = info.get("trial_dir", "")
         self._time_total = 0.0
+        self._trial_resources: PlacementGroupFactory | None = info.get("trial_resources")
         self.setup(dict(self.config))
 
     @property
     def training_iteration(self) -> int:
         """Ray's name for :attr:`iteration`."""
         return self.iteration
+
+    @property
+    def trial_resources(self) -> PlacementGroupFactory | None:
+        """What this trial reserved (its factory); under ``ResourceChangingScheduler`` the
+        trial restarts from its checkpoint with the new resources when they change."""
+        return self._trial_resources
 
     @property
     def logdir(self) -> str:
@@ -76,6 +84,11 @@ class Trainable:
 
     def load_checkpoint(self, checkpoint: dict[str, Any] | str) -> None:
         """Restore from what :meth:`save_checkpoint` saved: its directory, or its dict."""
+
+    def update_resources(self, new_resources: PlacementGroupFactory) -> None:
+        """The trial's resources changed (``ResourceChangingScheduler``): called with the
+        new ones before :meth:`load_checkpoint` in the restarted trial. The default does
+        nothing; :attr:`trial_resources` already gives the new resources."""
 
     def cleanup(self) -> None:
         """Release what :meth:`setup` acquired. Runs when the trial ends, however it ends."""

@@ -60,6 +60,18 @@ class Trial:
         self.restart_with: tuple[dict[str, Any], tuple[str, float, int, float]] | None = None
         self.resume_after_stop = False  # resumed while its paused actor still winds down
         self.pausing = False  # its current attempt ends in a pause, not an end
+        # ResourceChangingScheduler: the new factory and its group, reserved at a result
+        # (``resize``); the attempt then ends (``resizing``) and the trial restarts in that
+        # group, which the controller holds (``group``) until the trial ends.
+        self.resize: tuple[PlacementGroupFactory, Any] | None = None
+        self.resizing = False
+        self.resized = False  # its next attempt is its first with new resources
+        self.group: Any = None
+
+    @property
+    def placement_group_factory(self) -> PlacementGroupFactory | None:
+        """Ray's name for :attr:`resources`."""
+        return self.resources
 
     @property
     def checkpoint(self) -> str | None:

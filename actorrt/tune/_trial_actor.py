@@ -23,7 +23,7 @@ import cloudpickle
 
 import actorrt
 
-from ._session import STOP, Session, StopTrial, set_session
+from ._session import SAVE_AND_STOP, STOP, Session, StopTrial, set_session
 from ._trainable import DICT_CHECKPOINT_FILE, Trainable
 from ._trial_log import LOG_FILE, trial_output
 from ._workdir import trial_working_dir
@@ -197,8 +197,11 @@ def _run_class(cls: type[Trainable], session: Session) -> None:
         trial_id=session.trial_id,
         trial_name=spec["trial_name"],
         trial_dir=session.trial_dir,
+        trial_resources=session.context.get_trial_resources(),
     )
     try:
+        if spec.get("resized"):  # Ray calls it before load_checkpoint
+            obj.update_resources(session.context.get_trial_resources())
         if session.checkpoint is not None:
             obj.load_checkpoint(_load(session.checkpoint.path))
         while True:
@@ -215,6 +218,10 @@ def _run_class(cls: type[Trainable], session: Session) -> None:
             )
             path = _save(obj, session) if save else None
             decision = session.send(metrics, path)
+            if decision == SAVE_AND_STOP:
+                if path is None:
+                    actorrt.get(session.bus.checkpoint(session.trial_id, _save(obj, session)))
+                return
             if decision == STOP or done:
                 if at_end and path is None:
                     actorrt.get(

@@ -87,6 +87,12 @@ def test_scheduler_modules_are_rays() -> None:
     assert schedulers.__all__ == [
         "PB2", "ASHAScheduler", "AsyncHyperBandScheduler", "FIFOScheduler", "HyperBandForBOHB",
         "HyperBandScheduler", "MedianStoppingRule", "PopulationBasedTraining",
-        "TrialScheduler",
+        "ResourceChangingScheduler", "TrialScheduler",
     ]
     assert pb2.PB2 is schedulers.PB2 and pb2.__all__ == ["PB2"]
+    from actorrt.tune.schedulers import resource_changing_scheduler as rcs
+
+    assert rcs.__all__ == [
+        "DistributeResources", "DistributeResourcesToTopJob", "ResourceChangingScheduler"
+    ]
+    assert rcs.ResourceChangingScheduler is schedulers.ResourceChangingScheduler

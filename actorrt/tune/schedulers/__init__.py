@@ -1,12 +1,15 @@
 """Trial schedulers (Ray's ``ray.tune.schedulers``).
 
 ``PB2`` needs ``pip install 'actorrt[pb2]'``; it is also in ``actorrt.tune.schedulers.pb2``.
+``DistributeResources`` and ``DistributeResourcesToTopJob`` are in
+``actorrt.tune.schedulers.resource_changing_scheduler``, as in Ray.
 """
 
 from .._hyperband import HyperBandForBOHB as HyperBandForBOHB
 from .._hyperband import HyperBandScheduler as HyperBandScheduler
 from .._pb2 import PB2 as PB2
 from .._pbt import PopulationBasedTraining as PopulationBasedTraining
+from .._resource_changing import ResourceChangingScheduler as ResourceChangingScheduler
 from .._schedulers import ASHAScheduler as ASHAScheduler
 from .._schedulers import AsyncHyperBandScheduler as AsyncHyperBandScheduler
 from .._schedulers import FIFOScheduler as FIFOScheduler
@@ -22,5 +25,6 @@ __all__ = [
     "HyperBandScheduler",
     "MedianStoppingRule",
     "PopulationBasedTraining",
+    "ResourceChangingScheduler",
     "TrialScheduler",
 ]
