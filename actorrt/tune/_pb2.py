@@ -24,7 +24,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ._library_search import import_library
+from ._library_search import import_library, unflatten
 from ._pbt import PopulationBasedTraining
 from ._sample import Float, Integer
 
@@ -84,7 +84,7 @@ class PB2(PopulationBasedTraining):
         super().__init__(
             time_attr=time_attr, metric=metric, mode=mode,
             perturbation_interval=perturbation_interval,
-            hyperparam_mutations=_nest(mutations), quantile_fraction=quantile_fraction,
+            hyperparam_mutations=unflatten(mutations), quantile_fraction=quantile_fraction,
             resample_probability=0.0, custom_explore_fn=custom_explore_fn, seed=seed,
         )
         self.log_config = log_config
@@ -226,17 +226,6 @@ def _flat_bounds(bounds: Mapping[str, Any], prefix: str = "") -> dict[str, tuple
                 f"hyperparam_bounds[{name!r}] must be [lower, upper] with lower < upper, "
                 f"got {value!r}"
             )
-    return out
-
-
-def _nest(flat: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, value in flat.items():
-        node = out
-        *parents, leaf = name.split("/")
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = value
     return out
 
 
