@@ -1,5 +1,4 @@
-"""The seed's Modin-style deadlock: how long until actorrt says so (SEED-NOTES.md point 8),
-and what the deadlock check costs at scale.
+"""A Modin-style resource deadlock: how long until actorrt says so, and the check at scale.
 
     python -m benchmarks.deadlock [--check] [--reps R] [--trials N] [--no-sweep]
 

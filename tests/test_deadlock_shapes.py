@@ -15,7 +15,7 @@ import pytest
 
 import actorrt
 
-# A report arrives within about 150 ms on an idle machine (benchmarks/deadlock_scale.py
+# A report arrives within about 150 ms on an idle machine (benchmarks/deadlock.py
 # measures it); tests run on a shared, loaded machine, so they allow more.
 REPORT_BOUND_S = 5.0
 
