@@ -121,6 +121,8 @@ async def sweep(trials: int) -> tuple[float, float]:
 
 @actorrt.actor
 class Peer:
+    """Asks its peer (or itself) and awaits the answer: one message at a time."""
+
     def __init__(self) -> None:
         self.other: Any = None
 
@@ -135,6 +137,12 @@ class Peer:
 
     async def ask_back(self) -> str:
         return str(await self.other.ping())
+
+    def ask_other_sync(self) -> str:
+        return str(actorrt.get(self.other.ask_back_sync()))
+
+    def ask_back_sync(self) -> str:
+        return str(actorrt.get(self.other.ping()))
 
 
 async def ask_cycle_under_load() -> float:
