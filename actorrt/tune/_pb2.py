@@ -46,7 +46,8 @@ class PB2(PopulationBasedTraining):
         hyperparam_bounds: ``{"name": [lower, upper]}`` of the continuous (or integer)
             hyperparameters explored; nested dicts allowed. Required.
         log_config: accepted as in Ray (the restarted config is in the trial's params).
-        require_attrs: accepted as in Ray.
+        require_attrs: as in Ray: a result without ``time_attr`` or the metric is an error
+            (``False``: skipped, with one warning).
         synch: accepted as in Ray; ``True`` (synchronous PB2) is not supported.
         seed: seeds the candidates (not in Ray's signature: an addition).
     """
@@ -86,9 +87,9 @@ class PB2(PopulationBasedTraining):
             perturbation_interval=perturbation_interval,
             hyperparam_mutations=unflatten(mutations), quantile_fraction=quantile_fraction,
             resample_probability=0.0, custom_explore_fn=custom_explore_fn, seed=seed,
+            require_attrs=require_attrs,
         )
         self.log_config = log_config
-        self.require_attrs = require_attrs
         # (trial id, time, reward, hyperparameter values) at each perturbation point
         self.data: list[tuple[str, float, float, tuple[float, ...]]] = []
         self._last_saved: dict[str, float] = {}
