@@ -1,5 +1,4 @@
-"""The seed's Modin-style deadlock: how long until actorrt says so (SEED-NOTES.md point 8),
-and what the deadlock check costs at scale.
+"""A Modin-style resource deadlock: how long until actorrt says so, and the check at scale.
 
     python -m benchmarks.deadlock [--check] [--reps R] [--trials N] [--no-sweep]
 
@@ -122,6 +121,8 @@ async def sweep(trials: int) -> tuple[float, float]:
 
 @actorrt.actor
 class Peer:
+    """Asks its peer (or itself) and awaits the answer: one message at a time."""
+
     def __init__(self) -> None:
         self.other: Any = None
 
@@ -136,6 +137,12 @@ class Peer:
 
     async def ask_back(self) -> str:
         return str(await self.other.ping())
+
+    def ask_other_sync(self) -> str:
+        return str(actorrt.get(self.other.ask_back_sync()))
+
+    def ask_back_sync(self) -> str:
+        return str(actorrt.get(self.other.ping()))
 
 
 async def ask_cycle_under_load() -> float:
@@ -171,28 +178,45 @@ async def ask_cycle_under_load() -> float:
     return took
 
 
-def scale_case(kind: str, n: int) -> Broker:
-    """A broker holding one deadlock of ``n`` waiters (edges at t=1; the check is due then)."""
-    if kind == "modin":
-        b = Broker([NodeInventory("n", {"CPU": n})])
-        for i in range(n):
-            b.request(f"g{i}", f"T{i}", bundles=[{"CPU": 1}], now=0.0)
-            b.request(f"d{i}", f"T{i}", {"CPU": 1}, placement=GroupTarget(f"g{i}", 0), now=0.0)
-        for i in range(n):
-            b.request(f"w{i}", f"W{i}", {"CPU": 1}, parent=f"T{i}", placement="cluster", now=0.5)
-            b.blocked(f"T{i}", on_request=f"w{i}", now=1.0)
-        return b
+def modin(n: int) -> Broker:
+    """Every trial holds its group and waits for one more CPU from the cluster (edges at t=1;
+    the check is due then)."""
+    b = Broker([NodeInventory("n", {"CPU": n})])
+    for i in range(n):
+        b.request(f"g{i}", f"T{i}", bundles=[{"CPU": 1}], now=0.0)
+        b.request(f"d{i}", f"T{i}", {"CPU": 1}, placement=GroupTarget(f"g{i}", 0), now=0.0)
+    for i in range(n):
+        b.request(f"w{i}", f"W{i}", {"CPU": 1}, parent=f"T{i}", placement="cluster", now=0.5)
+        b.blocked(f"T{i}", on_request=f"w{i}", now=1.0)
+    return b
+
+
+def chain(n: int) -> Broker:
+    """A chain of asks, built from its far end (the worst order to search), ending in an
+    actor that waits for more than is free."""
     b = Broker([NodeInventory("n", {"CPU": 2})])
-    if kind == "chain":
-        b.request("a", "A0", {"CPU": 2}, now=0.0)
-        b.request("more", "X", {"CPU": 1}, parent="A0", now=0.0)
-        b.blocked("A0", on_request="more", now=1.0)
-        for i in range(n - 1, 0, -1):  # built from the far end: the worst order to search
-            b.blocked(f"A{i}", on_holder=f"A{i - 1}", now=1.0)
-        return b
+    b.request("a", "A0", {"CPU": 2}, now=0.0)
+    b.request("more", "X", {"CPU": 1}, parent="A0", now=0.0)
+    b.blocked("A0", on_request="more", now=1.0)
+    for i in range(n - 1, 0, -1):
+        b.blocked(f"A{i}", on_holder=f"A{i - 1}", now=1.0)
+    return b
+
+
+def ring(n: int) -> Broker:
+    """A cycle of ``n`` asks."""
+    b = Broker([NodeInventory("n", {"CPU": 2})])
     for i in range(n):
         b.blocked(f"A{i}", on_holder=f"A{(i + 1) % n}", now=1.0)
     return b
+
+
+SCALE_CASES = {"modin": modin, "chain": chain, "ring": ring}
+
+
+def scale_case(kind: str, n: int) -> Broker:
+    """A broker holding one deadlock of ``n`` waiters, of shape ``kind``."""
+    return SCALE_CASES[kind](n)
 
 
 async def idle_stall(seconds: float) -> float:

@@ -1,4 +1,4 @@
-"""The seed's Ray Tune script, ported by changing its imports (SEED-NOTES.md points 1-4, 10, 14).
+"""A Ray Tune script on 4 CPUs and 8 GPUs, ported by changing its imports.
 
     python examples/tune_seed.py
 
@@ -6,7 +6,7 @@ Where the Ray script said ``import ray`` / ``from ray import tune``, this one sa
 ``import actorrt as ray`` / ``from actorrt import tune``; everything else is Ray Tune's API.
 Each section prints how many trials ran at once, measured from the trials' own start and end
 times. The machine need not have GPUs: ``ray.init(num_gpus=8)`` declares 8 logical ones.
-Point 8 (undeclared workers) is shown last: in Ray it hangs; here it is an error in the
+Section 8 (undeclared workers) is shown last: in Ray it hangs; here it is an error in the
 results, with the fix in its message.
 """
 

@@ -1,12 +1,17 @@
-"""Shared test setup: the actorrt fixture, and a check that no test leaves a process behind."""
+"""Shared test setup: the actorrt fixture, a check that no test leaves a process behind, and
+the pieces several test folders use (a recording actor, a Ray-style cluster fixture)."""
 
 import asyncio
 import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+import actorrt
+from actorrt import tune
 
 pytest_plugins = ["actorrt.testing"]
 
@@ -68,3 +73,32 @@ def no_processes_left_by(what: str) -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def no_leftover_processes() -> Iterator[None]:
     yield from no_processes_left_by("the test")
+
+
+@actorrt.actor
+class Recorder:
+    """Collects what each rank sends (an inline actor in the test's runtime)."""
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+
+    def record(self, item: Any) -> None:
+        self.items.append(item)
+
+    def all(self) -> list[Any]:
+        return list(self.items)
+
+
+@pytest.fixture
+def ray_start_2_cpus() -> Iterator[None]:
+    """Ray's test fixture of that name: a local cluster of 2 CPUs for the test."""
+    actorrt.init(num_cpus=2)
+    try:
+        yield
+    finally:
+        actorrt.shutdown()
+
+
+def run_config(tmp_path: Any, name: str = "exp", **kwargs: Any) -> tune.RunConfig:
+    """A quiet ``tune.RunConfig`` that keeps the experiment under ``tmp_path``."""
+    return tune.RunConfig(storage_path=str(tmp_path), name=name, verbose=0, **kwargs)

@@ -14,36 +14,11 @@ from typing import Any
 import pytest
 
 import actorrt
+from benchmarks.deadlock import Peer
 
-# A report arrives within about 150 ms on an idle machine (benchmarks/deadlock_scale.py
+# A report arrives within about 150 ms on an idle machine (benchmarks/deadlock.py
 # measures it); tests run on a shared, loaded machine, so they allow more.
 REPORT_BOUND_S = 5.0
-
-
-@actorrt.actor
-class Peer:
-    """Asks its peer (or itself) and awaits the answer: one message at a time."""
-
-    def __init__(self) -> None:
-        self.other: Any = None
-
-    def meet(self, other: Any) -> None:
-        self.other = other
-
-    async def ping(self) -> str:
-        return "pong"
-
-    async def ask_other(self) -> str:
-        return str(await self.other.ask_back())
-
-    async def ask_back(self) -> str:
-        return str(await self.other.ping())
-
-    def ask_other_sync(self) -> str:
-        return str(actorrt.get(self.other.ask_back_sync()))
-
-    def ask_back_sync(self) -> str:
-        return str(actorrt.get(self.other.ping()))
 
 
 ProcessPeer = Peer.options(process=True)

@@ -144,13 +144,18 @@ class HyperBandScheduler(TrialScheduler):
             while bracket is None:
                 if len(self.bands[-1]) == self.s_max_1:
                     self.bands.append([])
-                s = len(self.bands[-1])
+                s = self._bracket_s(len(self.bands[-1]))
                 if self.r0(s) > 0:
                     bracket = self._make_bracket(s)
                 self.bands[-1].append(bracket)  # None: a bracket too small to run
             self._current = bracket
         bracket.add(trial)
         self._of[trial.trial_id] = bracket
+
+    def _bracket_s(self, made: int) -> int:
+        """The ``s`` of a band's next bracket, when it has ``made`` brackets: the least
+        aggressive (``s = 0``) first."""
+        return made
 
     def _make_bracket(self, s: int) -> _Bracket:
         return _Bracket(
@@ -171,6 +176,12 @@ class HyperBandScheduler(TrialScheduler):
         bracket.live[trial.trial_id] = result
         if bracket.goes_on(trial.trial_id):
             return self.CONTINUE
+        return self._at_milestone(controller, bracket, trial, result, sign)
+
+    def _at_milestone(
+        self, controller: Any, bracket: _Bracket, trial: Any, result: dict[str, Any], sign: float
+    ) -> str:
+        """``trial`` reached its bracket's milestone with ``result``: the decision for it."""
         return self._process(controller, bracket, sign, current=trial.trial_id)
 
     def _process(
@@ -254,38 +265,16 @@ class HyperBandForBOHB(HyperBandScheduler):
     which TuneBOHB's model records as that result's budget.
     """
 
-    def on_trial_add(self, controller: Any, trial: Any) -> None:
-        self._sign()
-        if trial.trial_id in self._of:
-            return
-        bracket = self._current
-        if bracket is None or bracket.filled():
-            bracket = None
-            while bracket is None:
-                if len(self.bands[-1]) == self.s_max_1:
-                    self.bands.append([])
-                s = self.s_max_1 - len(self.bands[-1]) - 1
-                if self.r0(s) > 0:
-                    bracket = self._make_bracket(s)
-                self.bands[-1].append(bracket)
-            self._current = bracket
-        bracket.add(trial)
-        self._of[trial.trial_id] = bracket
+    def _bracket_s(self, made: int) -> int:
+        return self.s_max_1 - made - 1
 
     def on_trial_result(self, controller: Any, trial: Any, result: dict[str, Any]) -> str:
-        sign = self._sign()
-        bracket = self._of.get(trial.trial_id)
-        if bracket is None:
-            self.on_trial_add(controller, trial)
-            bracket = self._of[trial.trial_id]
         result["hyperband_info"] = {}
-        if self.time_attr not in result or self._metric not in result:
-            return self.CONTINUE
-        if trial.trial_id not in bracket.live:
-            return self.STOP
-        bracket.live[trial.trial_id] = result
-        if bracket.goes_on(trial.trial_id):
-            return self.CONTINUE
+        return super().on_trial_result(controller, trial, result)
+
+    def _at_milestone(
+        self, controller: Any, bracket: _Bracket, trial: Any, result: dict[str, Any], sign: float
+    ) -> str:
         result["hyperband_info"]["budget"] = bracket.milestone
         others_paused = all(
             bracket.trials[t].status == PAUSED for t in bracket.live if t != trial.trial_id

@@ -19,6 +19,7 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ._library_search import import_library, param_name, unflatten
 from ._sample import Categorical, Domain, Float, Function, Integer, Normal
 from ._search import Searcher, _overlay
 from ._storage import flatten
@@ -28,22 +29,11 @@ __all__ = ["OptunaSearch"]
 
 logger = logging.getLogger("actorrt.tune")
 
-INSTALL_HINT = "pip install 'actorrt[optuna]'"
 _PRIMITIVE = (type(None), bool, int, float, str)
 
 
 def _import_optuna() -> Any:
-    try:
-        import optuna
-    except ImportError as exc:
-        raise ImportError(
-            f"OptunaSearch needs the optuna package, which is not installed: {INSTALL_HINT}"
-        ) from exc
-    return optuna
-
-
-def _name(path: tuple[Any, ...]) -> str:
-    return "/".join(str(p) for p in path)
+    return import_library("optuna", "OptunaSearch", "optuna")
 
 
 class _Param:
@@ -54,7 +44,7 @@ class _Param:
         self, path: tuple[Any, ...], distribution: Any, choices: list[Any] | None = None
     ) -> None:
         self.path = path
-        self.name = _name(path)
+        self.name = param_name(path)
         self.distribution = distribution
         self.choices = choices  # choice() values Optuna cannot store: Optuna holds indices
 
@@ -83,7 +73,7 @@ def _quantized_bounds(lower: float, upper: float, q: float) -> tuple[int, int]:
 def _convert(path: tuple[Any, ...], domain: Domain, optuna: Any) -> _Param:
     """The Optuna distribution of one Tune domain (``ValueError`` if it has none)."""
     dist = optuna.distributions
-    name = _name(path)
+    name = param_name(path)
     if isinstance(domain, Float):
         if domain.q is not None and domain.log_base is not None:
             raise ValueError(
@@ -128,14 +118,14 @@ def _parameters(space: Mapping[str, Any], optuna: Any) -> dict[str, _Param]:
     for path, value in _walk(dict(space)):
         if _is_grid(value):
             raise ValueError(
-                f"OptunaSearch cannot take grid_search (at {_name(path)!r}): Optuna draws "
+                f"OptunaSearch cannot take grid_search (at {param_name(path)!r}): Optuna draws "
                 "each trial's values itself; use tune.choice([...]) there, or the default "
                 "search for a grid"
             )
         if isinstance(value, optuna.distributions.BaseDistribution):
-            params[_name(path)] = _Param(path, value)
+            params[param_name(path)] = _Param(path, value)
         elif isinstance(value, Domain) and not isinstance(value, Function):
-            params[_name(path)] = _convert(path, value, optuna)
+            params[param_name(path)] = _convert(path, value, optuna)
     return params
 
 
@@ -143,19 +133,8 @@ def _has_search_values(space: Mapping[str, Any], optuna: Any) -> list[str]:
     found = []
     for path, value in _walk(dict(space)):
         if _is_grid(value) or isinstance(value, Domain | optuna.distributions.BaseDistribution):
-            found.append(_name(path))
+            found.append(param_name(path))
     return found
-
-
-def _unflatten(flat: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, value in flat.items():
-        node = out
-        *parents, leaf = name.split("/")
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = value
-    return out
 
 
 class OptunaSearch(Searcher):
@@ -358,7 +337,7 @@ class OptunaSearch(Searcher):
                     f"the define-by-run space function must return a dict or None, "
                     f"got {extra!r}"
                 )
-            values = _unflatten({**ot_trial.params, **(extra or {})})
+            values = unflatten({**ot_trial.params, **(extra or {})})
             config = _overlay(self._constants, values)
         else:
             ot_trial = self.study.ask({p.name: p.distribution for p in self._params.values()})

@@ -24,7 +24,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ._library_search import import_library
+from ._library_search import import_library, unflatten
 from ._pbt import PopulationBasedTraining
 from ._sample import Float, Integer
 
@@ -46,7 +46,8 @@ class PB2(PopulationBasedTraining):
         hyperparam_bounds: ``{"name": [lower, upper]}`` of the continuous (or integer)
             hyperparameters explored; nested dicts allowed. Required.
         log_config: accepted as in Ray (the restarted config is in the trial's params).
-        require_attrs: accepted as in Ray.
+        require_attrs: as in Ray: a result without ``time_attr`` or the metric is an error
+            (``False``: skipped, with one warning).
         synch: accepted as in Ray; ``True`` (synchronous PB2) is not supported.
         seed: seeds the candidates (not in Ray's signature: an addition).
     """
@@ -84,11 +85,11 @@ class PB2(PopulationBasedTraining):
         super().__init__(
             time_attr=time_attr, metric=metric, mode=mode,
             perturbation_interval=perturbation_interval,
-            hyperparam_mutations=_nest(mutations), quantile_fraction=quantile_fraction,
+            hyperparam_mutations=unflatten(mutations), quantile_fraction=quantile_fraction,
             resample_probability=0.0, custom_explore_fn=custom_explore_fn, seed=seed,
+            require_attrs=require_attrs,
         )
         self.log_config = log_config
-        self.require_attrs = require_attrs
         # (trial id, time, reward, hyperparameter values) at each perturbation point
         self.data: list[tuple[str, float, float, tuple[float, ...]]] = []
         self._last_saved: dict[str, float] = {}
@@ -226,17 +227,6 @@ def _flat_bounds(bounds: Mapping[str, Any], prefix: str = "") -> dict[str, tuple
                 f"hyperparam_bounds[{name!r}] must be [lower, upper] with lower < upper, "
                 f"got {value!r}"
             )
-    return out
-
-
-def _nest(flat: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, value in flat.items():
-        node = out
-        *parents, leaf = name.split("/")
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = value
     return out
 
 

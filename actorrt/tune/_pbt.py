@@ -12,6 +12,7 @@ happens inside the same trial actor and reservation: its current attempt ends at
 
 from __future__ import annotations
 
+import logging
 import math
 import random
 from collections.abc import Callable, Mapping
@@ -21,6 +22,8 @@ from ._sample import Domain, Function
 from ._schedulers import TrialScheduler
 
 __all__ = ["PopulationBasedTraining"]
+
+logger = logging.getLogger("actorrt.tune")
 
 
 class _State:
@@ -45,6 +48,9 @@ class PopulationBasedTraining(TrialScheduler):
         perturbation_factors: the factors a number is multiplied by when perturbed.
         custom_explore_fn: ``config -> config``, applied after the mutations.
         seed: seeds the choices.
+        require_attrs: a result without ``time_attr`` or the metric ends the experiment with
+            a ``RuntimeError`` (as in Ray); ``False``: such results are skipped, with one
+            warning.
     """
 
     def __init__(
@@ -60,6 +66,7 @@ class PopulationBasedTraining(TrialScheduler):
         perturbation_factors: tuple[float, float] = (1.2, 0.8),
         custom_explore_fn: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
         seed: int | None = None,
+        require_attrs: bool = True,
     ) -> None:
         super().__init__(metric, mode)
         if not perturbation_interval > 0:
@@ -89,6 +96,24 @@ class PopulationBasedTraining(TrialScheduler):
         self._state: dict[str, _State] = {}
         self._trials: dict[str, Any] = {}
         self.num_exploits = 0
+        self.require_attrs = require_attrs
+        self._warned_missing = False
+
+    def _without(self, missing: list[str], trial: Any, result: dict[str, Any]) -> str:
+        """A result that lacks ``missing`` (time_attr or the metric): Ray's ``require_attrs``."""
+        name = type(self).__name__
+        what = (
+            f"{name}: trial {getattr(trial, 'trial_id', trial)}'s result has no {missing} "
+            f"(its keys: {sorted(result)})"
+        )
+        if self.require_attrs:
+            raise RuntimeError(
+                f"{what}; report them, or pass {name}(require_attrs=False) to skip such results"
+            )
+        if not self._warned_missing:
+            self._warned_missing = True
+            logger.warning("%s; skipped (require_attrs=False)", what)
+        return self.CONTINUE
 
     def on_trial_add(self, controller: Any, trial: Any) -> None:
         self._state[trial.trial_id] = _State()
@@ -100,8 +125,9 @@ class PopulationBasedTraining(TrialScheduler):
                 "PopulationBasedTraining needs a metric and a mode: pass them to it or to "
                 "TuneConfig"
             )
-        if self.time_attr not in result or self._metric not in result:
-            return self.CONTINUE
+        missing = [k for k in (self.time_attr, self._metric) if k not in result]
+        if missing:
+            return self._without(missing, trial, result)
         if trial.trial_id not in self._state:
             self.on_trial_add(controller, trial)
         state = self._state[trial.trial_id]

@@ -14,7 +14,7 @@ import logging
 import math
 from typing import Any
 
-from ._search import Searcher
+from ._search import Searcher, WrappingSearcher
 
 __all__ = ["TRIAL_INDEX", "Repeater"]
 
@@ -36,7 +36,7 @@ class _Group:
         return len(self.trials) >= self.size
 
 
-class Repeater(Searcher):
+class Repeater(WrappingSearcher):
     """Repeat every config of ``searcher`` ``repeat`` times (Ray Tune's ``Repeater``).
 
     Args:
@@ -46,28 +46,13 @@ class Repeater(Searcher):
     """
 
     def __init__(self, searcher: Searcher, repeat: int = 1, set_index: bool = True) -> None:
-        if not isinstance(searcher, Searcher):
-            raise ValueError(f"Repeater wraps a Searcher, got {searcher!r}")
+        super().__init__(searcher)
         if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
             raise ValueError(f"repeat must be a positive int, got {repeat!r}")
-        super().__init__()
-        self.searcher = searcher
         self.repeat = repeat
         self.set_index = set_index
         self._groups: list[_Group] = []
         self._of: dict[str, _Group] = {}
-
-    @property
-    def counts_samples(self) -> bool:
-        return self.searcher.counts_samples
-
-    @property
-    def metric(self) -> str | None:
-        return self.searcher.metric
-
-    @property
-    def mode(self) -> str | None:
-        return self.searcher.mode
 
     def set_search_properties(
         self, metric: str | None, mode: str | None, config: dict[str, Any], **spec: Any

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+import warnings
 from typing import Any
 
 __all__ = [
@@ -213,8 +214,9 @@ class MedianStoppingRule(TrialScheduler):
         metric, mode: what is optimised (default: ``TuneConfig``'s).
         grace_period: no trial stops before this much ``time_attr``.
         min_samples_required: how many other trials the median needs.
-        hard_stop: accepted for Ray compatibility; a stopped trial always ends (a paused
-            one would need ``PAUSE``, not supported yet).
+        hard_stop: ``True`` only in effect: a trial below the median always ends. With
+            ``False`` (Ray pauses such a trial and resumes it when the others are done),
+            a warning says so.
     """
 
     def __init__(
@@ -236,6 +238,14 @@ class MedianStoppingRule(TrialScheduler):
         self.time_attr = time_attr
         self.grace_period = grace_period
         self.min_samples_required = min_samples_required
+        if not hard_stop:
+            warnings.warn(
+                "MedianStoppingRule(hard_stop=False): actorrt stops a trial below the median "
+                "as with hard_stop=True; Ray would pause it and resume it once the other "
+                "trials are done (see docs/porting.md)",
+                UserWarning,
+                stacklevel=2,
+            )
         self.hard_stop = hard_stop
         self._history: dict[str, list[tuple[float, float]]] = {}
 

@@ -221,32 +221,15 @@ def _overlay(space: dict[str, Any], point: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-class ConcurrencyLimiter(Searcher):
-    """Let a searcher have at most ``max_concurrent`` live (suggested, unfinished) trials.
+class WrappingSearcher(Searcher):
+    """A searcher that wraps another: its metric, mode, sample counting and search properties
+    are the wrapped searcher's."""
 
-    ``TuneConfig(max_concurrent_trials=N)`` wraps the search algorithm in one of these. The
-    limit is on trials started; resources may allow fewer to run at once.
-
-    Args:
-        searcher: the searcher to limit.
-        max_concurrent: a positive int.
-        batch: wait until the whole batch of ``max_concurrent`` trials has ended before
-            suggesting more.
-    """
-
-    def __init__(self, searcher: Searcher, max_concurrent: int, batch: bool = False) -> None:
-        if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int):
-            raise ValueError(f"max_concurrent must be a positive int, got {max_concurrent!r}")
-        if max_concurrent < 1:
-            raise ValueError(f"max_concurrent must be at least 1, got {max_concurrent!r}")
+    def __init__(self, searcher: Searcher) -> None:
         if not isinstance(searcher, Searcher):
-            raise ValueError(f"ConcurrencyLimiter wraps a Searcher, got {searcher!r}")
+            raise ValueError(f"{type(self).__name__} wraps a Searcher, got {searcher!r}")
         super().__init__()
         self.searcher = searcher
-        self.max_concurrent = max_concurrent
-        self.batch = batch
-        self._live: set[str] = set()
-        self._batch_full = False
 
     @property
     def counts_samples(self) -> bool:
@@ -264,6 +247,31 @@ class ConcurrencyLimiter(Searcher):
         self, metric: str | None, mode: str | None, config: dict[str, Any], **spec: Any
     ) -> bool:
         return self.searcher.set_search_properties(metric, mode, config, **spec)
+
+
+class ConcurrencyLimiter(WrappingSearcher):
+    """Let a searcher have at most ``max_concurrent`` live (suggested, unfinished) trials.
+
+    ``TuneConfig(max_concurrent_trials=N)`` wraps the search algorithm in one of these. The
+    limit is on trials started; resources may allow fewer to run at once.
+
+    Args:
+        searcher: the searcher to limit.
+        max_concurrent: a positive int.
+        batch: wait until the whole batch of ``max_concurrent`` trials has ended before
+            suggesting more.
+    """
+
+    def __init__(self, searcher: Searcher, max_concurrent: int, batch: bool = False) -> None:
+        if isinstance(max_concurrent, bool) or not isinstance(max_concurrent, int):
+            raise ValueError(f"max_concurrent must be a positive int, got {max_concurrent!r}")
+        if max_concurrent < 1:
+            raise ValueError(f"max_concurrent must be at least 1, got {max_concurrent!r}")
+        super().__init__(searcher)
+        self.max_concurrent = max_concurrent
+        self.batch = batch
+        self._live: set[str] = set()
+        self._batch_full = False
 
     def suggest(self, trial_id: str) -> dict[str, Any] | str | None:
         if len(self._live) >= self.max_concurrent or self._batch_full:

@@ -13,37 +13,8 @@ import time
 
 import pytest
 
-from actorrt.resources import AskDeadlocked, Broker, Event, Failed, GroupTarget, NodeInventory
-
-
-def modin(n: int) -> Broker:
-    """Every trial holds its group and waits for one more CPU from the cluster."""
-    b = Broker([NodeInventory("n", {"CPU": n})])
-    for i in range(n):
-        b.request(f"g{i}", f"T{i}", bundles=[{"CPU": 1}], now=0.0)
-        b.request(f"d{i}", f"T{i}", {"CPU": 1}, placement=GroupTarget(f"g{i}", 0), now=0.0)
-    for i in range(n):
-        b.request(f"w{i}", f"W{i}", {"CPU": 1}, parent=f"T{i}", placement="cluster", now=0.5)
-        b.blocked(f"T{i}", on_request=f"w{i}", now=1.0)
-    return b
-
-
-def chain(n: int) -> Broker:
-    """A chain of asks, built from its far end, ending in an actor that waits for more."""
-    b = Broker([NodeInventory("n", {"CPU": 2})])
-    b.request("a", "A0", {"CPU": 2}, now=0.0)
-    b.request("more", "X", {"CPU": 1}, parent="A0", now=0.0)
-    b.blocked("A0", on_request="more", now=1.0)
-    for i in range(n - 1, 0, -1):
-        b.blocked(f"A{i}", on_holder=f"A{i - 1}", now=1.0)
-    return b
-
-
-def ring(n: int) -> Broker:
-    b = Broker([NodeInventory("n", {"CPU": 2})])
-    for i in range(n):
-        b.blocked(f"A{i}", on_holder=f"A{(i + 1) % n}", now=1.0)
-    return b
+from actorrt.resources import AskDeadlocked, Broker, Event, Failed, NodeInventory
+from benchmarks.deadlock import chain, modin, ring
 
 
 def draining(n: int) -> Broker:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Recorder
 
 import actorrt
 from actorrt import train
@@ -18,17 +19,6 @@ def content(checkpoint: train.Checkpoint | str | None, name: str) -> str:
     assert checkpoint is not None
     return Path(checkpoint, name).read_text()
 
-
-@actorrt.actor
-class Recorder:
-    def __init__(self) -> None:
-        self.items: list[Any] = []
-
-    def record(self, item: Any) -> None:
-        self.items.append(item)
-
-    def all(self) -> list[Any]:
-        return list(self.items)
 
 
 def report_scored(config: dict[str, Any]) -> None:

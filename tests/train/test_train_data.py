@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import Recorder
 
 import actorrt
 from actorrt import train
@@ -32,17 +33,6 @@ class SquaresDataset:
 
         return torch.tensor([i, i * i], dtype=torch.float64)
 
-
-@actorrt.actor
-class Recorder:
-    def __init__(self) -> None:
-        self.items: list[Any] = []
-
-    def record(self, item: Any) -> None:
-        self.items.append(item)
-
-    def all(self) -> list[Any]:
-        return list(self.items)
 
 
 def read_shards(config: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ pytest.importorskip("lightning", reason="PyTorch Lightning is not installed: act
 
 import lightning.pytorch as pl
 import torch
+from conftest import Recorder
 
 import actorrt
 from actorrt import train
@@ -31,19 +32,6 @@ WORKER_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 SAMPLES = 64
 BATCH = 8
 
-
-@actorrt.actor
-class Recorder:
-    """Collects what each rank sends (an inline actor in the test's runtime)."""
-
-    def __init__(self) -> None:
-        self.items: list[Any] = []
-
-    def record(self, item: Any) -> None:
-        self.items.append(item)
-
-    def all(self) -> list[Any]:
-        return list(self.items)
 
 
 class Linear(pl.LightningModule):

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import Recorder
 
 import actorrt
 from actorrt import train
@@ -20,19 +21,6 @@ from actorrt.train.torch import (
 
 WORKER_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
-
-@actorrt.actor
-class Recorder:
-    """Collects what each rank sends (an inline actor in the test's runtime)."""
-
-    def __init__(self) -> None:
-        self.items: list[Any] = []
-
-    def record(self, item: Any) -> None:
-        self.items.append(item)
-
-    def all(self) -> list[Any]:
-        return list(self.items)
 
 
 def digits_split() -> dict[str, np.ndarray]:

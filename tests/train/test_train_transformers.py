@@ -18,6 +18,7 @@ pytest.importorskip("accelerate", reason="accelerate is not installed: actorrt[t
 
 import torch
 import transformers
+from conftest import Recorder
 
 import actorrt
 from actorrt import train
@@ -31,19 +32,6 @@ SEQUENCE = 16
 SAMPLES = 32
 BATCH = 4
 
-
-@actorrt.actor
-class Recorder:
-    """Collects what each rank sends (an inline actor in the test's runtime)."""
-
-    def __init__(self) -> None:
-        self.items: list[Any] = []
-
-    def record(self, item: Any) -> None:
-        self.items.append(item)
-
-    def all(self) -> list[Any]:
-        return list(self.items)
 
 
 def tiny_gpt2(seed: int) -> transformers.GPT2LMHeadModel:

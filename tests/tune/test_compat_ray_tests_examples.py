@@ -10,28 +10,15 @@ import itertools
 import os
 import tempfile
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from conftest import run_config
 
 import actorrt as ray
 from actorrt import tune
 from actorrt.tune.schedulers import ASHAScheduler, PopulationBasedTraining
 from actorrt.tune.search import BasicVariantGenerator
-
-
-@pytest.fixture
-def ray_start_2_cpus() -> Iterator[None]:
-    ray.init(num_cpus=2)
-    try:
-        yield
-    finally:
-        ray.shutdown()
-
-
-def run_config(tmp_path: Any, name: str = "exp", **kwargs: Any) -> tune.RunConfig:
-    return tune.RunConfig(storage_path=str(tmp_path), name=name, verbose=0, **kwargs)
 
 
 def easy_objective(config: dict[str, Any]) -> None:

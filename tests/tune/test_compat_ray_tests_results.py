@@ -9,28 +9,14 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
 import pytest
+from conftest import run_config
 
-import actorrt as ray
 from actorrt import tune
 from actorrt.tune import ExperimentAnalysis
-
-
-@pytest.fixture
-def ray_start_2_cpus() -> Iterator[None]:
-    ray.init(num_cpus=2)
-    try:
-        yield
-    finally:
-        ray.shutdown()
-
-
-def run_config(tmp_path: Any, name: str = "exp", **kwargs: Any) -> tune.RunConfig:
-    return tune.RunConfig(storage_path=str(tmp_path), name=name, verbose=0, **kwargs)
 
 
 def report_x_twice(config: dict[str, Any]) -> None:

@@ -8,28 +8,15 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_config
 
 import actorrt as ray
 from actorrt import tune
 from actorrt.tune import Checkpoint
-
-
-@pytest.fixture
-def ray_start_2_cpus() -> Iterator[None]:
-    ray.init(num_cpus=2)
-    try:
-        yield
-    finally:
-        ray.shutdown()
-
-
-def run_config(tmp_path: Any, name: str = "exp", **kwargs: Any) -> tune.RunConfig:
-    return tune.RunConfig(storage_path=str(tmp_path), name=name, verbose=0, **kwargs)
 
 
 def dict_checkpoint(data: dict[str, Any]) -> Checkpoint:

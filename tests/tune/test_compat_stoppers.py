@@ -6,12 +6,10 @@ from __future__ import annotations
 import datetime
 import itertools
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-import actorrt as ray
 from actorrt import tune
 from actorrt.tune.stopper import (
     CombinedStopper,
@@ -22,15 +20,6 @@ from actorrt.tune.stopper import (
     TimeoutStopper,
     TrialPlateauStopper,
 )
-
-
-@pytest.fixture
-def cluster() -> Iterator[None]:
-    ray.init(num_cpus=2)
-    try:
-        yield
-    finally:
-        ray.shutdown()
 
 
 def counting(config: dict[str, Any]) -> None:
@@ -57,7 +46,7 @@ def iterations(grid: tune.ResultGrid) -> list[int]:
     return [r.metrics.get("training_iteration", 0) for r in grid]
 
 
-def test_every_stop_form_ray_accepts(cluster: None, tmp_path: Any) -> None:
+def test_every_stop_form_ray_accepts(ray_start_2_cpus: None, tmp_path: Any) -> None:
     assert iterations(fit(tmp_path, {"training_iteration": 3})) == [3]
     assert iterations(fit(tmp_path, {"info/steps": 4})) == [4]  # nested: Ray's "/" names
     # A trial that reports done=True has finished, and {"done": True} says the same.
@@ -67,7 +56,9 @@ def test_every_stop_form_ray_accepts(cluster: None, tmp_path: Any) -> None:
     assert iterations(fit(tmp_path, MaximumIterationStopper(max_iter=6))) == [6]
 
 
-def test_plateau_combined_and_experiment_wide_stoppers(cluster: None, tmp_path: Any) -> None:
+def test_plateau_combined_and_experiment_wide_stoppers(
+    ray_start_2_cpus: None, tmp_path: Any
+) -> None:
     plateau = TrialPlateauStopper("flat", std=0.01, num_results=3, grace_period=5)
     assert iterations(fit(tmp_path, plateau)) == [5]
     combined = CombinedStopper(MaximumIterationStopper(9), FunctionStopper(
@@ -82,7 +73,7 @@ def test_plateau_combined_and_experiment_wide_stoppers(cluster: None, tmp_path: 
     assert len(grid) == 2 and not grid.errors  # both stopped when the time was up
 
 
-def test_a_custom_stopper_class_as_in_ray(cluster: None, tmp_path: Any) -> None:
+def test_a_custom_stopper_class_as_in_ray(ray_start_2_cpus: None, tmp_path: Any) -> None:
     class StopAfterTwoTrialsReachFour(Stopper):
         def __init__(self) -> None:
             self.reached: set[str] = set()
@@ -152,7 +143,9 @@ def test_bad_stoppers_fail_where_they_are_made() -> None:
         TrialPlateauStopper("m")("t", {"other": 1})
 
 
-def test_a_nested_stop_dict_is_refused_as_ray_refuses_it(cluster: None, tmp_path: Any) -> None:
+def test_a_nested_stop_dict_is_refused_as_ray_refuses_it(
+    ray_start_2_cpus: None, tmp_path: Any
+) -> None:
     with pytest.raises(ValueError, match="slashes"):
         fit(tmp_path, {"info": {"steps": 1}})
 
@@ -163,7 +156,9 @@ def reports_once(config: dict[str, Any]) -> None:
         time.sleep(0.05)
 
 
-def test_timeout_stopper_ends_trials_that_do_not_report(cluster: None, tmp_path: Any) -> None:
+def test_timeout_stopper_ends_trials_that_do_not_report(
+    ray_start_2_cpus: None, tmp_path: Any
+) -> None:
     grid = tune.Tuner(
         reports_once,
         run_config=tune.RunConfig(

@@ -135,6 +135,17 @@ def test_median_stopping_rule_stops_below_the_others_median() -> None:
         MedianStoppingRule(min_samples_required=0)
 
 
+def test_median_stopping_rule_says_it_stops_where_ray_would_pause() -> None:
+    with pytest.warns(UserWarning, match=r"hard_stop=False.*Ray would pause"):
+        rule = MedianStoppingRule(
+            time_attr="training_iteration", metric="acc", mode="max", grace_period=0,
+            min_samples_required=1, hard_stop=False,
+        )
+    rule.on_trial_result(None, FakeTrial("a"), {"training_iteration": 1, "acc": 0.9})
+    below = rule.on_trial_result(None, FakeTrial("b"), {"training_iteration": 1, "acc": 0.1})
+    assert below == "STOP"  # what the warning said: stopped, not paused
+
+
 @actorrt.actor(max_concurrency=16)
 class Start:
     """Lets the population start together (a restarted attempt passes at once)."""
@@ -213,3 +224,42 @@ def test_pbt_explore_perturbs_and_resamples() -> None:
         assert new["opt"]["m"] in (0.8, 0.99)
     with pytest.raises(ValueError, match="something to explore"):
         PopulationBasedTraining()
+
+
+def pbt(**options: Any) -> PopulationBasedTraining:
+    return PopulationBasedTraining(
+        time_attr="training_iteration", metric="acc", mode="max", perturbation_interval=1,
+        hyperparam_mutations={"lr": [0.1, 0.2]}, **options,
+    )
+
+
+def test_pbt_result_without_its_metric_is_an_error_unless_told_otherwise(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with pytest.raises(RuntimeError, match=r"result has no \['acc'\].*require_attrs=False"):
+        pbt().on_trial_result(None, FakeTrial("a"), {"training_iteration": 1, "accuracy": 0.5})
+    lenient = pbt(require_attrs=False)
+    for t in (1, 2):
+        decision = lenient.on_trial_result(None, FakeTrial("a"), {"training_iteration": t})
+        assert decision == "CONTINUE"
+    assert caplog.text.count("skipped (require_attrs=False)") == 1  # warned once
+
+
+def reports_accuracy(config: dict[str, Any]) -> None:
+    for i in range(3):
+        tune.report({"accuracy": 0.1 * i})
+
+
+def test_a_sweep_whose_pbt_metric_is_never_reported_fails_as_in_ray(
+    ray_start_2_cpus: None, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With Tune's strict metric check off, what stops the sweep is PBT's own require_attrs.
+    monkeypatch.setenv("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
+    tuner = tune.Tuner(
+        reports_accuracy,
+        param_space={"lr": 0.1},
+        tune_config=tune.TuneConfig(scheduler=pbt()),
+        run_config=tune.RunConfig(storage_path=str(tmp_path), name="typo", verbose=0),
+    )
+    with pytest.raises(RuntimeError, match=r"has no \['acc'\]"):
+        tuner.fit()

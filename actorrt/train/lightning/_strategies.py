@@ -36,7 +36,22 @@ def _warn_ignored(strategy: str, kwargs: Mapping[str, Any]) -> None:
         )
 
 
-class RayDDPStrategy(pl.strategies.DDPStrategy):
+class _OnTheGang:
+    """What the Ray strategies share: this worker's device, and data sharded over the gang."""
+
+    @property
+    def root_device(self) -> torch.device:
+        """This worker's device (``train.torch.get_device()``)."""
+        return get_device()
+
+    @property
+    def distributed_sampler_kwargs(self) -> dict[str, Any]:
+        """Shard data across the whole gang: one replica per worker, this worker's rank."""
+        strategy: Any = self
+        return {"num_replicas": strategy.world_size, "rank": strategy.global_rank}
+
+
+class RayDDPStrategy(_OnTheGang, pl.strategies.DDPStrategy):
     """Lightning's ``DDPStrategy`` for a Train worker gang (Ray's ``RayDDPStrategy``).
 
     Takes ``DDPStrategy``'s arguments (``find_unused_parameters``, ``static_graph``, ...).
@@ -48,18 +63,8 @@ class RayDDPStrategy(pl.strategies.DDPStrategy):
         _warn_ignored(type(self).__name__, kwargs)
         super().__init__(*args, **kwargs)
 
-    @property
-    def root_device(self) -> torch.device:
-        """This worker's device (``train.torch.get_device()``)."""
-        return get_device()
 
-    @property
-    def distributed_sampler_kwargs(self) -> dict[str, Any]:
-        """Shard data across the whole gang: one replica per worker, this worker's rank."""
-        return {"num_replicas": self.world_size, "rank": self.global_rank}
-
-
-class RayFSDPStrategy(pl.strategies.FSDPStrategy):
+class RayFSDPStrategy(_OnTheGang, pl.strategies.FSDPStrategy):
     """Lightning's ``FSDPStrategy`` for a Train worker gang (Ray's ``RayFSDPStrategy``).
 
     Takes ``FSDPStrategy``'s arguments (``sharding_strategy``, ``auto_wrap_policy``,
@@ -87,16 +92,6 @@ class RayFSDPStrategy(pl.strategies.FSDPStrategy):
                 "(see 'Lightning' in docs/porting.md)"
             )
         super().__init__(*args, **kwargs)
-
-    @property
-    def root_device(self) -> torch.device:
-        """This worker's device (``train.torch.get_device()``)."""
-        return get_device()
-
-    @property
-    def distributed_sampler_kwargs(self) -> dict[str, Any]:
-        """Shard data across the whole gang: one replica per worker, this worker's rank."""
-        return {"num_replicas": self.world_size, "rank": self.global_rank}
 
 
 class RayDeepSpeedStrategy:
