@@ -89,7 +89,8 @@ def prepare_experiment(
     tag = secrets.token_hex(3)[:5]
     root = os.path.abspath(os.path.expanduser(run_config.storage_path or DEFAULT_STORAGE))
     path = os.path.join(root, name)
-    os.makedirs(path, exist_ok=True)
+    # Only this user may read it: it holds pickled configs (params.pkl, tuner.pkl).
+    os.makedirs(path, mode=0o700, exist_ok=True)
     journal = os.path.join(path, JOURNAL_FILE)
     if os.path.exists(journal) and os.path.getsize(journal) > 0:
         return name, tag  # an earlier experiment's: fit() warns, then starts anew
