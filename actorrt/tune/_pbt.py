@@ -51,6 +51,10 @@ class PopulationBasedTraining(TrialScheduler):
         require_attrs: a result without ``time_attr`` or the metric ends the experiment with
             a ``RuntimeError`` (as in Ray); ``False``: such results are skipped, with one
             warning.
+        log_config: accepted as in Ray; Ray's policy files (``pbt_global.txt``,
+            ``pbt_policy_*.txt``) are not written: each restarted config is in the trial's
+            params and results.
+        synch: accepted as in Ray; ``True`` (synchronous PBT) is a ``ValueError``.
     """
 
     def __init__(
@@ -67,8 +71,16 @@ class PopulationBasedTraining(TrialScheduler):
         custom_explore_fn: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
         seed: int | None = None,
         require_attrs: bool = True,
+        log_config: bool = True,
+        synch: bool = False,
     ) -> None:
         super().__init__(metric, mode)
+        if synch:
+            raise ValueError(
+                "PopulationBasedTraining(synch=True) (synchronous PBT) is not supported; use "
+                "the default synch=False (see docs/porting.md)"
+            )
+        self.log_config = log_config
         if not perturbation_interval > 0:
             raise ValueError(
                 f"perturbation_interval must be positive, got {perturbation_interval!r}"

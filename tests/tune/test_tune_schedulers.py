@@ -263,3 +263,14 @@ def test_a_sweep_whose_pbt_metric_is_never_reported_fails_as_in_ray(
     )
     with pytest.raises(RuntimeError, match=r"has no \['acc'\]"):
         tuner.fit()
+
+
+def test_pbt_takes_rays_log_config_and_refuses_synchronous_pbt() -> None:
+    from actorrt.tune.schedulers import PopulationBasedTraining
+
+    pbt = PopulationBasedTraining(
+        hyperparam_mutations={"lr": [0.1, 0.01]}, log_config=False, synch=False
+    )
+    assert pbt.log_config is False
+    with pytest.raises(ValueError, match="synch=True"):
+        PopulationBasedTraining(hyperparam_mutations={"lr": [0.1, 0.01]}, synch=True)
