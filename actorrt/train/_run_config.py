@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from ._unsupported import check_local_storage, reject
 
 DEFAULT_STORAGE = "~/actorrt_results"
 
@@ -83,14 +86,32 @@ class RunConfig:
         storage_path: where runs are written (default ``~/actorrt_results``).
         failure_config: restarts after failures (default: none).
         checkpoint_config: which checkpoints are kept (default: all).
+        callbacks, storage_filesystem, sync_config, worker_runtime_env: Ray's; not
+            supported (a ``TypeError`` naming docs/porting.md unless ``None``).
+
+    Raises:
+        ValueError: a bad name, or a cloud ``storage_path`` (``s3://``, ``gs://``, ...).
+        TypeError: a config of the wrong type, or one of Ray's unsupported arguments.
     """
 
     name: str | None = None
     storage_path: str | os.PathLike[str] | None = None
     failure_config: FailureConfig = field(default_factory=FailureConfig)
     checkpoint_config: CheckpointConfig = field(default_factory=CheckpointConfig)
+    # Ray's, refused with a pointer to docs/porting.md (kept out of repr and equality).
+    callbacks: Any = field(default=None, repr=False, compare=False, kw_only=True)
+    storage_filesystem: Any = field(default=None, repr=False, compare=False, kw_only=True)
+    sync_config: Any = field(default=None, repr=False, compare=False, kw_only=True)
+    worker_runtime_env: Any = field(default=None, repr=False, compare=False, kw_only=True)
 
     def __post_init__(self) -> None:
+        reject("RunConfig", {
+            "callbacks": self.callbacks or None,
+            "storage_filesystem": self.storage_filesystem,
+            "sync_config": self.sync_config,
+            "worker_runtime_env": self.worker_runtime_env or None,
+        })
+        check_local_storage(self.storage_path)
         if self.name is not None and (not isinstance(self.name, str) or not self.name
                                       or "/" in self.name):
             raise ValueError(f"name must be a non-empty folder name without '/', got "
@@ -108,5 +129,7 @@ class RunConfig:
 
     def run_dir(self, default_name: str) -> Path:
         """The run's folder: ``storage_path / name`` (not created here)."""
-        root = Path(os.path.expanduser(os.fspath(self.storage_path or DEFAULT_STORAGE)))
+        root_text = os.fspath(self.storage_path or DEFAULT_STORAGE)
+        root_text = root_text.removeprefix("file://")  # a local URI, as Ray accepts
+        root = Path(os.path.expanduser(root_text))
         return root / (self.name or default_name)

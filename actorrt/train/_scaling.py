@@ -14,8 +14,10 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from ._unsupported import reject
 
 STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 
@@ -142,8 +144,11 @@ class ScalingConfig:
     resources_per_worker: Mapping[str, float] | None = None
     placement_strategy: str = "PACK"
     trainer_resources: Mapping[str, float] | None = None
+    # Ray's; refused with a pointer to docs/porting.md (one node, no accelerator types).
+    accelerator_type: str | None = field(default=None, repr=False, compare=False, kw_only=True)
 
     def __post_init__(self) -> None:
+        reject("ScalingConfig", {"accelerator_type": self.accelerator_type})
         n = self.num_workers
         if isinstance(n, bool) or not isinstance(n, int):
             raise TypeError(f"num_workers must be an int, got {n!r} ({type(n).__name__})")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ._checkpoint import Checkpoint, store
+from ._unsupported import reject
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,12 @@ def _current(what: str) -> Session:
     return _session
 
 
-def report(metrics: Mapping[str, Any], checkpoint: Checkpoint | None = None) -> None:
+def report(
+    metrics: Mapping[str, Any],
+    checkpoint: Checkpoint | None = None,
+    checkpoint_dir_name: str | None = None,
+    **ray_options: Any,
+) -> None:
     """Report metrics (and optionally a checkpoint) from the training function.
 
     Every worker calls it the same number of times, as in Ray. Rank 0's metrics become
@@ -155,7 +161,10 @@ def report(metrics: Mapping[str, Any], checkpoint: Checkpoint | None = None) -> 
         RuntimeError: called outside a training function.
         TypeError: metrics that are not a dict with string keys, or a bad checkpoint.
         ValueError: a checkpoint without the ``checkpoint_score_attribute`` metric.
+        TypeError: Ray's ``checkpoint_dir_name`` or upload options (not supported: the
+            message names docs/porting.md).
     """
+    reject("train.report", {"checkpoint_dir_name": checkpoint_dir_name, **ray_options})
     _current("report").report(metrics, checkpoint)
 
 
