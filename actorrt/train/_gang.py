@@ -22,6 +22,7 @@ from typing import Any, cast
 import actorrt
 
 from ._backend import WorkerSetup
+from ._rendezvous import Rendezvous
 from ._worker import Report, RunSpec, TrainWorker
 
 logger = logging.getLogger("actorrt.train")
@@ -180,12 +181,15 @@ class Gang:
         setups = self.setups(free_port())
         runs: list[asyncio.Future[Any]] = []
         rank0 = self.members[0]
+        rendezvous = await self._rendezvous()
         for member, (setup, env) in zip(self.members, setups, strict=True):
             if setup.world_rank == 0:
                 rank0 = member
             part = shards[setup.world_rank] if shards else {}
-            one = replace(spec, setup=setup, env=env, datasets=part)
+            one = replace(spec, setup=setup, env=env, datasets=part, rendezvous=rendezvous)
             runs.append(asyncio.ensure_future(_awaited(member.ref.run(one))))
+            if rendezvous is not None:
+                runs[-1].add_done_callback(_tell_ended(rendezvous, setup.world_rank))
         halt: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         poll = asyncio.ensure_future(self._poll(rank0.ref, on_report, halt))
         waiting = asyncio.ensure_future(self._wait_all(runs, setups))
@@ -217,8 +221,20 @@ class Gang:
                     run.exception()  # retrieved: a second failure is not logged as lost
                 else:
                     run.cancel()
+            if rendezvous is not None:
+                await rendezvous.kill()
         self.fresh_process = any(r.result()["fresh_process"] for r in runs)
         return True
+
+    async def _rendezvous(self) -> actorrt.ActorRef[Any] | None:
+        """The attempt's meeting point for ``train.collective`` (none for one worker)."""
+        if len(self.members) < 2:
+            return None
+        # Every rank's call may wait at once, and ``ended`` must get through meanwhile.
+        rendezvous = cast("actorrt.ActorClass[Rendezvous]", Rendezvous)
+        options = rendezvous.options(max_concurrency=len(self.members) + 1)
+        ref: actorrt.ActorRef[Any] = await options.spawn(len(self.members))
+        return ref
 
     @staticmethod
     async def _stop_waiting(task: asyncio.Future[Any]) -> None:
@@ -331,3 +347,16 @@ async def _awaited(handle: Any) -> Any:
 
 def _gpu_key(gpu: str) -> tuple[int, int | str]:
     return (0, int(gpu)) if gpu.isdigit() else (1, gpu)
+
+
+def _tell_ended(
+    rendezvous: actorrt.ActorRef[Any], rank: int
+) -> Callable[[asyncio.Future[Any]], None]:
+    """A done-callback telling the rendezvous that ``rank``'s function returned (so calls
+    waiting for it fail instead of hanging)."""
+
+    def told(run: asyncio.Future[Any]) -> None:
+        if not run.cancelled() and run.exception() is None:
+            rendezvous.ended.tell(rank, run.result()["collectives"])
+
+    return told

@@ -83,8 +83,11 @@ class Session:
         score_attribute: str | None,
         push: Callable[[dict[str, Any], str | None], None],
         datasets: Mapping[str, Any] | None = None,
+        rendezvous: Any = None,
     ) -> None:
         self.datasets = dict(datasets or {})
+        self.rendezvous = rendezvous  # an ActorRef of a Rendezvous (collective calls)
+        self.collectives = 0
         self.context = context
         self.run_dir = run_dir
         self.restore = restore
@@ -126,6 +129,15 @@ _session: Session | None = None
 def set_session(session: Session | None) -> None:
     global _session
     _session = session
+
+
+def current_session(what: str) -> Session:
+    """The running training function's session (``what`` names the caller).
+
+    Raises:
+        RuntimeError: called outside a training function.
+    """
+    return _current(what)
 
 
 def _current(what: str) -> Session:

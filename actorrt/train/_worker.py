@@ -50,6 +50,7 @@ class RunSpec:
     score_attribute: str | None
     report_waits: bool = False
     datasets: dict[str, Any] = field(default_factory=dict)  # this worker's shards
+    rendezvous: Any = None  # the attempt's Rendezvous (ActorRef), for collective calls
 
 
 @actorrt.actor(process=True, max_concurrency=3)
@@ -98,6 +99,7 @@ class TrainWorker:
             spec.score_attribute,
             self._push,
             {name: DataShard(name, part) for name, part in spec.datasets.items()},
+            spec.rendezvous,
         )
         set_session(session)
         started = False
@@ -121,7 +123,11 @@ class TrainWorker:
                 else:
                     os.environ[key] = old
             self._call_on_loop(self._finish)
-        return {"reports": session.reports, "fresh_process": spec.backend.needs_fresh_process()}
+        return {
+            "reports": session.reports,
+            "collectives": session.collectives,
+            "fresh_process": spec.backend.needs_fresh_process(),
+        }
 
     async def next_reports(self, after: int, wait: bool = True) -> tuple[list[Report], bool]:
         """Reports after sequence number ``after`` (those up to it are dropped: the

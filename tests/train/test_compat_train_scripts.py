@@ -20,7 +20,14 @@ import actorrt as ray
 # The imports a Ray script has, each changed to actorrt's name.
 import actorrt.train.torch
 from actorrt import train
-from actorrt.train import Checkpoint, CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+from actorrt.train import (
+    Checkpoint,
+    CheckpointConfig,
+    DataParallelTrainer,
+    FailureConfig,
+    RunConfig,
+    ScalingConfig,
+)
 from actorrt.train.torch import TorchTrainer
 
 WORKER_ENV = {"OMP_NUM_THREADS": "1"}
@@ -165,10 +172,11 @@ def fault_tolerant_train_func(config: dict[str, Any]) -> None:
         with checkpoint.as_directory() as d:
             start = int(Path(d, "epoch").read_text()) + 1
     for epoch in range(start, config["num_epochs"]):
-        if epoch == config.get("fail_at") and not Path(config["marker"]).exists():
-            # Every rank fails before its report (a lost node takes the whole group down
-            # in Ray, as its report barrier holds the others).
-            Path(config["marker"]).touch()
+        marker = Path(f"{config.get('marker')}.{ray.train.get_context().get_world_rank()}")
+        if epoch == config.get("fail_at") and not marker.exists():
+            # Every rank fails before this report, once (in Ray, the report barrier holds
+            # the other ranks when one fails; here rank 0 does not wait: porting.md).
+            marker.touch()
             raise RuntimeError("simulated preemption")
         with tempfile.TemporaryDirectory() as d:
             Path(d, "epoch").write_text(str(epoch))
@@ -188,7 +196,7 @@ def test_worker_failure_restarts_from_the_latest_checkpoint(
                              failure_config=FailureConfig(max_failures=1)),
     )
     result = trainer.fit()
-    assert (tmp_path / "failed").exists()
+    assert (tmp_path / "failed.0").exists() and (tmp_path / "failed.1").exists()
     assert result.metrics == {"epoch": 2, "start": 1}  # the retry resumed after epoch 0
 
 
@@ -339,3 +347,44 @@ def test_ray_arguments_that_are_not_supported_fail_at_the_call(tmp_path: Path) -
         train.report({"loss": 0.1}, checkpoint_dir_name="epoch_1")
     with pytest.raises(TypeError, match="unexpected keyword argument 'not_an_option'"):
         train.report({"loss": 0.1}, not_an_option=1)
+
+
+# -- ray.train.collective (V2): rank 0 prepares, the others wait and receive ---------------
+
+
+def collective_train_func(config: dict[str, Any]) -> None:
+    from actorrt.train.collective import barrier, broadcast_from_rank_zero
+
+    rank = ray.train.get_context().get_world_rank()
+    shared = Path(config["shared"])
+    if rank == 0:
+        (shared / "vocab.txt").write_text("a b c")  # e.g. download once per run
+    barrier()
+    words = (shared / "vocab.txt").read_text().split()  # every rank sees the file
+    run_id = broadcast_from_rank_zero({"id": f"run-{rank}"} if rank == 0 else None)
+    train.report({"words": len(words), "run_id": run_id["id"], "rank": rank})
+    if rank == 1 and config.get("rank_1_skips_a_barrier"):
+        return
+    barrier()
+
+
+@pytest.mark.timeout(120)
+def test_collective_barrier_and_broadcast(cluster: None, tmp_path: Path) -> None:
+    result = DataParallelTrainer(
+        collective_train_func,
+        train_loop_config={"shared": str(tmp_path)},
+        scaling_config=ScalingConfig(num_workers=2),
+        run_config=RunConfig(storage_path=str(tmp_path), name="collective"),
+    ).fit()
+    assert result.metrics == {"words": 3, "run_id": "run-0", "rank": 0}
+    # A rank that returns without the call every other rank waits at: an error naming
+    # it, where Ray would wait for ever.
+    with pytest.raises(train.WorkerGroupError) as info:
+        DataParallelTrainer(
+            collective_train_func,
+            train_loop_config={"shared": str(tmp_path), "rank_1_skips_a_barrier": True},
+            scaling_config=ScalingConfig(num_workers=2),
+            run_config=RunConfig(storage_path=str(tmp_path), name="collective_2"),
+        ).fit()
+    assert "barrier() (collective call 3" in str(info.value.worker_failures[0])
+    assert "rank(s) [1] returned" in str(info.value.worker_failures[0])
