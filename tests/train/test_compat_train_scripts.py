@@ -8,6 +8,7 @@ data, two gloo workers on CPU. The body of each program is what a Ray user runs;
 """
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -219,6 +220,10 @@ def test_job_driver_restart_with_the_same_run_resumes(cluster: None, tmp_path: P
     assert second.path == first.path
     with second.checkpoint.as_directory() as d:
         assert Path(d, "epoch").read_text() == "3"
+    # A run folder whose snapshot names a deleted checkpoint: V2 refuses it at fit().
+    shutil.rmtree(second.checkpoint.path)
+    with pytest.raises(train.ControllerError, match="no longer exists"):
+        make_trainer(5).fit()
 
 
 # -- fit() raising TrainingFailedError (V2), failures carried per rank ----------------------
@@ -286,6 +291,10 @@ def monitoring_train_func() -> None:
     import torch
     import torch.distributed as dist
 
+    actorrt.train.torch.enable_reproducibility(seed=42)
+    draw = torch.rand(1)
+    same = [torch.zeros(1) for _ in range(2)]
+    dist.all_gather(same, draw)  # both ranks drew the same number from the same seed
     context = train.get_context()
     local_loss = torch.tensor(float(context.get_world_rank() + 1))
     # Aggregate a metric across workers, then report it from every rank.
@@ -297,6 +306,7 @@ def monitoring_train_func() -> None:
         "local_rank": context.get_local_rank(),
         "experiment": context.get_experiment_name(),
         "device": str(actorrt.train.torch.get_device()),
+        "same_draw": bool(same[0].item() == same[1].item()),
     })
 
 
@@ -309,7 +319,7 @@ def test_metrics_are_rank_zeros_and_aggregates_agree(cluster: None, tmp_path: Pa
     ).fit()
     assert result.metrics == {
         "mean_loss": 1.5, "rank": 0, "world_size": 2, "local_rank": 0,
-        "experiment": "monitored", "device": "cpu",
+        "experiment": "monitored", "device": "cpu", "same_draw": True,
     }
 
 
