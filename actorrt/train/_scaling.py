@@ -152,6 +152,13 @@ class ScalingConfig:
         n = self.num_workers
         if isinstance(n, bool) or not isinstance(n, int):
             raise TypeError(f"num_workers must be an int, got {n!r} ({type(n).__name__})")
+        if n == 0:
+            raise ValueError(
+                "num_workers must be at least 1, got 0: Ray Train V2's local mode (the "
+                "function run in the driver's process) is not supported; num_workers=1 "
+                "runs it in one worker process, with the same train.* calls (see "
+                "docs/porting.md, 'Ray Train arguments actorrt does not take')"
+            )
         if n < 1:
             raise ValueError(f"num_workers must be at least 1, got {n}")
         if not isinstance(self.use_gpu, bool):
