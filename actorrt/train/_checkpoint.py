@@ -3,12 +3,34 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
+
+METADATA_FILE = ".metadata.json"  # Ray's name for a checkpoint's metadata, in its folder
+
+
+def local_filesystem(owner: str) -> Any:
+    """``pyarrow.fs.LocalFileSystem()``: where runs and checkpoints live (Ray gives a
+    ``pyarrow.fs.FileSystem`` with each path).
+
+    Raises:
+        ModuleNotFoundError: pyarrow is not installed (it is only needed for this).
+    """
+    try:
+        import pyarrow.fs  # type: ignore[import-not-found,import-untyped,unused-ignore]
+    except ModuleNotFoundError as exc:
+        raise ModuleNotFoundError(
+            f"{owner}.filesystem is a pyarrow.fs.FileSystem, as in Ray, and pyarrow is not "
+            f"installed (pip install pyarrow). The files are on the local file system at "
+            f"{owner}.path"
+        ) from exc
+    return pyarrow.fs.LocalFileSystem()
 
 
 class Checkpoint:
@@ -60,6 +82,40 @@ class Checkpoint:
         Do not modify it: it is the run's stored copy.
         """
         yield self.path
+
+    @property
+    def filesystem(self) -> Any:
+        """``pyarrow.fs.LocalFileSystem()`` (checkpoints are local files; needs pyarrow)."""
+        return local_filesystem("Checkpoint")
+
+    def get_metadata(self) -> dict[str, Any]:
+        """The checkpoint's metadata dict (``{}`` if none was set), as Ray's."""
+        file = Path(self.path, METADATA_FILE)
+        if not file.is_file():
+            return {}
+        loaded: dict[str, Any] = json.loads(file.read_text())
+        return loaded
+
+    def set_metadata(self, metadata: Mapping[str, Any]) -> None:
+        """Replace the checkpoint's metadata (stored in its folder, so it travels with
+        the files through ``train.report``).
+
+        Raises:
+            TypeError: ``metadata`` is not a dict, or not JSON-serializable.
+        """
+        if not isinstance(metadata, Mapping):
+            raise TypeError(f"checkpoint metadata must be a dict, got {metadata!r}")
+        try:
+            text = json.dumps(dict(metadata))
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"checkpoint metadata must be JSON-serializable: {exc}") from exc
+        Path(self.path, METADATA_FILE).write_text(text)
+
+    def update_metadata(self, metadata: Mapping[str, Any]) -> None:
+        """Add ``metadata``'s keys to the checkpoint's metadata (see ``set_metadata``)."""
+        if not isinstance(metadata, Mapping):
+            raise TypeError(f"checkpoint metadata must be a dict, got {metadata!r}")
+        self.set_metadata({**self.get_metadata(), **metadata})
 
     def __fspath__(self) -> str:
         return self.path

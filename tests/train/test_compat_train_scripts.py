@@ -257,8 +257,10 @@ def results_train_func(config: dict[str, Any]) -> None:
     for step in range(config["steps"]):
         with tempfile.TemporaryDirectory() as d:
             Path(d, "step.txt").write_text(str(step))
-            train.report({"step": step, "loss": 1.0 / (step + 1)},
-                         checkpoint=Checkpoint.from_directory(d))
+            checkpoint = Checkpoint.from_directory(d)
+            checkpoint.set_metadata({"step": step})
+            checkpoint.update_metadata({"framework": "torch"})
+            train.report({"step": step, "loss": 1.0 / (step + 1)}, checkpoint=checkpoint)
 
 
 @pytest.mark.timeout(120)
@@ -276,7 +278,18 @@ def test_results_and_result_from_path(cluster: None, tmp_path: Path) -> None:
     assert isinstance(best, Checkpoint) and "loss" in best_metrics
     lowest = result.get_best_checkpoint(metric="loss", mode="min")
     assert Path(lowest.path, "step.txt").read_text() == "2"
+    assert lowest.get_metadata() == {"step": 2, "framework": "torch"}
+    best_checkpoint = min(result.best_checkpoints, key=lambda bc: bc[1]["loss"])[0]
+    assert best_checkpoint == lowest
     assert result.error is None
+    # Ray gives a pyarrow file system with the path (pyarrow is optional here).
+    try:
+        import pyarrow.fs
+    except ModuleNotFoundError:
+        with pytest.raises(ModuleNotFoundError, match="pip install pyarrow"):
+            result.filesystem  # noqa: B018
+    else:
+        assert isinstance(result.filesystem, pyarrow.fs.LocalFileSystem)
     # Reading the run back from its folder, as a later process would.
     restored = ray.train.Result.from_path(result.path)
     assert restored.metrics["step"] == 2
@@ -398,3 +411,39 @@ def test_collective_barrier_and_broadcast(cluster: None, tmp_path: Path) -> None
         ).fit()
     assert "barrier() (collective call 3" in str(info.value.worker_failures[0])
     assert "rank(s) [1] returned" in str(info.value.worker_failures[0])
+
+
+# -- Ray Train V2's public-API trainer tests: config in, rank 0's metrics out ---------------
+
+
+def config_to_metrics(config: dict[str, Any]) -> None:
+    rank = train.get_context().get_world_rank()
+    checkpoint = None
+    with tempfile.TemporaryDirectory() as d:
+        if rank == 0:  # a checkpoint from rank 0 only; every rank reports
+            Path(d, "weights").write_text("w")
+            checkpoint = Checkpoint.from_directory(d)
+        train.report({**config, "rank": rank}, checkpoint=checkpoint)
+
+
+@pytest.mark.timeout(120)
+def test_trainer_passes_config_and_keeps_rank_zeros_report(
+    cluster: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = DataParallelTrainer(
+        config_to_metrics,
+        train_loop_config={"x": 1},
+        scaling_config=ScalingConfig(num_workers=2),
+        run_config=RunConfig(name="test", storage_path=str(tmp_path)),
+    ).fit()
+    assert isinstance(result, train.Result)
+    assert result.path == str(tmp_path / "test")
+    assert result.metrics == {"x": 1, "rank": 0}
+    assert result.checkpoint is not None
+    assert Path(result.checkpoint.to_directory(tmp_path / "copy"), "weights").exists()
+    # A function without arguments, and no optional trainer arguments at all: the run
+    # goes to the default storage folder (under the home folder, here a temporary one).
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    bare = DataParallelTrainer(lambda: None).fit()
+    assert bare.metrics == {}
+    assert bare.path.startswith(str(tmp_path / "home"))
