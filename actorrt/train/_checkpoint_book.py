@@ -93,6 +93,16 @@ class CheckpointBook:
                 path = self.run_dir / f"checkpoint_{index:06d}"
                 self.add(Checkpoint(path), metrics_by_index.get(index, {}))
 
+    def discard_unrecorded(self) -> None:
+        """After an attempt that failed (every worker ended): delete the folders of its
+        reports that were never recorded. ``train.report`` is a barrier, so such a
+        folder is a report some rank never made: it may lack that rank's files."""
+        known = {e.order for e in self._entries}
+        for index in self._on_disk():
+            if index >= self._attempt_base and index not in known:
+                assert self.run_dir is not None
+                shutil.rmtree(self.run_dir / f"checkpoint_{index:06d}", ignore_errors=True)
+
     def best(self) -> list[tuple[Checkpoint, dict[str, Any]]]:
         """The kept checkpoints with their metrics, best first (newest first unscored)."""
         ranked = sorted(self._entries, key=self._rank, reverse=True)

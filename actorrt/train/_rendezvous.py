@@ -1,10 +1,12 @@
-"""Where one attempt's ranks meet for ``actorrt.train.collective`` (barrier, broadcast).
+"""Where one attempt's ranks meet: ``train.report`` and ``actorrt.train.collective``.
 
-A ``Rendezvous`` is a small actor in the coordinator's process, one per attempt. The
-``k``-th collective call of every rank is meeting ``k``: each rank's call waits until
-every rank has arrived, then returns rank 0's value. A rank whose training function
-ends before reaching a meeting that others wait at fails those waits with an error that
-names it, instead of leaving them hanging (in Ray they would wait for ever).
+Rank 0's worker holds the attempt's ``Meetings`` (its actor answers on its event loop
+while its thread runs the training function). The ``k``-th collective call of every
+rank (a report, a barrier, a broadcast) is meeting ``k``: each rank's call waits until
+every rank has arrived, then returns rank 0's value. Instead of leaving the others
+waiting for ever (as Ray would), a meeting fails with an error naming the ranks when one
+rank's function returns before reaching it, or when ranks make different calls there
+(one reports while another waits at a barrier).
 """
 
 from __future__ import annotations
@@ -12,13 +14,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import actorrt
 
-
-@actorrt.actor
-class Rendezvous:
-    """The meetings of one attempt of ``world_size`` ranks (spawned with
-    ``max_concurrency`` above ``world_size``, so every rank's call can wait at once)."""
+class Meetings:
+    """The meetings of one attempt of ``world_size`` ranks (used on one event loop)."""
 
     def __init__(self, world_size: int) -> None:
         self._world = world_size
@@ -36,7 +34,13 @@ class Rendezvous:
         """Rank ``rank``'s ``number``-th collective call (``what`` names it); returns
         rank 0's value once every rank has arrived."""
         met = self._meeting(number)
-        self._what.setdefault(number, what)
+        first = self._what.setdefault(number, what)
+        if what != first and not met.done():
+            met.set_exception(RuntimeError(
+                f"rank {rank} called {what} where another rank called {first} (collective "
+                f"call {number + 1} of this attempt): every rank must call train.report and "
+                "train.collective functions the same number of times, in the same order"
+            ))
         here = self._arrived.setdefault(number, {})
         here[rank] = value
         if len(here) == self._world and not met.done():
@@ -60,6 +64,7 @@ class Rendezvous:
             met.set_exception(RuntimeError(
                 f"{self._what[number]} (collective call {number + 1} of this attempt) "
                 f"waits for every rank, but rank(s) {gone} returned from the training "
-                f"function after {self._ended[gone[0]]} collective call(s): every rank "
-                "must make the same collective calls in the same order"
+                f"function after {self._ended[gone[0]]} such call(s): every rank must "
+                "call train.report and train.collective functions the same number of "
+                "times, in the same order"
             ))

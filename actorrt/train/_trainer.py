@@ -239,6 +239,7 @@ class DataParallelTrainer:
                     book.adopt_unrecorded(on_report.attempt_metrics)
                     break
                 except GangFailed as failed:
+                    book.discard_unrecorded()
                     if on_report.stopped:
                         break  # Tune stopped the trial meanwhile: no restart
                     failures.append(f"attempt {len(failures) + 1}: {failed}")

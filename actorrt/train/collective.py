@@ -23,8 +23,6 @@ from __future__ import annotations
 import pickle
 from typing import TypeVar
 
-import actorrt
-
 from ._session import current_session
 
 __all__ = ["barrier", "broadcast_from_rank_zero"]
@@ -36,15 +34,7 @@ MAX_BROADCAST_BYTES = 1000  # Ray's limit: this is for small values (flags, name
 
 def _meet(what: str, value: bytes | None) -> bytes | None:
     session = current_session(f"collective.{what}")
-    if session.rendezvous is None:  # a lone worker: nothing to wait for
-        return value
-    number = session.collectives
-    session.collectives += 1
-    rank = session.context.get_world_rank()
-    result: bytes | None = actorrt.get(
-        session.rendezvous.meet(rank, number, value, f"train.collective.{what}()")
-    )
-    return result
+    return session.meet(f"train.collective.{what}()", value)
 
 
 def barrier() -> None:
