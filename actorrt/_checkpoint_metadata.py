@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["METADATA_FILE", "CheckpointMetadata"]
@@ -27,17 +28,24 @@ class CheckpointMetadata:
             loaded: dict[str, Any] = json.load(f)
         return loaded
 
-    def set_metadata(self, metadata: dict[str, Any]) -> None:
-        """Replace the metadata with ``metadata`` (a JSON-serialisable dict)."""
-        if not isinstance(metadata, dict):
+    def set_metadata(self, metadata: Mapping[str, Any]) -> None:
+        """Replace the metadata with ``metadata`` (a JSON-serialisable dict), stored in the
+        checkpoint's folder so it travels with the files (through ``train.report`` too).
+
+        Raises:
+            TypeError: ``metadata`` is not a dict, or not JSON-serialisable.
+        """
+        if not isinstance(metadata, Mapping):
             raise TypeError(f"checkpoint metadata must be a dict, got {metadata!r}")
         try:
-            text = json.dumps(metadata)
-        except TypeError as exc:
+            text = json.dumps(dict(metadata))
+        except (TypeError, ValueError) as exc:
             raise TypeError(f"checkpoint metadata must be JSON-serialisable: {exc}") from None
         with open(os.path.join(self.path, METADATA_FILE), "w") as f:
             f.write(text)
 
-    def update_metadata(self, metadata: dict[str, Any]) -> None:
+    def update_metadata(self, metadata: Mapping[str, Any]) -> None:
         """Merge ``metadata`` into the existing metadata."""
+        if not isinstance(metadata, Mapping):
+            raise TypeError(f"checkpoint metadata must be a dict, got {metadata!r}")
         self.set_metadata({**self.get_metadata(), **metadata})

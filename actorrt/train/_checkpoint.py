@@ -9,8 +9,27 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from .._checkpoint_metadata import CheckpointMetadata
+
+
+def local_filesystem(owner: str) -> Any:
+    """``pyarrow.fs.LocalFileSystem()``: where runs and checkpoints live (Ray gives a
+    ``pyarrow.fs.FileSystem`` with each path).
+
+    Raises:
+        ModuleNotFoundError: pyarrow is not installed (it is only needed for this).
+    """
+    try:
+        import pyarrow.fs  # type: ignore[import-not-found,import-untyped,unused-ignore]
+    except ModuleNotFoundError as exc:
+        raise ModuleNotFoundError(
+            f"{owner}.filesystem is a pyarrow.fs.FileSystem, as in Ray, and pyarrow is not "
+            f"installed (pip install pyarrow). The files are on the local file system at "
+            f"{owner}.path"
+        ) from exc
+    return pyarrow.fs.LocalFileSystem()
 
 
 class Checkpoint(CheckpointMetadata):
@@ -62,6 +81,11 @@ class Checkpoint(CheckpointMetadata):
         Do not modify it: it is the run's stored copy.
         """
         yield self.path
+
+    @property
+    def filesystem(self) -> Any:
+        """``pyarrow.fs.LocalFileSystem()`` (checkpoints are local files; needs pyarrow)."""
+        return local_filesystem("Checkpoint")
 
     def __fspath__(self) -> str:
         return self.path

@@ -6,7 +6,9 @@ checkpoints of one report merge into one folder. The book records a folder when 
 report of it arrives; after an attempt that finished, folders only other ranks wrote are
 recorded too (with rank 0's metrics of that report), so no rank's checkpoint is lost. The
 kept set is written to ``checkpoints.json`` in the run's folder after each change, which
-``Result.from_path`` reads.
+``Result.from_path`` reads, and which a new run with the same ``RunConfig(name,
+storage_path)`` loads: as in Ray Train V2, its ``train.get_checkpoint()`` is then that
+run's latest checkpoint (job driver fault tolerance).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class CheckpointBook:
         self._entries: list[_Entry] = []
         self._next = 0
         self._attempt_base = 0
+        self._load_snapshot()
         self.skip_used()
 
     @property
@@ -90,10 +93,47 @@ class CheckpointBook:
                 path = self.run_dir / f"checkpoint_{index:06d}"
                 self.add(Checkpoint(path), metrics_by_index.get(index, {}))
 
+    def discard_unrecorded(self) -> None:
+        """After an attempt that failed (every worker ended): delete the folders of its
+        reports that were never recorded. ``train.report`` is a barrier, so such a
+        folder is a report some rank never made: it may lack that rank's files."""
+        known = {e.order for e in self._entries}
+        for index in self._on_disk():
+            if index >= self._attempt_base and index not in known:
+                assert self.run_dir is not None
+                shutil.rmtree(self.run_dir / f"checkpoint_{index:06d}", ignore_errors=True)
+
     def best(self) -> list[tuple[Checkpoint, dict[str, Any]]]:
         """The kept checkpoints with their metrics, best first (newest first unscored)."""
         ranked = sorted(self._entries, key=self._rank, reverse=True)
         return [(e.checkpoint, dict(e.metrics)) for e in ranked]
+
+    def _load_snapshot(self) -> None:
+        """Take over the kept checkpoints of an earlier run in this folder, if any.
+
+        Raises:
+            RuntimeError: the snapshot names a checkpoint folder that no longer exists.
+        """
+        if self.run_dir is None or not (self.run_dir / SNAPSHOT_FILE).is_file():
+            return
+        for entry in json.loads((self.run_dir / SNAPSHOT_FILE).read_text()):
+            path = self.run_dir / entry["path"]
+            if not path.is_dir():
+                raise RuntimeError(
+                    f"{self.run_dir / SNAPSHOT_FILE} lists the checkpoint {path}, which no "
+                    "longer exists: this run's folder is damaged. Give the run a new "
+                    "RunConfig(name=...), or delete the folder to start over"
+                )
+            index = checkpoint_index(path.name)
+            order = index if index is not None else len(self._entries)
+            self._entries.append(_Entry(Checkpoint(path), dict(entry["metrics"]), order))
+        self._entries.sort(key=lambda e: e.order)
+        if self._entries:
+            logger.info(
+                "%s holds an earlier run with this name: train.get_checkpoint() starts from "
+                "its latest checkpoint, %s (give RunConfig a new name to start over)",
+                self.run_dir, self._entries[-1].checkpoint.path,
+            )
 
     def _on_disk(self) -> list[int]:
         if self.run_dir is None or not self.run_dir.is_dir():

@@ -100,7 +100,11 @@ class Gang:
         """Spawn every worker at once; if one fails to start, end the others and raise."""
         # mypy does not apply class decorators: TrainWorker is an ActorClass at run time.
         worker_class = cast("actorrt.ActorClass[TrainWorker]", TrainWorker)
-        cls = worker_class.options(**actor_resources(self.bundle))
+        # Besides ``run`` and the coordinator's calls, rank 0's worker answers every
+        # rank's collective calls at once (its meetings): room for all of them.
+        cls = worker_class.options(
+            max_concurrency=len(self.placements) + 3, **actor_resources(self.bundle)
+        )
         # The first alone, then the rest together: concurrent first spawns in a runtime
         # race to start its worker pool (a core issue); once one is up, this costs one
         # round trip.
@@ -180,12 +184,22 @@ class Gang:
         setups = self.setups(free_port())
         runs: list[asyncio.Future[Any]] = []
         rank0 = self.members[0]
+        # Rank 0's worker holds the attempt's meetings (train.report, train.collective).
+        rendezvous = None
+        if len(self.members) > 1:
+            rendezvous = next(
+                m.ref for m, (s, _) in zip(self.members, setups, strict=True)
+                if s.world_rank == 0
+            )
         for member, (setup, env) in zip(self.members, setups, strict=True):
             if setup.world_rank == 0:
                 rank0 = member
             part = shards[setup.world_rank] if shards else {}
-            one = replace(spec, setup=setup, env=env, datasets=part)
+            one = replace(spec, setup=setup, env=env, datasets=part, rendezvous=rendezvous)
             runs.append(asyncio.ensure_future(_awaited(member.ref.run(one))))
+            if rendezvous is not None:
+                told = _tell_ended(rendezvous, setup.world_size, setup.world_rank)
+                runs[-1].add_done_callback(told)
         halt: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         poll = asyncio.ensure_future(self._poll(rank0.ref, on_report, halt))
         waiting = asyncio.ensure_future(self._wait_all(runs, setups))
@@ -331,3 +345,16 @@ async def _awaited(handle: Any) -> Any:
 
 def _gpu_key(gpu: str) -> tuple[int, int | str]:
     return (0, int(gpu)) if gpu.isdigit() else (1, gpu)
+
+
+def _tell_ended(
+    rendezvous: actorrt.ActorRef[Any], world: int, rank: int
+) -> Callable[[asyncio.Future[Any]], None]:
+    """A done-callback telling the rendezvous that ``rank``'s function returned (so calls
+    waiting for it fail instead of hanging)."""
+
+    def told(run: asyncio.Future[Any]) -> None:
+        if not run.cancelled() and run.exception() is None:
+            rendezvous.ended.tell(world, rank, run.result()["collectives"])
+
+    return told

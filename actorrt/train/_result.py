@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._checkpoint import Checkpoint
+from ._checkpoint import Checkpoint, local_filesystem
 from ._checkpoint_book import SNAPSHOT_FILE
 from ._errors import TrainingFailedError
 
@@ -44,6 +44,12 @@ class Result:
 
     def __post_init__(self) -> None:
         self.path = os.fspath(self.path)
+
+    @property
+    def filesystem(self) -> Any:
+        """``pyarrow.fs.LocalFileSystem()``, the file system of ``path`` (runs are local
+        files here; needs pyarrow, as Ray's does)."""
+        return local_filesystem("Result")
 
     @property
     def metrics_dataframe(self) -> Any:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .._storage_path import check_local_storage_path
+from ._unsupported import reject
 
 DEFAULT_STORAGE = "~/actorrt_results"
 
@@ -90,6 +91,12 @@ class RunConfig:
             settings, as Ray 2.7-2.40's shared ``RunConfig`` had them: they take effect
             when this config is given to ``tune.Tuner`` (or the trainer runs under one);
             a trainer's own ``fit()`` warns that it does not use them.
+        storage_filesystem, worker_runtime_env: Ray's; not supported (a ``TypeError``
+            naming docs/porting.md unless ``None``).
+
+    Raises:
+        ValueError: a bad name, or a cloud ``storage_path`` (``s3://``, ``gs://``, ...).
+        TypeError: a config of the wrong type, or one of Ray's unsupported arguments.
     """
 
     name: str | None = None
@@ -114,8 +121,16 @@ class RunConfig:
             settings["log_to_file"] = self.log_to_file
         return settings
 
+    # Ray's, refused with a pointer to docs/porting.md (kept out of repr and equality).
+    storage_filesystem: Any = field(default=None, repr=False, compare=False, kw_only=True)
+    worker_runtime_env: Any = field(default=None, repr=False, compare=False, kw_only=True)
+
     def __post_init__(self) -> None:
-        check_local_storage_path(self.storage_path)
+        reject("RunConfig", {
+            "storage_filesystem": self.storage_filesystem,
+            "worker_runtime_env": self.worker_runtime_env or None,
+        })
+        object.__setattr__(self, "storage_path", check_local_storage_path(self.storage_path))
         if self.name is not None and (not isinstance(self.name, str) or not self.name
                                       or "/" in self.name):
             raise ValueError(f"name must be a non-empty folder name without '/', got "
@@ -133,5 +148,7 @@ class RunConfig:
 
     def run_dir(self, default_name: str) -> Path:
         """The run's folder: ``storage_path / name`` (not created here)."""
-        root = Path(os.path.expanduser(os.fspath(self.storage_path or DEFAULT_STORAGE)))
+        root_text = os.fspath(self.storage_path or DEFAULT_STORAGE)
+        root_text = root_text.removeprefix("file://")  # a local URI, as Ray accepts
+        root = Path(os.path.expanduser(root_text))
         return root / (self.name or default_name)

@@ -14,8 +14,10 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from ._unsupported import reject
 
 STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 
@@ -142,13 +144,23 @@ class ScalingConfig:
     resources_per_worker: Mapping[str, float] | None = None
     placement_strategy: str = "PACK"
     trainer_resources: Mapping[str, float] | None = None
+    # Ray's; refused with a pointer to docs/porting.md (one node, no accelerator types).
+    accelerator_type: str | None = field(default=None, repr=False, compare=False, kw_only=True)
 
     def __post_init__(self) -> None:
         if self.search_values():
             return  # checked once Tune has resolved them, per trial
+        reject("ScalingConfig", {"accelerator_type": self.accelerator_type})
         n = self.num_workers
         if isinstance(n, bool) or not isinstance(n, int):
             raise TypeError(f"num_workers must be an int, got {n!r} ({type(n).__name__})")
+        if n == 0:
+            raise ValueError(
+                "num_workers must be at least 1, got 0: Ray Train V2's local mode (the "
+                "function run in the driver's process) is not supported; num_workers=1 "
+                "runs it in one worker process, with the same train.* calls (see "
+                "docs/porting.md, 'Ray Train arguments actorrt does not take')"
+            )
         if n < 1:
             raise ValueError(f"num_workers must be at least 1, got {n}")
         if not isinstance(self.use_gpu, bool):

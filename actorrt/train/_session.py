@@ -14,8 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._checkpoint import Checkpoint, store
+import actorrt
+
+from ._checkpoint import Checkpoint, checkpoint_name, store
 from ._enclosing_trial import current_trial
+from ._unsupported import reject
 
 
 @dataclass(frozen=True)
@@ -83,8 +86,11 @@ class Session:
         score_attribute: str | None,
         push: Callable[[dict[str, Any], str | None], None],
         datasets: Mapping[str, Any] | None = None,
+        rendezvous: Any = None,
     ) -> None:
         self.datasets = dict(datasets or {})
+        self.rendezvous = rendezvous  # rank 0's TrainWorker, which holds the meetings
+        self.collectives = 0
         self.context = context
         self.run_dir = run_dir
         self.restore = restore
@@ -116,8 +122,29 @@ class Session:
             stored = None
             if checkpoint is not None:
                 stored = store(checkpoint, self.run_dir, index).path
+            if self.rendezvous is not None:
+                # A barrier, as in Ray Train V2: past it, every rank's files of this
+                # report are in their folder, and no rank runs ahead of the others.
+                self.meet("train.report()")
             if self.context.get_world_rank() == 0:
+                folder = self.run_dir / checkpoint_name(index)
+                if stored is None and folder.is_dir():
+                    stored = str(folder)  # only other ranks wrote this report's files
                 self.push(plain, stored)  # rank 0's metrics are the run's
+
+    def meet(self, what: str, value: bytes | None = None) -> bytes | None:
+        """This rank's next collective call (``what`` names it): wait until every rank
+        has made it, and return rank 0's ``value``. Alone, return ``value`` at once."""
+        if self.rendezvous is None:
+            return value
+        number = self.collectives
+        self.collectives += 1
+        rank = self.context.get_world_rank()
+        world = self.context.get_world_size()
+        result: bytes | None = actorrt.get(
+            self.rendezvous.meet(world, rank, number, value, what)
+        )
+        return result
 
 
 _session: Session | None = None
@@ -126,6 +153,15 @@ _session: Session | None = None
 def set_session(session: Session | None) -> None:
     global _session
     _session = session
+
+
+def current_session(what: str) -> Session:
+    """The running training function's session (``what`` names the caller).
+
+    Raises:
+        RuntimeError: called outside a training function.
+    """
+    return _current(what)
 
 
 def _current(what: str) -> Session:
@@ -137,16 +173,24 @@ def _current(what: str) -> Session:
     return _session
 
 
-def report(metrics: Mapping[str, Any], checkpoint: Checkpoint | None = None) -> None:
+def report(
+    metrics: Mapping[str, Any],
+    checkpoint: Checkpoint | None = None,
+    checkpoint_dir_name: str | None = None,
+    **ray_options: Any,
+) -> None:
     """Report metrics (and optionally a checkpoint) from the training function.
 
-    Every worker calls it the same number of times, as in Ray. Rank 0's metrics become
-    the run's results and are forwarded to the coordinator as they come (without waiting
-    for it; unlike Ray's, this is no barrier across ranks). A checkpoint from any rank is
-    copied before this returns into the report's folder, ``checkpoint_<index>`` in the
-    run's folder, where the ``k``-th report of every rank has the same index: the ranks'
-    files of one report are merged there, as Ray Train V2 does. Checkpoints are kept per
-    ``CheckpointConfig``; other ranks' metrics are not kept.
+    Every worker calls it the same number of times: as in Ray Train V2, it is a barrier
+    across ranks (with ``actorrt.train.collective``'s calls, in the same order on every
+    rank). A checkpoint from any rank is copied into the report's folder,
+    ``checkpoint_<index>`` in the run's folder, where the ``k``-th report of every rank
+    has the same index: the ranks' files of one report are merged there, as V2 does.
+    Past the barrier, rank 0's metrics (with the folder, if any rank wrote one) go to
+    the coordinator and become the run's results. Checkpoints are kept per
+    ``CheckpointConfig``; other ranks' metrics are not kept. Where Ray would wait for
+    ever, a rank whose function returns before a report the others wait at fails them
+    with ``RuntimeError`` naming it.
 
     Args:
         metrics: a dict of metric name to value; numpy and torch scalars become floats.
@@ -159,7 +203,12 @@ def report(metrics: Mapping[str, Any], checkpoint: Checkpoint | None = None) -> 
         RuntimeError: called outside a training function or a Tune trial.
         TypeError: metrics that are not a dict with string keys, or a bad checkpoint.
         ValueError: a checkpoint without the ``checkpoint_score_attribute`` metric.
+        RuntimeError: another rank returned without this report, or made another
+            collective call here.
+        TypeError: Ray's ``checkpoint_dir_name`` or upload options (not supported: the
+            message names docs/porting.md).
     """
+    reject("train.report", {"checkpoint_dir_name": checkpoint_dir_name, **ray_options})
     if _session is None:
         trial = current_trial()
         if trial is not None:

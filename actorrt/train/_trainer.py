@@ -43,6 +43,7 @@ from ._recorder import Recorder
 from ._result import RESULTS_FILE, Result
 from ._run_config import RunConfig
 from ._scaling import ScalingConfig
+from ._unsupported import PORTING, V2_REMOVED, reject
 from ._worker import RunSpec
 
 logger = logging.getLogger("actorrt.train")
@@ -68,9 +69,13 @@ class DataParallelTrainer:
             DataFrames, torch map-style Datasets, lists); each worker reads its own
             disjoint shard with ``train.get_dataset_shard(name)``. Ray Data datasets are
             not supported (``TypeError``; see docs/porting.md).
+        dataset_config: Ray Data's; not supported (``TypeError`` unless ``None``).
+        resume_from_checkpoint, metadata: removed in Ray Train V2, which raises
+            ``DeprecationWarning`` for them; so does this (unless ``None``).
 
     Raises:
         TypeError: a training function that is not callable, or bad configs.
+        DeprecationWarning: ``resume_from_checkpoint`` or ``metadata`` given, as in V2.
         ValueError: a function that takes more than one argument, or none while a config
             is given.
     """
@@ -83,7 +88,15 @@ class DataParallelTrainer:
         scaling_config: ScalingConfig | None = None,
         run_config: RunConfig | None = None,
         datasets: Mapping[str, Any] | None = None,
+        dataset_config: Any = None,
+        resume_from_checkpoint: Any = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> None:
+        reject(type(self).__name__, {
+            "dataset_config": dataset_config,
+            "resume_from_checkpoint": resume_from_checkpoint,
+            "metadata": metadata,
+        })
         if not callable(train_loop_per_worker):
             raise TypeError(
                 f"train_loop_per_worker must be a function, got {train_loop_per_worker!r}"
@@ -103,6 +116,25 @@ class DataParallelTrainer:
         self.datasets = check_datasets(datasets)
         self._warned_tune_settings = False
         self._pass_config = _takes_config(train_loop_per_worker, train_loop_config is not None)
+
+    @classmethod
+    def restore(cls, *args: Any, **kwargs: Any) -> DataParallelTrainer:
+        """Removed in Ray Train V2, as here: rerun with the same ``RunConfig(name,
+        storage_path)`` instead, which resumes from that run's latest checkpoint.
+
+        Raises:
+            DeprecationWarning: always, as Ray Train V2 does.
+        """
+        raise DeprecationWarning(f"{V2_REMOVED['restore']} ({PORTING})")
+
+    @classmethod
+    def can_restore(cls, *args: Any, **kwargs: Any) -> bool:
+        """Removed in Ray Train V2, as here (see ``restore``).
+
+        Raises:
+            DeprecationWarning: always, as Ray Train V2 does.
+        """
+        raise DeprecationWarning(f"{V2_REMOVED['restore']} ({PORTING})")
 
     def _backend(self) -> Backend:
         """The hooks each worker runs around the function (none here)."""
@@ -196,7 +228,10 @@ class DataParallelTrainer:
         """Run gangs until one finishes, ``FailureConfig`` gives up, or Tune says stop;
         return the ``Result`` (its ``error`` set when training failed) and whether Tune
         stopped the run."""
-        book = CheckpointBook(self.run_config.checkpoint_config, run_dir)
+        try:
+            book = CheckpointBook(self.run_config.checkpoint_config, run_dir)
+        except RuntimeError as exc:  # an earlier run's snapshot that cannot be resumed
+            raise ControllerError(exc) from exc
         failures: list[str] = []
         error: TrainingFailedError | None = None
         restore = trial.restore_checkpoint if trial is not None else None
@@ -214,6 +249,7 @@ class DataParallelTrainer:
                     book.adopt_unrecorded(on_report.attempt_metrics)
                     break
                 except GangFailed as failed:
+                    book.discard_unrecorded()
                     if on_report.stopped:
                         break  # Tune stopped the trial meanwhile: no restart
                     failures.append(f"attempt {len(failures) + 1}: {failed}")

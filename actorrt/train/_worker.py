@@ -28,6 +28,7 @@ import actorrt
 from ._backend import Backend, WorkerSetup
 from ._checkpoint import Checkpoint
 from ._data import DataShard
+from ._rendezvous import Meetings
 from ._session import Session, TrainContext, WorkerInfo, set_session
 
 logger = logging.getLogger("actorrt.train")
@@ -53,6 +54,7 @@ class RunSpec:
     report_waits: bool = False
     datasets: dict[str, Any] = field(default_factory=dict)  # this worker's shards
     working_dir: str | None = None  # the enclosing Tune trial's working directory
+    rendezvous: Any = None  # rank 0's worker (ActorRef): the meetings
 
 
 @contextlib.contextmanager
@@ -75,10 +77,12 @@ def _working_dir(path: str | None) -> Iterator[None]:
 
 @actorrt.actor(process=True, max_concurrency=3)
 class TrainWorker:
-    """One rank of the gang. Three messages at once: ``run`` on the actor's thread,
-    ``next_reports`` polls and a final drain on the loop."""
+    """One rank of the gang. Several messages at once: ``run`` on the actor's thread,
+    ``next_reports`` polls and a final drain on the loop, and on rank 0 every rank's
+    collective calls (``meet``; the gang raises ``max_concurrency`` for them)."""
 
     def __init__(self) -> None:
+        self._meetings: Meetings | None = None
         self._reports: list[Report] = []
         self._seq = 0
         self._acked = 0
@@ -100,6 +104,22 @@ class TrainWorker:
             "node": socket.gethostname(),
             "gpus": [g.strip() for g in visible.split(",") if g.strip()],
         }
+
+    async def meet(self, world: int, rank: int, number: int, value: Any, what: str) -> Any:
+        """On rank 0's worker: rank ``rank``'s ``number``-th collective call, of
+        ``world`` ranks (see ``Meetings``)."""
+        return await self._meetings_of(world).meet(rank, number, value, what)
+
+    async def ended(self, world: int, rank: int, meetings: int) -> None:
+        """On rank 0's worker: rank ``rank``'s function returned after ``meetings``."""
+        self._meetings_of(world).ended(rank, meetings)
+
+    def _meetings_of(self, world: int) -> Meetings:
+        # Made by the first call, which may come from any rank (even before this rank's
+        # run starts); a worker serves one attempt, so one set of meetings.
+        if self._meetings is None:
+            self._meetings = Meetings(world)
+        return self._meetings
 
     def run(self, spec: RunSpec) -> dict[str, Any]:
         """Run the training function once; return what the coordinator must know after."""
@@ -123,6 +143,7 @@ class TrainWorker:
             spec.score_attribute,
             self._push,
             {name: DataShard(name, part) for name, part in spec.datasets.items()},
+            spec.rendezvous,
         )
         set_session(session)
         started = False
@@ -146,7 +167,11 @@ class TrainWorker:
                 else:
                     os.environ[key] = old
             self._call_on_loop(self._finish)
-        return {"reports": session.reports, "fresh_process": spec.backend.needs_fresh_process()}
+        return {
+            "reports": session.reports,
+            "collectives": session.collectives,
+            "fresh_process": spec.backend.needs_fresh_process(),
+        }
 
     async def next_reports(self, after: int, wait: bool = True) -> tuple[list[Report], bool]:
         """Reports after sequence number ``after`` (those up to it are dropped: the

@@ -116,7 +116,9 @@ class ExperimentAnalysis:
     ) -> None:
         if storage_filesystem is not None:
             raise ValueError("storage_filesystem is not supported: experiments are local folders")
-        check_local_storage_path(experiment_checkpoint_path, "experiment_checkpoint_path")
+        experiment_checkpoint_path = check_local_storage_path(
+            experiment_checkpoint_path, "experiment_checkpoint_path"
+        )
         path = os.path.abspath(os.path.expanduser(os.fspath(experiment_checkpoint_path)))
         if trials is None and not os.path.isdir(path):
             raise ValueError(f"ExperimentAnalysis: {path!r} is not an experiment folder")

@@ -312,7 +312,7 @@ class RunConfig:
                 "local storage only (see docs/porting.md)",
                 stacklevel=4,
             )
-        check_local_storage_path(self.storage_path)
+        object.__setattr__(self, "storage_path", check_local_storage_path(self.storage_path))
         if self.storage_filesystem is not None:
             raise ValueError(
                 "storage_filesystem is not supported: actorrt writes experiments to a local "

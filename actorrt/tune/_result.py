@@ -91,7 +91,7 @@ class Result:
         Raises:
             ValueError: ``path`` is a URI, or not a trial folder (no ``params.json``).
         """
-        check_local_storage_path(path, "path")
+        path = check_local_storage_path(path, "path")
         trial_dir = os.path.abspath(os.path.expanduser(os.fspath(path)))
         if not os.path.isfile(os.path.join(trial_dir, "params.json")):
             raise ValueError(

@@ -251,7 +251,7 @@ class Tuner:
                 ``restart_errored``.
             RuntimeError: another process is running the experiment now.
         """
-        check_local_storage_path(path, "path")
+        path = check_local_storage_path(path, "path")
         trainable = _from_trainer(trainable)
         _check_trainable(trainable)
         options = ResumeOptions(resume_unfinished, resume_errored, restart_errored)

@@ -18,11 +18,12 @@ def test_all_is_exactly_the_public_surface() -> None:
         "get_checkpoint", "get_context", "get_dataset_shard", "report",
     }
     public = {n for n in dir(train) if not n.startswith("_")}
-    subpackages = {"torch", "lightning", "huggingface"}  # the last two once imported
+    # the last three once imported
+    subpackages = {"torch", "lightning", "huggingface", "collective"}
     assert public - {"annotations"} - subpackages == set(train.__all__)
     assert set(train_torch.__all__) == {
-        "TorchConfig", "TorchTrainer", "get_device", "get_devices", "prepare_data_loader",
-        "prepare_model",
+        "TorchConfig", "TorchTrainer", "enable_reproducibility", "get_device", "get_devices",
+        "prepare_data_loader", "prepare_model",
     }
     for name in train.__all__:
         assert getattr(train, name).__module__ == "actorrt.train", name

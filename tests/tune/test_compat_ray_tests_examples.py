@@ -10,6 +10,7 @@ import itertools
 import os
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -286,3 +287,10 @@ def test_a_ray_module_actorrt_lacks_says_so(module: str, hint: str) -> None:
     # `from actorrt.tune import <missing name>` stays Python's plain ImportError.
     with pytest.raises(ImportError, match="cannot import name"):
         from actorrt.tune import register_trainable  # noqa: F401
+
+
+def test_a_file_uri_storage_path_is_the_local_folder(tmp_path: Path) -> None:
+    from actorrt import tune
+
+    config = tune.RunConfig(storage_path=f"file://{tmp_path}")
+    assert config.storage_path == str(tmp_path)

@@ -12,7 +12,6 @@ import asyncio
 import itertools
 import os
 import tempfile
-import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -84,16 +83,14 @@ def _exists(pid: int) -> bool:
 
 
 def endless_loop(config: dict[str, Any]) -> None:
-    """Never ends by itself: rank 0 reports a synthetic curve until the trial is stopped,
-    and the other ranks wait as if in a collective with it."""
+    """Never ends by itself: every rank reports a synthetic curve until the trial is
+    stopped (report is a barrier, as in Ray Train V2: the other ranks wait at their next
+    report while Tune decides on rank 0's)."""
     context = train.get_context()
-    rank = context.get_world_rank()
     me = actorrt.get_context().actor_id
     actorrt.get(config["witness"].worker.options(timeout=60)(
         config["trial_id"], me, os.getpid(), context.get_world_size()
     ))
-    if rank != 0:
-        threading.Event().wait()
     for step in itertools.count(1):
         loss = 10 * config["lr"] + 1 / step  # the bigger the learning rate, the worse
         train.report({"loss": loss})

@@ -17,6 +17,7 @@ from ._config import TorchConfig as TorchConfig
 from ._trainer import TorchTrainer as TorchTrainer
 
 if _typing.TYPE_CHECKING:
+    from ._prepare import enable_reproducibility as enable_reproducibility
     from ._prepare import get_device as get_device
     from ._prepare import get_devices as get_devices
     from ._prepare import prepare_data_loader as prepare_data_loader
@@ -25,13 +26,16 @@ if _typing.TYPE_CHECKING:
 __all__ = [
     "TorchConfig",
     "TorchTrainer",
+    "enable_reproducibility",
     "get_device",
     "get_devices",
     "prepare_data_loader",
     "prepare_model",
 ]
 
-_NEED_TORCH = frozenset({"get_device", "get_devices", "prepare_data_loader", "prepare_model"})
+_NEED_TORCH = frozenset({
+    "enable_reproducibility", "get_device", "get_devices", "prepare_data_loader", "prepare_model",
+})
 
 
 def _show_public(obj: _typing.Any) -> _typing.Any:

@@ -59,7 +59,8 @@ class TorchBackend(Backend):
         backend = self.config.backend or ("nccl" if setup.device_index is not None else "gloo")
         current_device_index = setup.device_index
         current_device_indices = setup.device_indices
-        if setup.device_index is not None and torch.cuda.is_available():
+        on_gpu = setup.device_index is not None and torch.cuda.is_available()
+        if on_gpu:
             torch.cuda.set_device(setup.device_index)
             self._cuda_used = True
         if backend == "nccl" and not torch.cuda.is_available():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import random
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -11,6 +13,32 @@ from torch.utils.data import DataLoader, DistributedSampler, IterableDataset, Ra
 
 from .._session import get_context
 from . import _config
+
+
+def enable_reproducibility(seed: int = 0) -> None:
+    """Make this worker's training repeatable, as Ray's ``enable_reproducibility``.
+
+    Seeds Python's ``random``, numpy (when installed) and torch with ``seed``, asks torch
+    for deterministic algorithms (an op without one then raises), turns off cuDNN's
+    benchmark mode, and sets ``CUBLAS_WORKSPACE_CONFIG`` for deterministic cuBLAS. Call
+    it at the start of the training function; runs are repeatable only with the same
+    number of workers and the same data order. Slower: use it to debug, not to train.
+
+    Args:
+        seed: the seed for every generator.
+    """
+    random.seed(seed)
+    try:
+        import numpy
+    except ImportError:
+        pass
+    else:
+        numpy.random.seed(seed)
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(True)
+    torch.backends.cudnn.benchmark = False
+    # cuBLAS is deterministic only with this workspace setting (torch's docs).
+    os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
 
 
 def get_device() -> torch.device:

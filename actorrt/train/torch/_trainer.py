@@ -21,8 +21,8 @@ class TorchTrainer(DataParallelTrainer):
     ``DistributedDataParallel`` and ``prepare_data_loader`` shards the data.
 
     Args:
-        train_loop_per_worker, train_loop_config, scaling_config, run_config, datasets:
-            as for ``DataParallelTrainer``.
+        train_loop_per_worker, train_loop_config, scaling_config, run_config, datasets,
+        dataset_config, resume_from_checkpoint, metadata: as for ``DataParallelTrainer``.
         torch_config: the backend and collective timeout (default ``TorchConfig()``).
 
     Example::
@@ -45,6 +45,9 @@ class TorchTrainer(DataParallelTrainer):
         scaling_config: ScalingConfig | None = None,
         run_config: RunConfig | None = None,
         datasets: Mapping[str, Any] | None = None,
+        dataset_config: Any = None,
+        resume_from_checkpoint: Any = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(
             train_loop_per_worker,
@@ -52,6 +55,9 @@ class TorchTrainer(DataParallelTrainer):
             scaling_config=scaling_config,
             run_config=run_config,
             datasets=datasets,
+            dataset_config=dataset_config,
+            resume_from_checkpoint=resume_from_checkpoint,
+            metadata=metadata,
         )
         torch_config = torch_config if torch_config is not None else TorchConfig()
         if not isinstance(torch_config, TorchConfig):
