@@ -27,7 +27,7 @@ def state(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(") ", 1)[1][0]
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone before the open, or during it
         return "gone"
 
 
