@@ -34,6 +34,16 @@ def child_processes(pid: int | None = None) -> list[tuple[int, str]]:
     return found
 
 
+def proc_state(pid: int) -> str:
+    """The one-letter state of process ``pid`` in /proc (``R``, ``S``, ``T``, ``Z``, ...), or
+    ``"gone"`` once it is reaped (also when it goes while its stat is being read)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(") ", 1)[1][0]
+    except (FileNotFoundError, ProcessLookupError):
+        return "gone"
+
+
 def wait_until(condition, timeout: float = 5.0, interval: float = 0.02) -> bool:  # type: ignore[no-untyped-def]
     """Poll ``condition`` until it holds or ``timeout`` passes (for OS state, no event exists)."""
     deadline = time.monotonic() + timeout

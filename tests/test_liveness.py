@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import eventually
+from conftest import eventually, proc_state
 
 import actorrt
 from actorrt import _discovery, _liveness
@@ -24,11 +24,7 @@ CLI = os.path.join(os.path.dirname(sys.executable), "actorrt")
 
 
 def state(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(") ", 1)[1][0]
-    except (FileNotFoundError, ProcessLookupError):  # gone before the open, or during it
-        return "gone"
+    return proc_state(pid)
 
 
 @actorrt.actor(process=True, num_cpus=0.01)

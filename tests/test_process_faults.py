@@ -10,25 +10,17 @@ import textwrap
 import time
 
 import pytest
-from conftest import child_processes, eventually, wait_until
+from conftest import child_processes, eventually, proc_state, wait_until
 
 import actorrt
 
 
 def state(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(") ", 1)[1][0]
-    except FileNotFoundError:
-        return "gone"
+    return proc_state(pid)
 
 
 def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ")[1][0] != "Z"
-    except FileNotFoundError:
-        return False
+    return proc_state(pid) not in ("Z", "gone")
 
 
 @actorrt.actor(process=True, max_restarts=1)
