@@ -132,6 +132,11 @@ CASES: dict[str, tuple[list[str], float, list[str]]] = {
         r"^class API: iterations run twice: 0$",
         r"^function API: iterations run twice: 0$",
     ]),
+    "tune_ax.py": (["--smoke-test"], 120, [
+        r"^10 trials, 0 errors$",
+        r"^best hartmann6 -\d\.\d{3} \(the minimum is -3\.322\)$",
+        r"^Best hyperparameters found were:  \{'x1': ",
+    ]),
     "tune_zoopt.py": ([], 120, [
         r"^20 trials, 0 errors$",
         r"^best mean_loss -?\d+\.\d{3} with width=",

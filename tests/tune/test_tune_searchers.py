@@ -326,7 +326,7 @@ async def test_a_killed_hyperopt_sweep_restores_and_continues_the_same_search(
     assert math.isclose(grid.get_best_result().metrics["loss"], min(bowl(c) for c in got))
 
 
-@pytest.mark.parametrize(("module", "name"), [("ax", "AxSearch"), ("hebo", "HEBOSearch")])
+@pytest.mark.parametrize(("module", "name"), [("hebo", "HEBOSearch")])
 def test_searchers_not_wrapped_say_so_on_import(module: str, name: str) -> None:
     import importlib
 

@@ -1,7 +1,8 @@
 """Search algorithms (Ray's ``ray.tune.search``).
 
 The searchers around optional libraries live in submodules, as in Ray:
-``actorrt.tune.search.hyperopt``, ``.bayesopt``, ``.nevergrad``, ``.bohb``, ``.optuna``.
+``actorrt.tune.search.hyperopt``, ``.bayesopt``, ``.nevergrad``, ``.bohb``, ``.optuna``,
+``.zoopt``, ``.ax``.
 """
 
 from .._repeater import Repeater as Repeater

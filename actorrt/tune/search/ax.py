@@ -1,12 +1,8 @@
-"""Ray's ``ray.tune.search.ax`` (``AxSearch``): not available in actorrt.
+"""Ray's ``ray.tune.search.ax``; needs ``pip install 'actorrt[ax]'``."""
 
-Importing this module raises ImportError: ax-platform installs (with botorch, gpytorch,
-IPython and about twenty more packages) but is not wrapped yet. See docs/tune.md.
-"""
+from .._ax import AxSearch as AxSearch
 
-raise ImportError(
-    "AxSearch is not available in actorrt: the ax-platform library (with botorch, gpytorch "
-    "and IPython) is not wrapped yet. Use actorrt.tune.search.hyperopt.HyperOptSearch, "
-    ".optuna.OptunaSearch, .bayesopt.BayesOptSearch, .nevergrad.NevergradSearch, "
-    ".bohb.TuneBOHB or .zoopt.ZOOptSearch"
-)
+# Shown under the module users import it from.
+AxSearch.__module__ = __name__
+
+__all__ = ["AxSearch"]
