@@ -335,6 +335,7 @@ class ActorCell:
             reason, cause = "killed", None
             if not started.done():
                 started.set_exception(self._make_error(reason, None))
+                started.exception()  # retrieved: a spawner that still waits gets it anyway
             await self._end_children(kill=True)
             if not ours:
                 raise

@@ -225,6 +225,9 @@ class WorkerProcess:
                     + (f"; it said: {said}" if said else "")
                 )
             )
+            # Retrieved: a spawner still waiting gets it anyway; one that was cancelled
+            # (its spawn withdrawn) must not make asyncio log it as never retrieved.
+            self.connected.exception()
         if self.conn is not None:
             self.conn.abort()
         self.exited.set_result(code)

@@ -243,6 +243,7 @@ class ProcessActor(RemoteActor):
                 self.worker.tainted = True  # cut off mid-way: what runs there is unknown
             if not started.done():
                 started.set_exception(self._make_error("killed"))
+                started.exception()  # retrieved: a spawner that still waits gets it anyway
             if not ours:
                 self._end_reason = self._end_reason or ("runtime shut down", None)
                 raise
