@@ -20,7 +20,7 @@ DEFAULT_MAILBOX_SIZE = 100_000
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ActorOptions:
-    """The options an actor is spawned with (DESIGN.md §3 "Defining and spawning").
+    """The options an actor is spawned with.
 
     Attributes:
         name: register the actor under this name (``actorrt.get_actor``); unique per runtime.

@@ -1,4 +1,4 @@
-"""actorrt.tune: Ray Tune's API on actorrt's actors and broker (DESIGN.md §6).
+"""actorrt.tune: Ray Tune's API on actorrt's actors and broker.
 
 A Ray Tune script ports by changing ``from ray import tune`` to ``from actorrt import tune``.
 Every trial is a trial-driver actor in a worker process holding its resources as one
