@@ -8,5 +8,6 @@ raise ImportError(
     "HEBOSearch is not available in actorrt: the HEBO library pins numpy 1.24 and scipy 1.12, "
     "which would downgrade what actorrt and torch run on, so no actorrt extra installs it. Use "
     "actorrt.tune.search.hyperopt.HyperOptSearch, .optuna.OptunaSearch, "
-    ".bayesopt.BayesOptSearch, .nevergrad.NevergradSearch, .bohb.TuneBOHB or .zoopt.ZOOptSearch"
+    ".bayesopt.BayesOptSearch, .ax.AxSearch, .nevergrad.NevergradSearch, .bohb.TuneBOHB or "
+    ".zoopt.ZOOptSearch"
 )
