@@ -7,14 +7,17 @@ results as ``pandas`` data frames.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
 from .._storage_path import check_local_storage_path
 from ._checkpoint import Checkpoint
+from ._experiment_state import HEADER_FILE, JOURNAL_FILE
 from ._storage import flatten, read_results
 from ._trial import ERROR, TERMINATED, Trial
 
@@ -199,6 +202,22 @@ class ExperimentAnalysis:
         trial = self.get_best_trial(metric, mode, scope)
         return trial.config if trial is not None else None
 
+    def get_best_logdir(
+        self, metric: str | None = None, mode: str | None = None, scope: str = "last"
+    ) -> str | None:
+        """The folder of :meth:`get_best_trial` (``None`` when no trial reported the
+        metric). Ray 2.7 and later raise ``DeprecationWarning`` here, pointing to
+        ``get_best_trial(...).local_path``; actorrt answers, with a ``FutureWarning``
+        that says so (``get_best_trial(...).path`` is the lasting spelling)."""
+        warnings.warn(
+            "ExperimentAnalysis.get_best_logdir() is deprecated in Ray (it raises "
+            "DeprecationWarning there); use get_best_trial(metric, mode, scope).path",
+            FutureWarning,
+            stacklevel=2,
+        )
+        trial = self.get_best_trial(metric, mode, scope)
+        return trial.path if trial is not None else None
+
     def get_best_checkpoint(
         self, trial: Trial | str, metric: str | None = None, mode: str | None = None
     ) -> Checkpoint | None:
@@ -336,6 +355,29 @@ class ExperimentAnalysis:
             flat["logdir"] = trial.path
             rows.append(flat)
         return pandas.DataFrame(rows)
+
+    def stats(self) -> dict[str, Any]:
+        """The experiment's statistics, as Ray's ``stats()``: ``start_time`` (when the
+        experiment was created, seconds since the epoch), ``timestamp`` (when its record
+        was last written) and ``total_time_s`` (its running time over every run)."""
+        header = os.path.join(self.experiment_path, HEADER_FILE)
+        journal = os.path.join(self.experiment_path, JOURNAL_FILE)
+        if not os.path.exists(journal):
+            raise ValueError(
+                f"stats(): {self.experiment_path!r} holds no experiment record ({JOURNAL_FILE})"
+            )
+        elapsed = 0.0
+        with open(journal, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    elapsed = max(elapsed, float(json.loads(line).get("t", 0.0)))
+                except (ValueError, AttributeError):
+                    continue  # a line torn by a crash
+        return {
+            "start_time": os.path.getmtime(header if os.path.exists(header) else journal),
+            "timestamp": os.path.getmtime(journal),
+            "total_time_s": elapsed,
+        }
 
     def get_all_configs(self, prefix: bool = False) -> dict[str, dict[str, Any]]:
         """Each trial's config by its id (``prefix``: keys as ``config/<key>``)."""

@@ -31,7 +31,7 @@ from ._storage import flatten
 if TYPE_CHECKING:
     from ._trial import Trial
 
-__all__ = ["LoggerCallback", "TBXLoggerCallback"]
+__all__ = ["CSVLoggerCallback", "JsonLoggerCallback", "LoggerCallback", "TBXLoggerCallback"]
 
 logger = logging.getLogger("actorrt.tune")
 
@@ -85,6 +85,19 @@ class LoggerCallback(Callback):
         self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
     ) -> None:
         self.log_trial_end(trial, failed=True)
+
+
+class CSVLoggerCallback(LoggerCallback):
+    """Each trial's results as ``progress.csv`` in its folder (Ray Tune's
+    ``CSVLoggerCallback``). The experiment's storage writes that file for every trial, with
+    or without this callback, so passing it changes nothing and writes nothing twice: it
+    exists so that ``RunConfig(callbacks=[CSVLoggerCallback()])`` runs as in Ray."""
+
+
+class JsonLoggerCallback(LoggerCallback):
+    """Each trial's results as JSON lines in ``result.json`` in its folder (Ray Tune's
+    ``JsonLoggerCallback``). As with :class:`CSVLoggerCallback`, the experiment's storage
+    writes that file for every trial; passing this callback writes nothing twice."""
 
 
 def scalars(result: Mapping[str, Any]) -> dict[str, float]:

@@ -1,15 +1,15 @@
 """Trial schedulers: decide, at each result, whether a trial goes on.
 
-``on_trial_result`` returns ``CONTINUE`` or ``STOP``; a stopped trial ends as TERMINATED (it
-was not an error). Hooks receive the controller as their first argument, as in Ray Tune,
-and run on the controller's event loop: keep them quick.
+``on_trial_result`` returns ``CONTINUE``, ``PAUSE`` or ``STOP``; a stopped trial ends as
+TERMINATED (it was not an error), a paused one is resumed later from its checkpoint. Hooks
+receive the controller as their first argument, as in Ray Tune, and run on the controller's
+event loop: keep them quick.
 """
 
 from __future__ import annotations
 
 import math
 import random
-import warnings
 from typing import Any
 
 __all__ = [
@@ -214,9 +214,10 @@ class MedianStoppingRule(TrialScheduler):
         metric, mode: what is optimised (default: ``TuneConfig``'s).
         grace_period: no trial stops before this much ``time_attr``.
         min_samples_required: how many other trials the median needs.
-        hard_stop: ``True`` only in effect: a trial below the median always ends. With
-            ``False`` (Ray pauses such a trial and resumes it when the others are done),
-            a warning says so.
+        hard_stop: ``True``: a trial below the median ends. ``False``: it is paused
+            instead (its actor stops and gives its resources back) and, once nothing else
+            runs or waits, resumed from its latest checkpoint and let run to its end
+            without being compared again, as in Ray.
     """
 
     def __init__(
@@ -238,16 +239,9 @@ class MedianStoppingRule(TrialScheduler):
         self.time_attr = time_attr
         self.grace_period = grace_period
         self.min_samples_required = min_samples_required
-        if not hard_stop:
-            warnings.warn(
-                "MedianStoppingRule(hard_stop=False): actorrt stops a trial below the median "
-                "as with hard_stop=True; Ray would pause it and resume it once the other "
-                "trials are done (see docs/porting.md)",
-                UserWarning,
-                stacklevel=2,
-            )
-        self.hard_stop = hard_stop
+        self.hard_stop = bool(hard_stop)
         self._history: dict[str, list[tuple[float, float]]] = {}
+        self._paused: set[str] = set()  # paused once (hard_stop=False): never compared again
 
     def _running_mean(self, trial_id: str, t: float) -> float:
         scores = [s for when, s in self._history[trial_id] if when <= t]
@@ -260,6 +254,8 @@ class MedianStoppingRule(TrialScheduler):
             )
         if self.time_attr not in result or self._metric not in result:
             return self.CONTINUE
+        if trial.trial_id in self._paused:
+            return self.CONTINUE  # resumed after a pause: it runs on to its end (Ray's FIFO)
         t = float(result[self.time_attr])
         score = float(result[self._metric]) * (1 if self._mode == "max" else -1)
         history = self._history.setdefault(trial.trial_id, [])
@@ -274,7 +270,19 @@ class MedianStoppingRule(TrialScheduler):
         if len(others) < self.min_samples_required:
             return self.CONTINUE
         best = max(s for _, s in history)
-        return self.STOP if best < _percentile(others, 50) else self.CONTINUE
+        if best >= _percentile(others, 50):
+            return self.CONTINUE
+        if self.hard_stop:
+            return self.STOP
+        self._paused.add(trial.trial_id)
+        return self.PAUSE
+
+    def on_no_running_trials(self, controller: Any) -> None:
+        """Nothing runs or waits: resume the trials this rule paused (Ray resumes paused
+        trials once no other trial is waiting to run)."""
+        for trial in controller.trials:
+            if trial.trial_id in self._paused and trial.status == "PAUSED":  # (._trial imports us)
+                controller.resume_trial(trial)
 
     def on_trial_remove(self, controller: Any, trial: Any) -> None:
         self._history.pop(trial.trial_id, None)

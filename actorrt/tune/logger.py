@@ -1,14 +1,19 @@
 """Logger callbacks (Ray's ``ray.tune.logger``).
 
 Every trial's results are written as ``result.json`` (JSON lines) and ``progress.csv`` by
-Tune itself; ``TBXLoggerCallback`` adds TensorBoard event files, and is on by default when
-``tensorboardX`` is installed.
+Tune itself, which ``JsonLoggerCallback`` and ``CSVLoggerCallback`` stand for (passing them
+writes nothing twice); ``TBXLoggerCallback`` adds TensorBoard event files, and is on by
+default when ``tensorboardX`` is installed.
 """
 
+from ._loggers import CSVLoggerCallback as CSVLoggerCallback
+from ._loggers import JsonLoggerCallback as JsonLoggerCallback
 from ._loggers import LoggerCallback as LoggerCallback
 from ._loggers import TBXLoggerCallback as TBXLoggerCallback
 
 # Shown under the module users import them from.
-LoggerCallback.__module__ = TBXLoggerCallback.__module__ = __name__
+for _cls in (CSVLoggerCallback, JsonLoggerCallback, LoggerCallback, TBXLoggerCallback):
+    _cls.__module__ = __name__
+del _cls
 
-__all__ = ["LoggerCallback", "TBXLoggerCallback"]
+__all__ = ["CSVLoggerCallback", "JsonLoggerCallback", "LoggerCallback", "TBXLoggerCallback"]

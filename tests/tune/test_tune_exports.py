@@ -45,9 +45,10 @@ def test_ray_style_submodules() -> None:
         TimeoutStopper,
         TrialPlateauStopper,
     )
-    from actorrt.tune.utils import wait_for_gpu
+    from actorrt.tune.utils import diagnose_serialization, validate_save_restore, wait_for_gpu
 
     assert ASHAScheduler is AsyncHyperBandScheduler
+    assert callable(diagnose_serialization) and callable(validate_save_restore)
     assert callable(wait_for_gpu) and Stopper and BasicVariantGenerator and ConcurrencyLimiter
     assert Stopper is tune.Stopper
     for stopper in (CombinedStopper, ExperimentPlateauStopper, FunctionStopper,
@@ -59,7 +60,9 @@ def test_logger_and_optuna_modules_show_where_their_classes_are_imported_from() 
     from actorrt.tune import logger
     from actorrt.tune.search import optuna
 
-    assert logger.__all__ == ["LoggerCallback", "TBXLoggerCallback"]
+    assert logger.__all__ == [
+        "CSVLoggerCallback", "JsonLoggerCallback", "LoggerCallback", "TBXLoggerCallback"
+    ]
     assert optuna.__all__ == ["OptunaSearch"]
     assert repr(logger.TBXLoggerCallback) == "<class 'actorrt.tune.logger.TBXLoggerCallback'>"
     assert repr(optuna.OptunaSearch) == "<class 'actorrt.tune.search.optuna.OptunaSearch'>"

@@ -135,15 +135,14 @@ def test_median_stopping_rule_stops_below_the_others_median() -> None:
         MedianStoppingRule(min_samples_required=0)
 
 
-def test_median_stopping_rule_says_it_stops_where_ray_would_pause() -> None:
-    with pytest.warns(UserWarning, match=r"hard_stop=False.*Ray would pause"):
-        rule = MedianStoppingRule(
-            time_attr="training_iteration", metric="acc", mode="max", grace_period=0,
-            min_samples_required=1, hard_stop=False,
-        )
+def test_median_stopping_rule_pauses_with_hard_stop_false() -> None:
+    rule = MedianStoppingRule(
+        time_attr="training_iteration", metric="acc", mode="max", grace_period=0,
+        min_samples_required=1, hard_stop=False,
+    )
     rule.on_trial_result(None, FakeTrial("a"), {"training_iteration": 1, "acc": 0.9})
     below = rule.on_trial_result(None, FakeTrial("b"), {"training_iteration": 1, "acc": 0.1})
-    assert below == "STOP"  # what the warning said: stopped, not paused
+    assert below == "PAUSE"  # as in Ray: paused, resumed once nothing else runs
 
 
 @actorrt.actor(max_concurrency=16)
