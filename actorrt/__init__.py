@@ -1,6 +1,6 @@
 """actorrt: a lightweight asyncio actor runtime with a gang-scheduling resource broker.
 
-Layers, bottom to top (DESIGN.md §2); a layer imports only the layers below it:
+Layers, bottom to top; a layer imports only the layers below it:
 
 - wire: ``_codec``, ``_transport``, ``_auth``: msgpack frames over Unix sockets.
 - resources: ``actorrt.resources``: pure resource logic (specs, nodes, GPUs, placement

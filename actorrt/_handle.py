@@ -80,7 +80,7 @@ class AskHandle(Generic[T]):
         return self._await_recorded(waiter)
 
     def _await_recorded(self, waiter: ActorCell | None) -> Generator[Any, None, T]:
-        # An actor awaiting an ask with no timeout is a wait edge (DESIGN.md §4 "Blocked").
+        # An actor awaiting an ask with no timeout is a wait edge (docs/broker.md, "blocked").
         graph = waiter.runtime.waits if waiter is not None else None
         if graph is not None and bounded_by_awaiter(waiter.task):  # type: ignore[union-attr]
             graph = None  # asyncio.wait_for bounds it: it ends by itself
@@ -147,7 +147,7 @@ class AskHandle(Generic[T]):
         """Wait from a thread that runs no event loop (``actorrt.get``).
 
         From an actor's synchronous method, a wait with no timeout is a wait edge, as an
-        ``await`` is (DESIGN.md §4 "Blocked")."""
+        ``await`` is (docs/broker.md, "blocked")."""
         bounded = timeout is not None or self._deadline is not None
         if self._deadline is not None:
             left = self._deadline - time.monotonic()

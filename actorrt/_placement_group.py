@@ -1,4 +1,4 @@
-"""Placement groups: atomic reservations of resource bundles (DESIGN.md §4).
+"""Placement groups: atomic reservations of resource bundles (docs/broker.md).
 
 ``actorrt.placement_group(bundles, strategy)`` submits the reservation at once; it is all or
 nothing. ``await pg.ready(timeout)`` waits for it; cancelling that wait, or a timeout,
@@ -130,7 +130,7 @@ class PlacementGroup:
         head = self._owner_conn()
         try:
             await self._future  # accepted by the owner (or infeasible: raised here)
-            # A wait with a timeout ends by itself: it is no blocking edge (DESIGN.md §4).
+            # A wait with a timeout ends by itself: it is no blocking edge (docs/broker.md).
             bounded = timeout is not None or bounded_by_awaiter()
             requester = None if bounded else _requester()
             await asyncio.wait_for(head.request(("group_ready", self.id, requester)), timeout)

@@ -1,9 +1,9 @@
 """Who is awaiting whom: the record the resource broker reads to find blocked actors.
 
 An edge ``waiter -> target`` exists while actor ``waiter`` awaits, with no timeout, an ask
-to actor ``target``: with ``await``, or from synchronous code with ``actorrt.get``. DESIGN.md
-§4 "Blocked" defines an actor as blocked when it awaits a resource request or an ask to a
-blocked actor; this graph is the "ask" half of that definition. A wait with a timeout ends by
+to actor ``target``: with ``await``, or from synchronous code with ``actorrt.get``. An
+actor is blocked (docs/broker.md) when it awaits a resource request or an ask to a blocked
+actor; this graph is the "ask" half of that definition. A wait with a timeout ends by
 itself and is no edge, however it is bounded.
 
 Each awaited answer is registered with its edge, so that when the broker proves the wait can

@@ -5,7 +5,7 @@
 The runtime secret arrives as the first line of stdin (hex); the server prints ``ready`` on
 stdout once it listens, and exits when stdin reaches end of file (its parent went away).
 
-- ``raw``: the baseline of DESIGN.md §8: frames are an 8-byte big-endian length and a msgpack
+- ``raw``: the baseline of docs/benchmarks.md: frames are an 8-byte big-endian length and a msgpack
   body; every complete frame is written back as it is, all frames of one read with one write.
   No handshake, no decoding: the least a frame echo can do.
 - ``conn``: a :func:`actorrt._transport.serve_unix` server whose handler replies to every

@@ -1,4 +1,4 @@
-"""Placement groups from the driver, and broker decisions at scale (DESIGN.md §8).
+"""Placement groups from the driver, and broker decisions at scale (docs/benchmarks.md).
 
     python -m benchmarks.broker [--check] [--reps R] [--quick]
 
@@ -8,7 +8,7 @@
 2. One scheduling decision with 10,000 waiting requests over 1,000 simulated full nodes: a
    holder ends (its CPU goes to the oldest waiting request), a new request joins the queue
    with a wait edge on it. Reported as decisions per second: target >= 1,000 (about a
-   millisecond per decision; this module's own target, not one of DESIGN.md §8).
+   millisecond per decision; this module's own target, not a project one).
 3. The deadlock check over that state (every waiter blocked on its request), run through
    ``poll`` once it is due: milliseconds per check, report only. The runtime runs it only
    after 100-250 ms without a grant, so it is not part of every decision.
@@ -78,7 +78,7 @@ def main() -> None:
                  "pending": pending, "pg_cycles": cycles, "decisions_per_sample": steps})
     rate = figures[0].value
     print(f"Ray 2.60 reserved+released {RAY_PG_PER_S:.0f} placement groups per second on this "
-          f"machine class (DESIGN.md §8); actorrt: {rate:,.0f} ({rate / RAY_PG_PER_S:,.0f}x)")
+          f"machine class (docs/benchmarks.md); actorrt: {rate:,.0f} ({rate / RAY_PG_PER_S:,.0f}x)")
     exit_for(ok, args.check)
 
 

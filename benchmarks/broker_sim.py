@@ -5,7 +5,7 @@
 Measures, in one run, on simulated nodes (``actorrt.resources.Broker`` driven by events):
 
 1. reserve + release of a 2 x ``{"CPU": 1}`` placement group on one node (the per-spawn cost
-   the actor layer pays; DESIGN.md §8 wants >= 20,000/s end to end, so the broker alone must
+   the actor layer pays; the project target is >= 20,000/s end to end, so the broker alone must
    be well above it), with pre-parsed bundles and with plain dicts;
 2. request + release of one ``{"CPU": 1}`` actor and of a 2-bundle group against 1 ... 1,000
    nodes, on an idle cluster and on one where every node but the last is full (first-fit's

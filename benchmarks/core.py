@@ -1,8 +1,8 @@
-"""Inline actor messaging against raw asyncio, in one run (DESIGN.md §8).
+"""Inline actor messaging against raw asyncio, in one run (docs/benchmarks.md).
 
     python -m benchmarks.core [--check] [--n N] [--reps R]
 
-Baselines, shaped as DESIGN.md §8 fixes them, on the same loop type (uvloop):
+Baselines, shaped as docs/benchmarks.md fixes them, on the same loop type (uvloop):
 - raw tell: a producer ``put_nowait``s N small tuples into an ``asyncio.Queue``, yielding to
   the loop every 1,000; one consumer task ``get()``s them; rate = N / time until the
   consumer has all.

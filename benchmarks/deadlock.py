@@ -15,7 +15,7 @@ trial errors, its CPU goes to another trial's worker, and the other trials finis
 Figures (lower is better, no baseline: there is nothing to do the same job faster):
 
 - time to the error: from the last trial's request for its worker (when the deadlock became
-  complete) to the moment the error reached the trial, in seconds. DESIGN.md §4 says within
+  complete) to the moment the error reached the trial, in seconds. docs/broker.md says within
   one second of the last wait edge; ``--check`` fails above 1 s;
 - the whole sweep: ``Tuner.fit`` from its call to its return (trial start-up included).
 

@@ -1,9 +1,9 @@
-"""Worker-process actors against the raw echo baseline, in one run (DESIGN.md §8).
+"""Worker-process actors against the raw echo baseline, in one run (docs/benchmarks.md).
 
     python -m benchmarks.processes [--check] [--reps R] [--quick]
                                    [--n-seq N] [--n-pipe N] [--cycles N] [--cold N]
 
-Baseline, shaped as DESIGN.md §8 fixes it, reused from :mod:`benchmarks.wire`: a child
+Baseline, shaped as docs/benchmarks.md fixes it, reused from :mod:`benchmarks.wire`: a child
 interpreter on uvloop (``benchmarks._echo_server raw``) echoes length-prefixed msgpack frames
 over a Unix socket; the hand-written ``RawClient`` drives it sequentially (send one frame,
 await its reply, N times) and pipelined (a sliding window of 1,000 requests in flight).
@@ -23,7 +23,7 @@ reference, as an actor class in an importable module is):
    fresh interpreter each time (milliseconds until ``spawn`` returns; report only).
 
 Each repetition runs the raw baseline (its own uvloop loop and echo child) and then the actorrt
-figures, so drift hits both alike. Ray 2.60's figures on this machine class (DESIGN.md §8) are
+figures, so drift hits both alike. Ray 2.60's figures on this machine class (docs/benchmarks.md) are
 printed beside the table for reference and the actorrt/Ray ratios go into the JSON.
 
 ``--check`` exits 1 when sequential is under 60% of raw, pipelined under 30% of raw, or
@@ -51,7 +51,7 @@ from actorrt._transport import make_private_dir
 from ._common import Figure, exit_for, report
 from .wire import WINDOW, RawClient, raw_pipelined, raw_sequential, start_server, stop_server
 
-# Ray 2.60 on a 2-core machine of this project's kind (DESIGN.md §8), for reference only.
+# Ray 2.60 on a 2-core machine of this project's kind (docs/benchmarks.md), for reference only.
 RAY = {"sequential calls/s": 832.0, "pipelined calls/s": 1955.0, "actor starts/s": 2.0}
 
 SIZES = {  # n_seq, n_pipe, cycles, cold, reps
@@ -240,7 +240,7 @@ def main() -> None:
     }
     ok = report("benchmarks.processes: worker-process actors vs raw echo", figures,
                 "processes", extra)
-    print("\nRay 2.60 on this machine class (DESIGN.md §8), for reference:")
+    print("\nRay 2.60 on this machine class (docs/benchmarks.md), for reference:")
     print(f"{'figure':<24} {'Ray 2.60':>10} {'actorrt':>12} {'actorrt/Ray':>12}")
     for (name, ray), mine in zip(RAY.items(), (seq, pipe, cycles), strict=True):
         print(f"{name:<24} {ray:>10,.0f} {mine:>12,.0f} {vs_ray[name]:>11,.1f}x")

@@ -1,4 +1,5 @@
-"""Every benchmark in one run: the table of DESIGN.md §8, its plots, and (``--ray``) Ray's column.
+"""Every benchmark in one run: the targets table (docs/benchmarks.md), its plots, and
+(``--ray``) Ray's column.
 
     python -m benchmarks.suite [--reps N] [--quick] [--check] [--ray] [--only a,b]
                                [--ray-python PATH] [--ray-reps N] [--ray-wait S] [--out DIR]
@@ -26,8 +27,8 @@ the next turn starts. The cheap actor workloads get ``--ray-reps`` Ray turns; Tu
 deadlock case one each (Ray's Tune sweep takes about two minutes here; the deadlock case
 waits ``--ray-wait`` seconds for an answer that does not come).
 
-Exit status: 1 when a benchmark turn failed, or with ``--check`` when a DESIGN.md §8 target
-was missed; else 0. Other targets (a module's own, DESIGN §4's) are shown, never fatal.
+Exit status: 1 when a benchmark turn failed, or with ``--check`` when a project target
+was missed; else 0. Other targets (a module's own, the deadlock report's) are shown, never fatal.
 """
 
 from __future__ import annotations
@@ -271,7 +272,7 @@ def collect(run: Run) -> tuple[list[_table.Row], dict[str, Any], dict[str, Any]]
 
 def header(info: dict[str, Any], run: Run, seconds: float, ray_version: str) -> list[str]:
     a = run.args
-    mode = "quick (tiny sizes: not comparable with DESIGN.md §8)" if a.quick else "full"
+    mode = "quick (tiny sizes: not comparable with the targets)" if a.quick else "full"
     lines = [
         "# actorrt benchmark suite: latest run",
         "",
@@ -332,7 +333,7 @@ def write(run: Run, info: dict[str, Any], seconds: float, out: Path) -> bool:
     print(f"written {out / 'latest.json'}, {out / 'latest.md'}"
           + (f", {', '.join(plots)}" if plots else ""))
     if missed:
-        print("DESIGN.md §8 targets missed: " + "; ".join(missed), file=sys.stderr)
+        print("targets missed: " + "; ".join(missed), file=sys.stderr)
     return not missed
 
 
@@ -341,7 +342,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--reps", type=int, help="repetitions per figure (default: per section)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
     parser.add_argument("--check", action="store_true",
-                        help="exit 1 when a DESIGN.md §8 target is missed")
+                        help="exit 1 when a project target is missed")
     parser.add_argument("--ray", action="store_true", help="also measure Ray, alternating")
     parser.add_argument("--ray-python", type=Path, default=RAY_PYTHON,
                         help=f"the Ray virtualenv's interpreter (default {RAY_PYTHON})")

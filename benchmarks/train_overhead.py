@@ -1,4 +1,4 @@
-"""TorchTrainer against a bare torch.multiprocessing + torch.distributed floor (DESIGN.md §8).
+"""TorchTrainer against a bare torch.multiprocessing + torch.distributed floor (docs/benchmarks.md).
 
     python -m benchmarks.train_overhead [--check] [--steps N] [--rounds R] [--reps K] [--quick]
 

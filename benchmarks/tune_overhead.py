@@ -1,4 +1,4 @@
-"""Tune's per-trial and per-result overhead against a process-pool floor (DESIGN.md §8).
+"""Tune's per-trial and per-result overhead against a process-pool floor (docs/benchmarks.md).
 
     python -m benchmarks.tune_overhead [--check] [--trials N] [--reports R] [--reps K]
                                        [--large]
@@ -10,12 +10,12 @@ worker processes starting cold, every trial's placement group, every report's ro
 the controller, and the files written per result. A second figure (report only) runs the
 same sweep again in the same runtime, on the worker processes the first one left in the pool.
 
-Floor, shaped as DESIGN.md §8 fixes it: a ``ProcessPoolExecutor`` with as many workers as
+Floor, shaped as docs/benchmarks.md fixes it: a ``ProcessPoolExecutor`` with as many workers as
 concurrent trials (8) runs the same trivial bodies (one task per trial, its reports built
 and returned), pool start-up included.
 
 The figure is the sweep's wall time in seconds (lower is better); its ratio is the floor's
-time over actorrt's. Ray 2.60 took 126.6 s for 100 x 10 on this machine class (DESIGN.md §8),
+time over actorrt's. Ray 2.60 took 126.6 s for 100 x 10 on this machine class (docs/benchmarks.md),
 printed for reference (``python -m benchmarks.suite --ray`` measures Ray in the same run).
 ``--check`` exits 1 when 100 x 10 takes over 3 s; ``--large`` adds 1,000 x 10 (target 20 s).
 """
@@ -122,7 +122,7 @@ def main() -> None:
     ok = report("benchmarks.tune_overhead: Tuner.fit vs a process pool", figures,
                 "tune_overhead", {"loop": "uvloop", "reps": args.reps,
                                   "ray_2_60_seconds_100x10": RAY_SECONDS_100x10})
-    print(f"Ray 2.60, 100 trials x 10 reports (DESIGN.md §8): {RAY_SECONDS_100x10} s")
+    print(f"Ray 2.60, 100 trials x 10 reports (docs/benchmarks.md): {RAY_SECONDS_100x10} s")
     exit_for(ok, args.check)
 
 

@@ -1,8 +1,8 @@
-"""The wire layer against the raw echo baseline, in one run (DESIGN.md §8).
+"""The wire layer against the raw echo baseline, in one run (docs/benchmarks.md).
 
     python -m benchmarks.wire [--check] [--n-seq N] [--n-pipe N] [--reps R]
 
-Baseline, shaped as DESIGN.md §8 fixes it: a child process (a fresh interpreter on uvloop,
+Baseline, shaped as docs/benchmarks.md fixes it: a child process (a fresh interpreter on uvloop,
 ``benchmarks._echo_server raw``) echoes length-prefixed msgpack frames over a Unix socket; a
 minimal hand-written client (an ``asyncio.Protocol`` that msgpack-packs each request and
 unpacks each reply) drives it

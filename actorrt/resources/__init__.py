@@ -1,4 +1,4 @@
-"""actorrt.resources: the pure resource layer (DESIGN.md §2, §4, §5).
+"""actorrt.resources: the pure resource layer (docs/broker.md, docs/resources.md).
 
 Specs, node inventories, GPU discovery, placement groups and the broker. This layer imports
 nothing from the actor core except ``actorrt._errors``: no actors, no processes, no asyncio, no

@@ -8,7 +8,7 @@ infeasible requests raise at the call that made them. The broker never sleeps, n
 thread and never reads a clock: time comes in as ``now`` (any monotonic float, e.g.
 ``loop.time()``; when omitted, the last ``now`` given is reused).
 
-Model (DESIGN.md §4, §5):
+Model (docs/broker.md, docs/resources.md):
 
 - A *request* asks for one resource dict (an actor's own resources) or a list of bundles with a
   strategy (a placement-group reservation). It has exactly one *holder*, an opaque hashable

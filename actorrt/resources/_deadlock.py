@@ -1,4 +1,4 @@
-"""Deadlock detection: the reduction of DESIGN.md §4, in slices, and the choice of a victim.
+"""Deadlock detection: the reduction of docs/broker.md, in slices, and the choice of a victim.
 
 The reduction starts from every node's and every reserved bundle's capacity minus what the
 *blocked* holders hold (a holder that is not blocked is assumed to end and give everything

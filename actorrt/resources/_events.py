@@ -110,7 +110,7 @@ class Revoked(NamedTuple):
 
     Attributes:
         request_id: the request whose grant ended.
-        holder: its holder (the actor layer stops it: DESIGN.md §4, ``pg.remove()``).
+        holder: its holder (the actor layer stops it: docs/broker.md, ``pg.remove()``).
         group: the removed group.
     """
 

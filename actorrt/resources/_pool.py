@@ -4,7 +4,7 @@ One class serves both a node's inventory and a reserved bundle's sub-inventory. 
 resources (CPU, memory, custom) are plain amounts. GPUs are a list of devices, each with its own
 capacity (1.0 on a node; on a bundle, the share of that device the bundle got) and free amount.
 
-GPU placement rules (DESIGN.md §5):
+GPU placement rules (docs/resources.md):
 
 - a fractional request (below 1) is placed on exactly one device and never split; it goes to the
   device with the *least* free amount that still fits it (best fit, lowest index on ties), so

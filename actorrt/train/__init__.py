@@ -1,6 +1,6 @@
 """actorrt.train: data-parallel training on a gang of worker-process actors (Ray Train's API).
 
-Built only on the public ``actorrt`` API (DESIGN.md §2); it does not import
+Built only on the public ``actorrt`` API (the layering in actorrt/__init__.py); it does not import
 ``actorrt.tune``, which knows a trainer only through
 ``ScalingConfig.as_placement_group_factory()``.
 

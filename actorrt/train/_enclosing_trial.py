@@ -1,11 +1,12 @@
 """The Tune trial a trainer's ``fit()`` runs in, if any: where rank 0's results also go.
 
-``train`` does not import ``tune`` (DESIGN.md §2), and ``tune`` knows trainers only by the
-shape of ``ScalingConfig.as_placement_group_factory()``. The two meet by module name: when
-the process has imported Tune's trial side and a trial is running in it (the trial's
-driver called ``fit()``), the trainer forwards each of rank 0's reports to that trial's
-session through the small protocol below, and stops the whole gang when Tune's answer is
-"stop". A process that never imported Tune has no trial, and the lookup costs a dict read.
+``train`` does not import ``tune`` (the layering in actorrt/__init__.py), and ``tune`` knows
+trainers only by the shape of ``ScalingConfig.as_placement_group_factory()``. The two meet
+by module name: when the process has imported Tune's trial side and a trial is running in it
+(the trial's driver called ``fit()``), the trainer forwards each of rank 0's reports to that
+trial's session through the small protocol below, and stops the whole gang when Tune's
+answer is "stop". A process that never imported Tune has no trial, and the lookup costs a
+dict read.
 """
 
 from __future__ import annotations

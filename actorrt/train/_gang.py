@@ -126,7 +126,7 @@ class Gang:
         ]
 
     def setups(self, master_port: int) -> list[tuple[WorkerSetup, dict[str, str]]]:
-        """Each member's ranks and environment variables (§7), in member order.
+        """Each member's ranks and environment variables (docs/train.md), in member order.
 
         Ranks follow spawn order within a node, nodes in order of first appearance.
         Workers of one node see the union of their GPUs and pick theirs by position.

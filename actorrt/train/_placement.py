@@ -1,6 +1,6 @@
 """Where a run's workers go: the caller's own bundles, or one gang reserved for them.
 
-DESIGN.md §7. Standalone (the driver program, or an actor outside any placement group),
+docs/train.md. Standalone (the driver program, or an actor outside any placement group),
 the trainer reserves only the worker bundles, as one placement group: all or nothing.
 Inside an actor whose placement group has more bundles than its own (a Tune trial declared
 with ``with_resources(driver, scaling_config)``), bundles ``1..n`` must be the workers'

@@ -4,7 +4,7 @@
 placed with ``placement_strategy``; as in Ray Train V2, the driver (the trainer's
 coordinator) reserves nothing unless ``trainer_resources`` says so.
 ``as_placement_group_factory()`` gives the bundles
-``[trainer bundle, worker bundle x num_workers]`` (DESIGN.md §7) as a small object of this
+``[trainer bundle, worker bundle x num_workers]`` (docs/train.md) as a small object of this
 package's own (``train`` does not import ``tune``); Tune accepts it by its shape
 (``bundles``, ``strategy``, ``required_resources``).
 """

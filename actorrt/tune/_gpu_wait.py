@@ -1,4 +1,4 @@
-"""``tune.utils.wait_for_gpu``: wait for a GPU's memory to be freed (DESIGN.md §5).
+"""``tune.utils.wait_for_gpu``: wait for a GPU's memory to be freed (docs/resources.md).
 
 Called at the start of a trainable, it keeps a new trial from running out of memory while
 the previous trial's process is still releasing the device. Devices are read through

@@ -1,6 +1,6 @@
 """What a trial reserves: ``PlacementGroupFactory`` and ``with_resources``.
 
-Every trial is one placement group (DESIGN.md §6): bundle 0 is the trial driver's own share
+Every trial is one placement group (docs/tune.md): bundle 0 is the trial driver's own share
 (it may be empty: the driver then reserves nothing), bundles 1..n are for the workers the
 trial starts, which land there by capture. Normalisation follows Ray Tune: a missing or empty
 spec is ``{"CPU": 1}``; otherwise only what is given (``{"gpu": 1}`` is one GPU and no CPU);

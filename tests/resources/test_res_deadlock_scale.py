@@ -1,5 +1,5 @@
 """The deadlock check at scale: right at 1,000 and 10,000 waiters, near-linear in work, and in
-slices small enough that the loop driving the broker keeps serving (DESIGN.md §4).
+slices small enough that the loop driving the broker keeps serving (docs/broker.md).
 
 Work is counted in slices (each a bounded amount of work), which is deterministic: a check
 that were quadratic would need about 100 times the slices at ten times the waiters. The time
