@@ -10,12 +10,16 @@ Layers, bottom to top; a layer imports only the layers below it:
 - libraries: ``actorrt.tune``, ``actorrt.train``: built only on the names exported here.
 """
 
-from ._actor import ActorClass as ActorClass
-from ._actor import actor as actor
-from ._actor import spawn as spawn
-from ._context import PlacementInfo as PlacementInfo
-from ._context import RuntimeContext as RuntimeContext
-from ._context import get_context as get_context
+from ._core._actor import ActorClass as ActorClass
+from ._core._actor import actor as actor
+from ._core._actor import spawn as spawn
+from ._core._context import PlacementInfo as PlacementInfo
+from ._core._context import RuntimeContext as RuntimeContext
+from ._core._context import get_context as get_context
+from ._core._handle import AskHandle as AskHandle
+from ._core._options import ActorOptions as ActorOptions
+from ._core._ref import ActorRef as ActorRef
+from ._core._ref import MethodRef as MethodRef
 from ._errors import ActorDiedError as ActorDiedError
 from ._errors import ActorError as ActorError
 from ._errors import ActorNotFoundError as ActorNotFoundError
@@ -31,14 +35,10 @@ from ._errors import ResourceError as ResourceError
 from ._errors import RuntimeAlreadyRunningError as RuntimeAlreadyRunningError
 from ._errors import RuntimeClosedError as RuntimeClosedError
 from ._errors import RuntimeStateError as RuntimeStateError
-from ._handle import AskHandle as AskHandle
 from ._lookup import get_actor as get_actor
-from ._options import ActorOptions as ActorOptions
-from ._placement_group import BundleRef as BundleRef
-from ._placement_group import PlacementGroup as PlacementGroup
-from ._placement_group import placement_group as placement_group
-from ._ref import ActorRef as ActorRef
-from ._ref import MethodRef as MethodRef
+from ._placement._placement_group import BundleRef as BundleRef
+from ._placement._placement_group import PlacementGroup as PlacementGroup
+from ._placement._placement_group import placement_group as placement_group
 from ._runtime import Runtime as Runtime
 from ._runtime import available_resources as available_resources
 from ._runtime import cluster_resources as cluster_resources

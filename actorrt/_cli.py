@@ -12,8 +12,8 @@ a path that is not an experiment folder, a metric no trial reported, several run
 running and no ``--pid``). ``demo`` exits with the demo's own status. Errors go to stderr as
 one line naming the command, the value and what is allowed.
 
-How ``status`` finds and reaches a runtime: ``actorrt._discovery`` (the per-user entry
-files) and ``actorrt._control`` (the status socket and its handshake).
+How ``status`` finds and reaches a runtime: ``actorrt._control._discovery`` (the per-user entry
+files) and ``actorrt._control._server`` (the status socket and its handshake).
 """
 
 from __future__ import annotations
@@ -27,11 +27,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import _discovery
-from ._auth import AuthenticationError
 from ._cli_format import render_results, render_status, results_json
-from ._codec import RemoteError
-from ._control import fetch_status
+from ._control import _discovery
+from ._control._server import fetch_status
 from ._experiment import (
     Experiment,
     NotAnExperimentError,
@@ -39,6 +37,8 @@ from ._experiment import (
     metric_candidates,
     read_experiment,
 )
+from ._wire._auth import AuthenticationError
+from ._wire._codec import RemoteError
 
 __all__ = ["DEMO_MODULE", "CliError", "main"]
 

@@ -1,7 +1,7 @@
 """Text output of the ``actorrt`` command: tables, amounts, the status and results reports.
 
 Pure functions from data to text: the commands in ``actorrt._cli`` gather the data
-(``actorrt._status`` snapshots, ``actorrt._experiment`` summaries) and print what these
+(``actorrt._control._status`` snapshots, ``actorrt._experiment`` summaries) and print what these
 return, so the layout is tested without a terminal.
 """
 

@@ -18,7 +18,7 @@
         ├── InfeasibleResourceError     can never be granted (also a ValueError)
         └── ResourceDeadlockError       waits on what only its own holder's end would free
 
-Where each failure goes is decided in one place, ``actorrt._cell``; its module docstring
+Where each failure goes is decided in one place, ``actorrt._core._cell``; its module docstring
 draws the routing.
 """
 

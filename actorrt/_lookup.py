@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Generator
 from typing import Any
 
-from ._ref import ActorRef
+from ._core._ref import ActorRef
 from ._runtime import current_runtime
 
 __all__ = ["ActorLookup", "get_actor"]

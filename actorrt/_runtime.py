@@ -19,9 +19,12 @@ from collections.abc import Awaitable, Callable, Coroutine
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ._cell import ActorCell
-from ._context import PlacementInfo, current_cell
-from ._control import StatusServer
+from ._control._server import StatusServer
+from ._core._cell import ActorCell
+from ._core._context import PlacementInfo, current_cell
+from ._core._options import ActorOptions
+from ._core._ref import ActorRef
+from ._core._waits import WaitGraph
 from ._errors import (
     ActorDiedError,
     ActorNotFoundError,
@@ -30,12 +33,9 @@ from ._errors import (
     RuntimeAlreadyRunningError,
     RuntimeClosedError,
 )
-from ._grants import DRIVER, Grants, gpu_ids
-from ._options import ActorOptions
-from ._placement_group import PlacementGroup
-from ._ref import ActorRef
-from ._waits import WaitGraph
-from ._workers import Workers
+from ._placement._placement_group import PlacementGroup
+from ._placement._router import Workers
+from ._placement._scheduler import DRIVER, Grants, gpu_ids
 from .resources import (
     Granted,
     GroupTarget,
@@ -51,7 +51,7 @@ except ImportError:  # pragma: no cover - CPython always has it
     from asyncio.events import _get_running_loop as _running_loop
 
 if TYPE_CHECKING:
-    from ._actor import ActorClass
+    from ._core._actor import ActorClass
 
 logger = logging.getLogger("actorrt")
 
@@ -90,7 +90,7 @@ class Runtime:
 
     While it runs, the runtime can be inspected from another shell with ``actorrt status``:
     entering it opens a status socket and registers it in a per-user directory, and
-    leaving it removes both (``actorrt._control``, ``docs/cli.md``; ``ACTORRT_DISCOVERY=0``
+    leaving it removes both (``actorrt._control._server``, ``docs/cli.md``; ``ACTORRT_DISCOVERY=0``
     turns this off).
 
     Example::

@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 import anyio.from_thread
 import uvloop
 
+from ._core._handle import AskHandle, ThreadWait
 from ._errors import AskTimeoutError, RuntimeAlreadyRunningError
-from ._handle import AskHandle, ThreadWait
 from ._ray_init import ray_init_args
 from ._runtime import Runtime, current_runtime
 

@@ -8,7 +8,7 @@ stdout once it listens, and exits when stdin reaches end of file (its parent wen
 - ``raw``: the baseline of docs/benchmarks.md: frames are an 8-byte big-endian length and a msgpack
   body; every complete frame is written back as it is, all frames of one read with one write.
   No handshake, no decoding: the least a frame echo can do.
-- ``conn``: a :func:`actorrt._transport.serve_unix` server whose handler replies to every
+- ``conn``: a :func:`actorrt._wire._transport.serve_unix` server whose handler replies to every
   request with its payload (decoded and encoded again) and ignores notifications, except that
   a notification ``("stats",)`` is answered with a notification of how many notifications it
   received before it.
@@ -23,8 +23,8 @@ from typing import Any
 
 import uvloop
 
-from actorrt._auth import secret_from_text
-from actorrt._transport import Connection, serve_unix
+from actorrt._wire._auth import secret_from_text
+from actorrt._wire._transport import Connection, serve_unix
 
 _LENGTH = struct.Struct("!Q")
 

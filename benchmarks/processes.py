@@ -45,8 +45,8 @@ from typing import Any
 import uvloop
 
 import actorrt
-from actorrt._auth import new_secret
-from actorrt._transport import make_private_dir
+from actorrt._wire._auth import new_secret
+from actorrt._wire._transport import make_private_dir
 
 from ._common import Figure, exit_for, report
 from .wire import WINDOW, RawClient, raw_pipelined, raw_sequential, start_server, stop_server

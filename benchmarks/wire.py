@@ -9,7 +9,7 @@ unpacks each reply) drives it
 - sequentially: send one frame, await its reply, N times;
 - pipelined: keep a window of 1,000 requests in flight (each reply read lets one more out).
 
-actorrt: the same two workloads through :class:`actorrt._transport.Connection` request/reply
+actorrt: the same two workloads through :class:`actorrt._wire._transport.Connection` request/reply
 against a child running ``serve_unix`` with an echo handler (``_echo_server conn``), payload
 ``("m", (1, "x"), {})``: ``await conn.request(msg)`` N times; and a window of 1,000 futures,
 awaiting the oldest before issuing the next. Both ends pay the full codec and framing.
@@ -33,8 +33,8 @@ from typing import Any
 import msgpack
 import uvloop
 
-from actorrt._auth import new_secret, secret_to_text
-from actorrt._transport import Connection, connect_unix, make_private_dir
+from actorrt._wire._auth import new_secret, secret_to_text
+from actorrt._wire._transport import Connection, connect_unix, make_private_dir
 
 from ._common import Figure, exit_for, report
 

@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 
 import actorrt
-from actorrt import _cli, _discovery
-from actorrt._auth import AuthenticationError, new_secret
-from actorrt._control import fetch_status
+from actorrt import _cli
+from actorrt._control._server import _discovery, fetch_status
 from actorrt._experiment import JOURNAL_FILE, read_experiment, summarise_error
-from actorrt._transport import connect_unix
+from actorrt._wire._auth import AuthenticationError, new_secret
+from actorrt._wire._transport import connect_unix
 from actorrt.resources import BACKEND_ENV, write_fake_gpu_spec
 
 SCRIPT = os.path.join(os.path.dirname(sys.executable), "actorrt")

@@ -18,7 +18,8 @@ import pytest
 from conftest import eventually, proc_state
 
 import actorrt
-from actorrt import _discovery, _liveness
+from actorrt._control._server import _discovery
+from actorrt._placement import _liveness
 
 CLI = os.path.join(os.path.dirname(sys.executable), "actorrt")
 

@@ -67,7 +67,7 @@ async def test_a_worker_is_a_fresh_interpreter_in_its_own_group(
     assert facts["ppid"] == os.getpid()
     assert facts["pid"] != os.getpid()
     assert facts["pgid"] == facts["pid"]  # its own process group
-    assert facts["main"] == "actorrt._worker"  # started with -m, not forked
+    assert facts["main"] == "actorrt._placement._worker_main"  # started with -m, not forked
     assert facts["thread"] != "MainThread"  # sync methods run off the worker's loop
     assert facts["cuda"] == ""  # no GPU granted, none visible
     assert (await ref.loop_kind()).startswith("uvloop")

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 import actorrt
-from actorrt import _transport
+from actorrt._wire import _transport
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -15,13 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from actorrt._codec import (
-    FLAG_BUFFERS,
-    FLAG_TUPLES,
-    Codec,
-    PickleRefusedError,
-    RemoteError,
-)
+from actorrt._wire._codec import FLAG_BUFFERS, FLAG_TUPLES, Codec, PickleRefusedError, RemoteError
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -14,8 +14,8 @@ import msgpack
 import numpy as np
 import pytest
 
-from actorrt import _auth
-from actorrt._transport import Connection, connect_unix, make_private_dir
+from actorrt._wire import _auth
+from actorrt._wire._transport import Connection, connect_unix, make_private_dir
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -16,9 +16,10 @@ import numpy as np
 import pytest
 import uvloop
 
-from actorrt import _auth
-from actorrt._codec import Codec
-from actorrt._transport import (
+from actorrt._wire import _auth
+from actorrt._wire._codec import Codec
+from actorrt._wire._connection import HEADER
+from actorrt._wire._transport import (
     REQUEST,
     AuthenticationError,
     Connection,
@@ -29,7 +30,6 @@ from actorrt._transport import (
     make_private_dir,
     serve_unix,
 )
-from actorrt._wire_connection import HEADER
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -15,13 +15,13 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._context import current_cell
-from ._errors import ResourceError
-from ._waits import bounded_by_awaiter
-from .resources import GroupTarget, Resources, parse_bundles, parse_strategy
+from .._core._context import current_cell
+from .._core._waits import bounded_by_awaiter
+from .._errors import ResourceError
+from ..resources import GroupTarget, Resources, parse_bundles, parse_strategy
 
 if TYPE_CHECKING:
-    from ._runtime import Runtime
+    from .._runtime import Runtime
 
 
 class PlacementGroup:
@@ -214,7 +214,7 @@ def placement_group(
     ``InfeasibleResourceError`` when the cluster can never hold them. Called inside a
     placement group it is never captured: it goes to the cluster.
     """
-    from ._runtime import current_runtime
+    from .._runtime import current_runtime
 
     parsed = _parsed(bundles)
     chosen = parse_strategy(strategy)

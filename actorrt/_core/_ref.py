@@ -6,7 +6,7 @@ import math
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from ._errors import ActorDiedError
+from .._errors import ActorDiedError
 
 try:
     from asyncio import _get_running_loop as _running_loop

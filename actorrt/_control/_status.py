@@ -15,12 +15,12 @@ import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from .._placement._scheduler import DRIVER
+from ..resources import UNIT
 from ._discovery import process_start_time
-from ._grants import DRIVER
-from .resources import UNIT
 
 if TYPE_CHECKING:
-    from ._runtime import Runtime
+    from .._runtime import Runtime
 
 __all__ = ["STATUS_FORMAT", "actor_state", "snapshot"]
 

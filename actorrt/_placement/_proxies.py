@@ -21,12 +21,12 @@ import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
-from ._errors import ActorDiedError, MailboxFullError, RuntimeClosedError
-from ._handle import AskHandle, ThreadWait
-from ._wire_connection import DEFAULT_WRITE_LIMITS, Connection, ConnectionLostError
+from .._core._handle import AskHandle, ThreadWait
+from .._errors import ActorDiedError, MailboxFullError, RuntimeClosedError
+from .._wire._connection import DEFAULT_WRITE_LIMITS, Connection, ConnectionLostError
 
 if TYPE_CHECKING:
-    from ._runtime import Runtime
+    from .._runtime import Runtime
 
 logger = logging.getLogger("actorrt")
 

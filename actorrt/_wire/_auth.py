@@ -27,7 +27,7 @@ import os
 import secrets
 from typing import Final, TypeAlias
 
-from ._errors import ActorrtError
+from .._errors import ActorrtError
 
 __all__ = [
     "HELLO_LEN",

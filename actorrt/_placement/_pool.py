@@ -12,7 +12,7 @@ in a C call or stopped by SIGSTOP dies too), and it imports ``actorrt`` from the
 process imported it from, never from a same-named folder in the working directory. The
 parent that death signal watches is the *thread* that started the worker: workers are started
 from the runtime's event-loop thread, which lives as long as the runtime. Processes the worker
-starts are ended by its own watcher (see :mod:`actorrt._worker`).
+starts are ended by its own watcher (see :mod:`actorrt._placement._worker_main`).
 
 Idle workers are pooled by the exact environment they were started with (``WorkerKey``):
 a worker is reused only for an actor whose key matches, never after a crash or a kill, and
@@ -39,8 +39,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .._wire._connection import Connection
 from ._liveness import Liveness, LivenessWatch
-from ._wire_connection import Connection
 
 logger = logging.getLogger("actorrt")
 
@@ -61,7 +61,7 @@ if sys.platform == "linux":
         os._exit(1)  # the owner died before the line above: nobody waits for this worker
 sys.path.insert(0, package)
 import runpy
-runpy.run_module("actorrt._worker", run_name="__main__", alter_sys=True)  # as -m does
+runpy.run_module("actorrt._placement._worker_main", run_name="__main__", alter_sys=True)
 """
 
 # Variables that change how a process computes; a pooled worker must match them exactly.

@@ -39,7 +39,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from . import _auth
+from .._wire import _auth
 
 __all__ = [
     "DIR_ENV",

@@ -17,8 +17,8 @@ import re
 from collections.abc import Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._waits import bounded_by_awaiter
-from .resources import (
+from .._core._waits import bounded_by_awaiter
+from ..resources import (
     AskDeadlocked,
     Broker,
     Event,
@@ -33,7 +33,7 @@ from .resources import (
 )
 
 if TYPE_CHECKING:
-    from ._runtime import Runtime
+    from .._runtime import Runtime
 
 logger = logging.getLogger("actorrt")
 

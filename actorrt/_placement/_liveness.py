@@ -11,8 +11,9 @@ runtime that owns workers checks each one every :data:`CHECK_INTERVAL` seconds:
 
 A worker found frozen is reported once per episode (a warning naming the actor and the pid;
 an info line when it answers again), shown by ``actorrt status`` (state ``unresponsive``),
-and its actor is told (:meth:`~actorrt._process_actor.ProcessActor.frozen`): a stop waiting
-on a stopped worker escalates to a kill. The checks run only while the runtime has workers.
+and its actor is told
+(:meth:`~actorrt._placement._process_actor.ProcessActor.frozen`): a stop waiting on a
+stopped worker escalates to a kill. The checks run only while the runtime has workers.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ._process import WorkerPool, WorkerProcess
+    from ._pool import WorkerPool, WorkerProcess
 
 logger = logging.getLogger("actorrt")
 

@@ -2,15 +2,15 @@
 
 When a user program's runtime starts, :meth:`StatusServer.start` opens a Unix socket (mode
 0600) in the per-user discovery directory (mode 0700), makes a secret for it, and registers
-the runtime there (``actorrt._discovery``: the pid, the socket's path and that secret, in a
+the runtime there (``actorrt._control._discovery``: the pid, the socket's path and that secret, in a
 0600 file). A client proves it knows the secret through the same
-mutual HMAC handshake that worker processes use (``actorrt._auth``), then sends requests.
+mutual HMAC handshake that worker processes use (``actorrt._wire._auth``), then sends requests.
 The socket answers one operation:
 
 =========  ================================================================================
 operation  reply
 =========  ================================================================================
-``status`` :func:`actorrt._status.snapshot`: resources, placement groups, pending requests
+``status`` :func:`actorrt._control._status.snapshot`: resources, placement groups, pending requests
            and actors, as plain data
 =========  ================================================================================
 
@@ -30,13 +30,14 @@ import os
 import shutil
 from typing import TYPE_CHECKING, Any
 
-from . import _auth, _discovery
-from ._codec import Codec
+from .._wire import _auth
+from .._wire._codec import Codec
+from .._wire._transport import Connection, WireServer, connect_unix, make_private_dir, serve_unix
+from . import _discovery
 from ._status import snapshot
-from ._transport import Connection, WireServer, connect_unix, make_private_dir, serve_unix
 
 if TYPE_CHECKING:
-    from ._runtime import Runtime
+    from .._runtime import Runtime
 
 __all__ = ["StatusServer", "fetch_status"]
 
@@ -129,14 +130,14 @@ def _answer(runtime: Runtime, conn: Connection, request_id: int | None, payload:
 
 
 async def fetch_status(entry: _discovery.RuntimeEntry) -> dict[str, Any]:
-    """Connect to a registered runtime and return its :func:`~actorrt._status.snapshot`.
+    """Connect to a registered runtime and return its :func:`~actorrt._control._status.snapshot`.
 
     Bound it with ``asyncio.timeout``: a runtime whose event loop is blocked never answers.
 
     Raises:
         OSError: the socket cannot be reached (``ConnectionError`` subclasses included).
-        actorrt._auth.AuthenticationError: the handshake failed.
-        actorrt._codec.RemoteError: the runtime failed to build its status.
+        actorrt._wire._auth.AuthenticationError: the handshake failed.
+        actorrt._wire._codec.RemoteError: the runtime failed to build its status.
     """
     conn: Connection | None = None
     try:

@@ -14,24 +14,24 @@ from typing import TYPE_CHECKING, Any
 
 import msgpack
 
-from . import _auth
-from ._actor_thread import ActorThread, ThreadPoolRunner
-from ._cell import ActorCell
-from ._codec import Codec
-from ._context import current_cell
-from ._errors import ActorDiedError
-from ._host import Host
-from ._process import THREAD_VARIABLES, WorkerKey, WorkerPool
+from .._core._cell import ActorCell
+from .._core._context import current_cell
+from .._core._ref import ActorRef
+from .._core._threads import ActorThread, ThreadPoolRunner
+from .._core._waits import bounded_by_awaiter
+from .._errors import ActorDiedError
+from .._wire import _auth
+from .._wire._codec import Codec
+from .._wire._connection import Connection
+from .._wire._transport import WireServer, make_private_dir, serve_unix
+from ._dispatch import Host
+from ._pool import THREAD_VARIABLES, WorkerKey, WorkerPool
 from ._process_actor import ProcessActor
-from ._ref import ActorRef
-from ._remote import DeadTarget, RelayTarget
-from ._transport import WireServer, make_private_dir, serve_unix
-from ._waits import bounded_by_awaiter
-from ._wire_connection import Connection
+from ._proxies import DeadTarget, RelayTarget
 
 if TYPE_CHECKING:
-    from ._actor import ActorClass
-    from ._runtime import Runtime
+    from .._core._actor import ActorClass
+    from .._runtime import Runtime
 
 NOSET_CUDA = "ACTORRT_NOSET_CUDA_VISIBLE_DEVICES"
 

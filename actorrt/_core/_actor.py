@@ -48,7 +48,7 @@ class ActorClass(Generic[A]):
         """Start an actor of this class; return its ref once its constructor and
         ``on_start`` have run. Raises what they raised. Cancelling the spawn ends the actor.
         """
-        from ._runtime import current_runtime
+        from .._runtime import current_runtime
 
         return await current_runtime().spawn(self, args, kwargs)
 

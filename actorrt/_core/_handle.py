@@ -12,10 +12,10 @@ import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from .._errors import AskTimeoutError, DeadlockError
+from .._wire._frames import ConnectionLostError
 from ._context import current_cell
-from ._errors import AskTimeoutError, DeadlockError
 from ._waits import bounded_by_awaiter
-from ._wire_frames import ConnectionLostError
 
 if TYPE_CHECKING:
     from ._cell import ActorCell

@@ -62,7 +62,7 @@ import cloudpickle
 import msgpack
 from msgpack import ExtType
 
-from ._errors import RemoteError
+from .._errors import RemoteError
 
 __all__ = [
     "EXT_CODES",

@@ -1,7 +1,7 @@
 """The wire transport: authenticated connections over Unix sockets.
 
 This module is what the layers above import. The connection itself (framing, multiplexing,
-write coalescing, flow control) lives in :mod:`actorrt._wire_connection`; this module adds the
+write coalescing, flow control) lives in :mod:`actorrt._wire._connection`; this module adds the
 Unix-socket plumbing: a private directory for the socket (:func:`make_private_dir`), a server
 whose every connection must pass the secret handshake (:func:`serve_unix`) and the client side
 (:func:`connect_unix`).
@@ -18,7 +18,7 @@ import tempfile
 from typing import Any
 
 from ._auth import AuthenticationError
-from ._wire_connection import (
+from ._connection import (
     ERROR,
     NOTIFY,
     REPLY,
@@ -147,7 +147,7 @@ async def serve_unix(
     Args:
         path: the socket's path, inside a private directory (see :func:`make_private_dir`).
         handler: called with every request and notification of every connection.
-        secret: the runtime's secret (:func:`actorrt._auth.new_secret`).
+        secret: the runtime's secret (:func:`actorrt._wire._auth.new_secret`).
         **options: passed to :class:`Connection` (``codec``, ``max_frame_size``,
             ``write_limits``, ``incoming_limits``, ``handshake_timeout``, ``on_open``,
             ``on_close``). A ``codec`` given here is shared by all the server's connections.

@@ -1,7 +1,7 @@
 """The connection: length-prefixed msgpack frames over a stream socket, multiplexed.
 
 A :class:`Connection` is an :class:`asyncio.BufferedProtocol` that speaks the frames of
-:mod:`actorrt._wire_frames` once the handshake of :mod:`actorrt._auth` has succeeded.
+:mod:`actorrt._wire._frames` once the handshake of :mod:`actorrt._wire._auth` has succeeded.
 
 * **Multiplexing.** :meth:`Connection.request` sends at once and returns a future for the
   reply; replies may come in any order. :meth:`Connection.notify` expects none. Incoming
@@ -23,7 +23,7 @@ A :class:`Connection` is an :class:`asyncio.BufferedProtocol` that speaks the fr
 * **Loss.** When the connection ends, every pending request fails at once with a
   :class:`ConnectionLostError` that carries the reason.
 
-Nothing is decoded before the handshake of :mod:`actorrt._auth` succeeds; until then incoming
+Nothing is decoded before the handshake of :mod:`actorrt._wire._auth` succeeds; until then incoming
 bytes are only read as handshake messages.
 """
 
@@ -36,14 +36,14 @@ from typing import Any, Final, cast
 
 from . import _auth
 from ._codec import Codec
-from ._wire_frames import AFTER_LENGTH, HEADER, HEADER_LEN, KIND_MASK, MIN_LENGTH
-from ._wire_frames import ERROR as ERROR
-from ._wire_frames import NOTIFY as NOTIFY
-from ._wire_frames import REPLY as REPLY
-from ._wire_frames import REQUEST as REQUEST
-from ._wire_frames import ConnectionLostError as ConnectionLostError
-from ._wire_frames import FrameTooLargeError as FrameTooLargeError
-from ._wire_frames import Handler as Handler
+from ._frames import AFTER_LENGTH, HEADER, HEADER_LEN, KIND_MASK, MIN_LENGTH
+from ._frames import ERROR as ERROR
+from ._frames import NOTIFY as NOTIFY
+from ._frames import REPLY as REPLY
+from ._frames import REQUEST as REQUEST
+from ._frames import ConnectionLostError as ConnectionLostError
+from ._frames import FrameTooLargeError as FrameTooLargeError
+from ._frames import Handler as Handler
 
 __all__ = [
     "DEFAULT_HANDSHAKE_TIMEOUT",
@@ -88,7 +88,7 @@ class Connection(asyncio.BufferedProtocol):
         handler: called for incoming requests and notifications (see :class:`Handler`).
         secret: the runtime's secret, for the handshake.
         server: whether this end speaks the server's part of the handshake.
-        codec: the codec for payloads; by default a fresh :class:`~actorrt._codec.Codec` that
+        codec: the codec for payloads; by default a fresh :class:`~actorrt._wire._codec.Codec` that
             allows pickle only once the peer has authenticated.
         max_frame_size: the largest frame accepted or sent, in bytes.
         write_limits: ``(high, low)`` write-buffer watermarks, in bytes.

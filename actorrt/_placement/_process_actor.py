@@ -18,16 +18,16 @@ import logging
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
-from ._cell import RESTART_BACKOFF_INITIAL, RESTART_BACKOFF_MAX, stop_within
-from ._errors import ActorDiedError
-from ._handle import AskHandle
-from ._process import WorkerKey, WorkerProcess, describe_exit
-from ._remote import RemoteActor
-from ._wire_connection import Connection, ConnectionLostError
+from .._core._cell import RESTART_BACKOFF_INITIAL, RESTART_BACKOFF_MAX, stop_within
+from .._core._handle import AskHandle
+from .._errors import ActorDiedError
+from .._wire._connection import Connection, ConnectionLostError
+from ._pool import WorkerKey, WorkerProcess, describe_exit
+from ._proxies import RemoteActor
 
 if TYPE_CHECKING:
-    from ._actor import ActorClass
-    from ._runtime import Runtime
+    from .._core._actor import ActorClass
+    from .._runtime import Runtime
 
 logger = logging.getLogger("actorrt")
 

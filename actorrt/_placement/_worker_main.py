@@ -1,4 +1,4 @@
-"""The worker process, started by a runtime's pool (see :data:`actorrt._process.BOOTSTRAP`).
+"""The worker process, started by a runtime's pool (see :data:`actorrt._placement._pool.BOOTSTRAP`).
 
 It reads one JSON line from stdin (the socket path, the secret, the owner's pid, its own id,
 the owner's ``sys.path``), connects back, and hosts actors until the owner closes the
@@ -13,7 +13,7 @@ connection. Nothing it runs may outlive the owner:
   killed owner leaves behind.
 
 A worker that cannot connect (its runtime gone, its backlog full past the retry time) says
-why on stderr and exits with :data:`~actorrt._process.START_FAILED`, never with a signal, so
+why on stderr and exits with :data:`~actorrt._placement._pool.START_FAILED`, never with a signal, so
 its owner does not mistake the failure for a kill.
 """
 
@@ -31,10 +31,10 @@ from collections.abc import Callable
 
 import uvloop
 
-from . import _auth
-from ._process import START_FAILED
-from ._runtime import Runtime
-from ._transport import connect_unix
+from .._runtime import Runtime
+from .._wire import _auth
+from .._wire._transport import connect_unix
+from ._pool import START_FAILED
 
 
 def remove_socket(path: str) -> None:

@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .resources import (
+from ..resources import (
     GroupTarget,
     Resources,
     parse_bundles,

@@ -35,13 +35,13 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
-from ._cell import ActorCell
-from ._errors import ActorDiedError
-from ._remote import WireReply
-from ._wire_connection import Connection
+from .._core._cell import ActorCell
+from .._errors import ActorDiedError
+from .._wire._connection import Connection
+from ._proxies import WireReply
 
 if TYPE_CHECKING:
-    from ._runtime import Runtime
+    from .._runtime import Runtime
 
 logger = logging.getLogger("actorrt")
 

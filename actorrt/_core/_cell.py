@@ -33,15 +33,15 @@ from asyncio import get_running_loop
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ._actor_thread import ActorThread, ThreadPoolRunner
+from .._errors import ActorDiedError, MailboxFullError, RuntimeClosedError
 from ._context import current_cell
-from ._errors import ActorDiedError, MailboxFullError, RuntimeClosedError
 from ._handle import AskHandle, ThreadWait
 from ._mailbox import STOP, Envelope, Mailbox
+from ._threads import ActorThread, ThreadPoolRunner
 
 if TYPE_CHECKING:
+    from .._runtime import Runtime
     from ._actor import ActorClass
-    from ._runtime import Runtime
 
 logger = logging.getLogger("actorrt")
 
@@ -83,7 +83,7 @@ class ActorCell:
     """Everything the runtime knows about one actor that runs in this process.
 
     Refs point here for actors of this process; for actors elsewhere they point to a
-    proxy with the same sending and lifecycle methods (``actorrt._remote``).
+    proxy with the same sending and lifecycle methods (``actorrt._placement._proxies``).
     """
 
     # Refs take their fast path only for inline cells (proxies route every call themselves).
