@@ -25,16 +25,24 @@ from ._errors import ActorError as ActorError
 from ._errors import ActorNotFoundError as ActorNotFoundError
 from ._errors import ActorrtError as ActorrtError
 from ._errors import AskTimeoutError as AskTimeoutError
+from ._errors import AuthenticationError as AuthenticationError
+from ._errors import ConnectionLostError as ConnectionLostError
 from ._errors import DeadlockError as DeadlockError
+from ._errors import DeathReason as DeathReason
+from ._errors import FrameTooLargeError as FrameTooLargeError
 from ._errors import InfeasibleResourceError as InfeasibleResourceError
 from ._errors import MailboxFullError as MailboxFullError
 from ._errors import NoRuntimeError as NoRuntimeError
+from ._errors import NvmlUnavailableError as NvmlUnavailableError
+from ._errors import PickleRefusedError as PickleRefusedError
+from ._errors import ProtocolVersionError as ProtocolVersionError
 from ._errors import RemoteError as RemoteError
 from ._errors import ResourceDeadlockError as ResourceDeadlockError
 from ._errors import ResourceError as ResourceError
 from ._errors import RuntimeAlreadyRunningError as RuntimeAlreadyRunningError
 from ._errors import RuntimeClosedError as RuntimeClosedError
 from ._errors import RuntimeStateError as RuntimeStateError
+from ._errors import WireError as WireError
 from ._lookup import get_actor as get_actor
 from ._placement._placement_group import BundleRef as BundleRef
 from ._placement._placement_group import PlacementGroup as PlacementGroup
@@ -62,14 +70,21 @@ __all__ = [
     "ActorrtError",
     "AskHandle",
     "AskTimeoutError",
+    "AuthenticationError",
     "BundleRef",
+    "ConnectionLostError",
     "DeadlockError",
+    "DeathReason",
+    "FrameTooLargeError",
     "InfeasibleResourceError",
     "MailboxFullError",
     "MethodRef",
     "NoRuntimeError",
+    "NvmlUnavailableError",
+    "PickleRefusedError",
     "PlacementGroup",
     "PlacementInfo",
+    "ProtocolVersionError",
     "RemoteError",
     "ResourceDeadlockError",
     "ResourceError",
@@ -78,6 +93,7 @@ __all__ = [
     "RuntimeClosedError",
     "RuntimeContext",
     "RuntimeStateError",
+    "WireError",
     "actor",
     "available_resources",
     "cluster_resources",

@@ -4,7 +4,7 @@
 
     ActorrtError
     ├── ActorError                      something went wrong with an actor
-    │   ├── ActorDiedError              the actor has ended (stop, kill, crash, parent, shutdown)
+    │   ├── ActorDiedError              the actor has ended; ``.reason`` is a DeathReason
     │   ├── ActorNotFoundError          no actor has that name (also a ValueError, as in Ray)
     │   ├── MailboxFullError            a plain tell found the mailbox full
     │   └── AskTimeoutError             an ask got no answer in time (also a TimeoutError)
@@ -14,9 +14,23 @@
     │   ├── NoRuntimeError              no runtime is running in this process
     │   ├── RuntimeAlreadyRunningError  a second runtime where only one may run
     │   └── RuntimeClosedError          a ref or call whose runtime has shut down
-    └── ResourceError                   the resource broker refused or failed a request
-        ├── InfeasibleResourceError     can never be granted (also a ValueError)
-        └── ResourceDeadlockError       waits on what only its own holder's end would free
+    ├── ResourceError                   the resource broker refused or failed a request
+    │   ├── InfeasibleResourceError     can never be granted (also a ValueError)
+    │   ├── ResourceDeadlockError       waits on what only its own holder's end would free
+    │   └── NvmlUnavailableError        NVML cannot be loaded or started (also a RuntimeError)
+    ├── DeadlockError                   a wait that can never end (an ask cycle; the parent of
+    │                                   ResourceDeadlockError too)
+    └── WireError                       a connection between processes failed
+        ├── ConnectionLostError         the connection ended (also a ConnectionError)
+        ├── AuthenticationError         the peer did not prove the secret (a ConnectionError)
+        ├── ProtocolVersionError        the peer speaks another wire protocol version
+        ├── FrameTooLargeError          a frame over the connection's limit (a ValueError)
+        └── PickleRefusedError          pickled data from an unauthenticated peer (a ValueError)
+
+The libraries add their leaves under the same root: ``actorrt.tune.TuneError`` and
+``actorrt.train.TrainingFailedError`` (with ``WorkerGroupError`` and ``ControllerError``) are
+``ActorrtError`` subclasses too, so ``except actorrt.ActorrtError`` catches everything the
+package raises on its own account.
 
 Where each failure goes is decided in one place, ``actorrt._core._cell``; its module docstring
 draws the routing.
@@ -24,22 +38,32 @@ draws the routing.
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 __all__ = [
     "ActorDiedError",
     "ActorError",
     "ActorNotFoundError",
     "ActorrtError",
     "AskTimeoutError",
+    "AuthenticationError",
+    "ConnectionLostError",
     "DeadlockError",
+    "DeathReason",
+    "FrameTooLargeError",
     "InfeasibleResourceError",
     "MailboxFullError",
     "NoRuntimeError",
+    "NvmlUnavailableError",
+    "PickleRefusedError",
+    "ProtocolVersionError",
     "RemoteError",
     "ResourceDeadlockError",
     "ResourceError",
     "RuntimeAlreadyRunningError",
     "RuntimeClosedError",
     "RuntimeStateError",
+    "WireError",
 ]
 
 
@@ -51,13 +75,30 @@ class ActorError(ActorrtError):
     """Something went wrong with an actor."""
 
 
+class DeathReason(StrEnum):
+    """Why an actor ended: :attr:`ActorDiedError.reason`.
+
+    A ``str`` enum, so ``error.reason == "crashed"`` holds for ``DeathReason.CRASHED``.
+    """
+
+    STOPPED = "stopped"  # asked to stop: queued messages ran, then on_stop
+    KILLED = "killed"  # killed: the current message was cancelled, queued ones failed
+    CRASHED = "crashed"  # an error ended it and no restart was left
+    PARENT_ENDED = "parent ended"  # a child never outlives its parent
+    RUNTIME_SHUT_DOWN = "runtime shut down"  # its runtime (or the runtime owning it) ended
+    PROCESS_DIED = "process died"  # its worker process exited or was killed by a signal
+    GROUP_REMOVED = "placement group removed"  # the group holding its grant was removed
+    UNKNOWN = "unknown"  # an end this process did not see (the actor no longer exists)
+
+
 class ActorDiedError(ActorError):
     """The actor has ended, so the call cannot be (or was not) processed.
 
     Attributes:
         actor: a short description of the actor (class, id and name).
-        reason: one of ``"stopped"``, ``"killed"``, ``"crashed"``, ``"parent ended"``,
-            ``"runtime shut down"``, ``"process died"``.
+        reason: a :class:`DeathReason` (a ``str`` enum: ``"stopped"``, ``"killed"``,
+            ``"crashed"``, ``"parent ended"``, ``"runtime shut down"``, ``"process died"``,
+            ``"placement group removed"``, ``"unknown"``).
         cause: the exception that crashed it, when it crashed.
         exitcode: the exit code of its worker process, when that process exited.
         signal: the signal that ended its worker process, when one did.
@@ -68,14 +109,15 @@ class ActorDiedError(ActorError):
         message: str,
         *,
         actor: str = "",
-        reason: str = "",
+        reason: DeathReason | str = DeathReason.UNKNOWN,
         cause: BaseException | None = None,
         exitcode: int | None = None,
         signal: int | None = None,
     ) -> None:
         super().__init__(message)
         self.actor = actor
-        self.reason = reason
+        # A value outside the enum is a bug here, not the user's: it fails loudly.
+        self.reason = DeathReason(reason or DeathReason.UNKNOWN)
         self.cause = cause
         self.exitcode = exitcode
         self.signal = signal
@@ -165,3 +207,43 @@ class RemoteError(ActorrtError):
 
     def __reduce__(self) -> tuple[object, ...]:
         return (RemoteError, (self.type_name, self.remote_message, self.remote_traceback))
+
+
+class WireError(ActorrtError):
+    """A connection between processes failed."""
+
+
+class ConnectionLostError(WireError, ConnectionError):
+    """The connection ended; every request still waiting for a reply fails with this.
+
+    Attributes:
+        reason: why it ended, in words.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"connection lost: {reason}")
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (ConnectionLostError, (self.reason,))
+
+
+class AuthenticationError(WireError, ConnectionError):
+    """The peer did not prove that it knows the runtime's secret (or speaks another protocol)."""
+
+
+class ProtocolVersionError(WireError, ConnectionError):
+    """The peer speaks another version of the wire protocol: both ends must run the same
+    actorrt release."""
+
+
+class FrameTooLargeError(WireError, ValueError):
+    """A frame is larger than the connection's ``max_frame_size``."""
+
+
+class PickleRefusedError(WireError, ValueError):
+    """A pickled value arrived on a codec that does not allow pickle (an unauthenticated peer)."""
+
+
+class NvmlUnavailableError(ResourceError, RuntimeError):
+    """NVML could not be loaded or initialised (no NVIDIA driver, or a broken one)."""

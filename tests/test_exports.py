@@ -9,7 +9,8 @@ EXPECTED = {
     "cluster_resources",
     "get_gpu_ids", "pending_requests", "placement_group",
     "MailboxFullError", "MethodRef", "NoRuntimeError", "RemoteError", "ResourceDeadlockError",
-    "DeadlockError",
+    "DeadlockError", "DeathReason", "WireError", "ConnectionLostError", "AuthenticationError",
+    "ProtocolVersionError", "FrameTooLargeError", "PickleRefusedError", "NvmlUnavailableError",
     "ResourceError", "Runtime", "RuntimeAlreadyRunningError", "RuntimeClosedError",
     "RuntimeContext", "RuntimeStateError", "actor", "get", "get_actor", "get_context",
     "init", "is_initialized", "run", "shutdown", "spawn",
@@ -38,3 +39,15 @@ def test_error_tree_subclasses_the_matching_standard_exceptions() -> None:
     assert issubclass(actorrt.InfeasibleResourceError, ValueError)
     assert issubclass(actorrt.ResourceDeadlockError, actorrt.ResourceError)
     assert issubclass(actorrt.ActorNotFoundError, ValueError)
+
+
+def test_every_exception_of_the_package_is_in_one_tree() -> None:
+    for name in ("WireError", "NvmlUnavailableError", "ResourceError", "ActorError",
+                 "DeadlockError", "RuntimeStateError", "RemoteError"):
+        assert issubclass(getattr(actorrt, name), actorrt.ActorrtError), name
+    assert issubclass(actorrt.ConnectionLostError, ConnectionError)
+    assert issubclass(actorrt.ProtocolVersionError, actorrt.WireError)
+    assert issubclass(actorrt.NvmlUnavailableError, RuntimeError)
+    assert actorrt.DeathReason("crashed") == "crashed"
+    died = actorrt.ActorDiedError("x", reason="killed")
+    assert died.reason is actorrt.DeathReason.KILLED

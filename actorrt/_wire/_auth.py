@@ -27,7 +27,7 @@ import os
 import secrets
 from typing import Final, TypeAlias
 
-from .._errors import ActorrtError
+from .._errors import AuthenticationError as AuthenticationError
 
 __all__ = [
     "HELLO_LEN",
@@ -57,10 +57,6 @@ _CLIENT_LABEL: Final = b"actorrt client"
 _SERVER_LABEL: Final = b"actorrt server"
 
 _Bytes: TypeAlias = bytes | bytearray | memoryview
-
-
-class AuthenticationError(ActorrtError, ConnectionError):
-    """The peer did not prove that it knows the runtime's secret (or speaks another protocol)."""
 
 
 def new_secret() -> bytes:

@@ -62,6 +62,7 @@ import cloudpickle
 import msgpack
 from msgpack import ExtType
 
+from .._errors import PickleRefusedError as PickleRefusedError
 from .._errors import RemoteError
 
 __all__ = [
@@ -119,10 +120,6 @@ _MARKER: Final = _TupleMarker()
 
 class _Unsendable(Exception):
     """Raised inside the packer's hook: (culprit, cause); ``pack`` adds the context."""
-
-
-class PickleRefusedError(ValueError):
-    """A pickled value arrived on a codec that does not allow pickle (an unauthenticated peer)."""
 
 
 class _Pickler(cloudpickle.Pickler):  # type: ignore[misc]

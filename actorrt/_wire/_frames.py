@@ -17,7 +17,8 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from .._errors import ActorrtError
+from .._errors import ConnectionLostError as ConnectionLostError
+from .._errors import FrameTooLargeError as FrameTooLargeError
 
 if TYPE_CHECKING:
     from ._connection import Connection
@@ -45,25 +46,6 @@ HEADER: Final = struct.Struct("!QQB")  # length of the rest, request id, kind | 
 HEADER_LEN: Final = HEADER.size
 AFTER_LENGTH: Final = struct.Struct("!QB")  # the header without its length field
 MIN_LENGTH: Final = HEADER_LEN - 8  # the smallest valid length field: an empty body
-
-
-class ConnectionLostError(ActorrtError, ConnectionError):
-    """The connection ended; every request still waiting for a reply fails with this.
-
-    Attributes:
-        reason: why it ended, in words.
-    """
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(f"connection lost: {reason}")
-        self.reason = reason
-
-    def __reduce__(self) -> tuple[object, ...]:
-        return (ConnectionLostError, (self.reason,))
-
-
-class FrameTooLargeError(ActorrtError, ValueError):
-    """A frame is larger than the connection's ``max_frame_size``."""
 
 
 class Handler(Protocol):

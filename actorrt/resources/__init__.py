@@ -76,7 +76,7 @@ __all__ = [
 # Public objects show their public module in reprs and tracebacks.
 for _cls in (
     AskDeadlocked, Broker, BundlePlacement, Failed, FakeGpu, GpuDevice, Granted, GroupTarget,
-    NodeInventory, NvmlUnavailableError, PendingRequest, PlacementStrategy, ResourcePool,
+    NodeInventory, PendingRequest, PlacementStrategy, ResourcePool,
     Resources, Revoked, Stalled,
 ):  # fmt: skip
     _cls.__module__ = __name__

@@ -28,6 +28,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
+from .._errors import NvmlUnavailableError as NvmlUnavailableError
+
 __all__ = [
     "BACKEND_ENV",
     "FakeGpu",
@@ -40,10 +42,6 @@ __all__ = [
 ]
 
 BACKEND_ENV = "ACTORRT_NVML_BACKEND"
-
-
-class NvmlUnavailableError(RuntimeError):
-    """NVML could not be loaded or initialised (no NVIDIA driver, or a broken one)."""
 
 
 @dataclass(frozen=True, slots=True)
