@@ -13,13 +13,13 @@ import logging
 import math
 import os
 import secrets
-import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ._control._server import StatusServer
+from ._core import _current
 from ._core._cell import ActorCell
 from ._core._context import PlacementInfo, current_cell
 from ._core._options import ActorOptions
@@ -28,9 +28,7 @@ from ._core._waits import WaitGraph
 from ._errors import (
     ActorDiedError,
     ActorNotFoundError,
-    NoRuntimeError,
     ResourceError,
-    RuntimeAlreadyRunningError,
     RuntimeClosedError,
 )
 from ._placement._placement_group import PlacementGroup
@@ -58,19 +56,9 @@ logger = logging.getLogger("actorrt")
 T = TypeVar("T")
 A = TypeVar("A")
 
-_current: Runtime | None = None
-_current_lock = threading.Lock()
-
-
 def current_runtime() -> Runtime:
     """The runtime running in this process; ``NoRuntimeError`` if there is none."""
-    runtime = _current
-    if runtime is None:
-        raise NoRuntimeError(
-            "no actorrt runtime is running in this process; start one with "
-            "`async with actorrt.Runtime():`, `actorrt.run(main)` or `actorrt.init()`"
-        )
-    return runtime
+    return cast(Runtime, _current.current_services())
 
 
 class Runtime:
@@ -160,17 +148,9 @@ class Runtime:
         return self._loop
 
     async def __aenter__(self) -> Runtime:
-        global _current
         if self._entered:
             raise RuntimeError("a Runtime can be entered once; create a new one")
-        with _current_lock:
-            if _current is not None:
-                raise RuntimeAlreadyRunningError(
-                    f"a runtime is already running in process {os.getpid()}; one runtime "
-                    "runs per process: use it (actors reach it through refs) or shut it down "
-                    "first"
-                )
-            _current = self
+        _current.register(self)
         self._entered = True
         self._loop = asyncio.get_running_loop()
         self._grants = Grants(self, self._node)
@@ -182,8 +162,7 @@ class Runtime:
             except BaseException:  # cancelled while opening: this runtime never ran
                 self._grants.close()
                 self.closed = True
-                with _current_lock:
-                    _current = None
+                _current.unregister(self)
                 raise
         return self
 
@@ -197,7 +176,6 @@ class Runtime:
 
     async def shutdown(self) -> None:
         """Stop every actor (gracefully, then by kill after ``shutdown_timeout``)."""
-        global _current
         if self.closed or self._closing:
             return
         self._closing = True
@@ -212,9 +190,7 @@ class Runtime:
             if self._grants is not None:
                 self._grants.close()
             self.closed = True
-            with _current_lock:
-                if _current is self:
-                    _current = None
+            _current.unregister(self)
 
     async def _stop_all(self) -> None:
         roots = [cell for cell in self._actors.values() if cell.parent is None]

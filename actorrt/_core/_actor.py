@@ -7,6 +7,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar, overload
 
+from ._current import current_services
 from ._options import ActorOptions
 from ._ref import RESERVED_NAMES, ActorRef
 
@@ -48,9 +49,8 @@ class ActorClass(Generic[A]):
         """Start an actor of this class; return its ref once its constructor and
         ``on_start`` have run. Raises what they raised. Cancelling the spawn ends the actor.
         """
-        from .._runtime import current_runtime
 
-        return await current_runtime().spawn(self, args, kwargs)
+        return await current_services().spawn(self, args, kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._core._context import current_cell
+from .._core._current import current_services
 from .._core._waits import bounded_by_awaiter
 from .._errors import ResourceError
 from ..resources import GroupTarget, Resources, parse_bundles, parse_strategy
@@ -214,11 +215,11 @@ def placement_group(
     ``InfeasibleResourceError`` when the cluster can never hold them. Called inside a
     placement group it is never captured: it goes to the cluster.
     """
-    from .._runtime import current_runtime
 
     parsed = _parsed(bundles)
     chosen = parse_strategy(strategy)
-    runtime = current_runtime()
+    runtime: Any = current_services()
     cell = current_cell.get()
     holder = cell.actor_id if cell is not None and cell.runtime is runtime else None
-    return runtime.reserve_group(parsed, str(chosen), holder)
+    group: PlacementGroup = runtime.reserve_group(parsed, str(chosen), holder)
+    return group
