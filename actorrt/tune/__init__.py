@@ -30,19 +30,17 @@ if _typing.TYPE_CHECKING:
     from ._analysis import ExperimentAnalysis as ExperimentAnalysis
     from ._callbacks import Callback as Callback
     from ._checkpoint import Checkpoint as Checkpoint
-    from ._config import CheckpointConfig as CheckpointConfig
-    from ._config import FailureConfig as FailureConfig
     from ._config import RunConfig as RunConfig
     from ._config import SyncConfig as SyncConfig
     from ._config import TuneConfig as TuneConfig
+    from ._errors import TuneError as TuneError
+    from ._placement_group_factory import PlacementGroupFactory as PlacementGroupFactory
     from ._reporters import CLIReporter as CLIReporter
     from ._reporters import JupyterNotebookReporter as JupyterNotebookReporter
     from ._reporters import ProgressReporter as ProgressReporter
-    from ._resources import PlacementGroupFactory as PlacementGroupFactory
     from ._resources import with_resources as with_resources
     from ._result import Result as Result
     from ._result import ResultGrid as ResultGrid
-    from ._run import TuneError as TuneError
     from ._run import run as run
     from ._sample import Domain as Domain
     from ._sample import choice as choice
@@ -66,6 +64,8 @@ if _typing.TYPE_CHECKING:
     from ._session import report as report
     from ._stopper import Stopper as Stopper
     from ._trainable import Trainable as Trainable
+    from ._trial_config import CheckpointConfig as CheckpointConfig
+    from ._trial_config import FailureConfig as FailureConfig
     from ._tuner import Tuner as Tuner
     from ._with_parameters import with_parameters as with_parameters
 
@@ -117,11 +117,11 @@ _SUBMODULES = frozenset({"logger", "result", "stopper", "utils", "schedulers", "
 _WHERE = {
     "Callback": "._callbacks",
     "Checkpoint": "._checkpoint",
-    "CheckpointConfig": "._config",
-    "FailureConfig": "._config",
+    "CheckpointConfig": "._trial_config",
+    "FailureConfig": "._trial_config",
     "RunConfig": "._config",
     "TuneConfig": "._config",
-    "PlacementGroupFactory": "._resources",
+    "PlacementGroupFactory": "._placement_group_factory",
     "with_resources": "._resources",
     "Result": "._result",
     "ResultGrid": "._result",
@@ -150,7 +150,7 @@ _WHERE = {
     "JupyterNotebookReporter": "._reporters",
     "ProgressReporter": "._reporters",
     "ExperimentAnalysis": "._analysis",
-    "TuneError": "._run",
+    "TuneError": "._errors",
     "run": "._run",
     "with_parameters": "._with_parameters",
     "qlograndint": "._sample",

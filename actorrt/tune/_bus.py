@@ -8,23 +8,32 @@ they are), so a report costs one cross-process round trip and no extra hop.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 import actorrt
 
 from ._trial_actor import TrialDriver
 
-if TYPE_CHECKING:
-    from ._controller import TuneController
+__all__ = ["ReportBusActor", "ResultSink", "TrialDriverActor"]
 
-__all__ = ["ReportBusActor", "TrialDriverActor"]
+
+class ResultSink(Protocol):
+    """What the bus hands reports to (the controller, which sits above this module)."""
+
+    def on_result(self, trial_id: str, result: dict[str, Any], checkpoint: str | None) -> str:
+        """Record a trial's report; answer the decision (``CONTINUE``, ``STOP``, ...)."""
+        ...
+
+    def on_checkpoint(self, trial_id: str, path: str) -> None:
+        """Record a checkpoint a trial saved outside a report."""
+        ...
 
 
 @actorrt.actor
 class ReportBus:
     """Inline actor in the driver: trials report to it; it answers the decision."""
 
-    def __init__(self, controller: TuneController) -> None:
+    def __init__(self, controller: ResultSink) -> None:
         self.controller = controller
 
     def report(self, trial_id: str, result: dict[str, Any], checkpoint: str | None) -> str:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import os
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +30,6 @@ __all__ = [
     "Callback",
     "CallbackList",
     "check_callbacks",
-    "default_callbacks",
     "importable",
     "warn_unsaved_callback_state",
 ]
@@ -193,18 +191,6 @@ def warn_unsaved_callback_state(callbacks: Iterable[Callback]) -> None:
                 "experiment here (Ray restores it): it starts afresh in the restored run",
                 type(callback).__name__,
             )
-
-
-def default_callbacks(given: Iterable[Callback]) -> list[Callback]:
-    """The callbacks Tune adds on its own: the TensorBoard logger when ``tensorboardX`` is
-    installed, unless one was given or an environment variable turns it off."""
-    from ._loggers import TBXLoggerCallback
-
-    if any(os.environ.get(name, "") not in ("", "0") for name in DISABLE_AUTO_LOGGERS_ENV):
-        return []
-    if any(isinstance(cb, TBXLoggerCallback) for cb in given) or not importable("tensorboardX"):
-        return []
-    return [TBXLoggerCallback()]
 
 
 class CallbackList:

@@ -34,10 +34,11 @@ from typing import Any
 import actorrt
 
 from ._bus import ReportBusActor, TrialDriverActor
-from ._callbacks import CallbackList, default_callbacks, warn_unsaved_callback_state
+from ._callbacks import CallbackList, warn_unsaved_callback_state
 from ._checkpoint import Checkpoint
 from ._config import CheckpointConfig, FailureConfig, RunConfig, TuneConfig, limited_search_alg
 from ._experiment_state import make_header
+from ._loggers import default_callbacks
 from ._prepare import DEFAULT_STORAGE, check_checkpoint_config, experiment_name, trainable_name
 from ._progress import ProgressReporter
 from ._recorder import ExperimentRecorder

@@ -22,16 +22,22 @@ import queue
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._callbacks import Callback, importable
+from ._callbacks import DISABLE_AUTO_LOGGERS_ENV, Callback, importable
 from ._storage import flatten
 
 if TYPE_CHECKING:
     from ._trial import Trial
 
-__all__ = ["CSVLoggerCallback", "JsonLoggerCallback", "LoggerCallback", "TBXLoggerCallback"]
+__all__ = [
+    "CSVLoggerCallback",
+    "JsonLoggerCallback",
+    "LoggerCallback",
+    "TBXLoggerCallback",
+    "default_callbacks",
+]
 
 logger = logging.getLogger("actorrt.tune")
 
@@ -291,3 +297,13 @@ class _EventWriters:
         for record in self.files.values():
             record.close()
         self.files.clear()
+
+
+def default_callbacks(given: Iterable[Callback]) -> list[Callback]:
+    """The callbacks Tune adds on its own: the TensorBoard logger when ``tensorboardX`` is
+    installed, unless one was given or an environment variable turns it off."""
+    if any(os.environ.get(name, "") not in ("", "0") for name in DISABLE_AUTO_LOGGERS_ENV):
+        return []
+    if any(isinstance(cb, TBXLoggerCallback) for cb in given) or not importable("tensorboardX"):
+        return []
+    return [TBXLoggerCallback()]

@@ -54,6 +54,10 @@ class Repeater(WrappingSearcher):
         self._groups: list[_Group] = []
         self._of: dict[str, _Group] = {}
 
+    def _resume_search(self, created: int, live: set[str]) -> None:
+        # The wrapped searcher made one config per group, not one per trial.
+        self.searcher._resume_search(len(self._groups), live)
+
     def set_search_properties(
         self, metric: str | None, mode: str | None, config: dict[str, Any], **spec: Any
     ) -> bool:

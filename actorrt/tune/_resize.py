@@ -30,7 +30,7 @@ from typing import Any
 
 import actorrt
 
-from ._resources import PlacementGroupFactory
+from ._placement_group_factory import PlacementGroupFactory
 
 __all__ = [
     "RESIZE_WAIT_S", "ClusterTotals", "await_group", "bundle_options", "shortfall", "try_reserve"

@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ._resources import PlacementGroupFactory, to_factory
+from ._placement_group_factory import PlacementGroupFactory, to_factory
 from ._schedulers import FIFOScheduler, TrialScheduler
 
 __all__ = ["DistributeResources", "DistributeResourcesToTopJob", "ResourceChangingScheduler"]

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .._storage_path import check_local_storage_path
 from ._analysis import SCOPES, metric_values
 from ._checkpoint import Checkpoint
+from ._errors import TuneError
 from ._storage import flatten, read_results
 from .result import AUTO_RESULT_KEYS
 
@@ -98,7 +99,6 @@ class Result:
                 f"Result.from_path: {trial_dir!r} is not a trial folder (it has no params.json)"
             )
         from ._analysis import load_trial
-        from ._run import TuneError
 
         trial = load_trial(trial_dir)
         error_file = os.path.join(trial_dir, "error.txt")

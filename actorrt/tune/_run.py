@@ -19,6 +19,7 @@ from typing import Any
 
 from ._analysis import ExperimentAnalysis
 from ._config import CheckpointConfig, FailureConfig, RunConfig, TuneConfig
+from ._errors import TuneError
 from ._prepare import DEFAULT_STORAGE
 from ._resources import with_resources
 from ._trainable import Trainable
@@ -26,10 +27,6 @@ from ._trial import ERROR
 from ._tuner import Tuner
 
 __all__ = ["TuneError", "run"]
-
-
-class TuneError(Exception):
-    """An experiment run by ``tune.run`` did not complete (Ray Tune's ``TuneError``)."""
 
 
 _RESUME = {

@@ -41,6 +41,12 @@ class Searcher(abc.ABC):
         self._metric = metric
         self._mode = mode
 
+    def _resume_search(self, created: int, live: set[str]) -> None:
+        """Continue a restored search (see :func:`resume_search`). A searcher's restored
+        state says all it needs, by default; the default search and the wrappers
+        override this."""
+        return
+
     @property
     def counts_samples(self) -> bool:
         """Whether the searcher itself honours ``num_samples`` (and answers FINISHED)."""
@@ -203,7 +209,7 @@ class BasicVariantGenerator(Searcher):
         self._rng_start = state["rng_start"]
         self._variants = None
 
-    def _resume(self, created: int, live: set[str]) -> None:
+    def _resume_search(self, created: int, live: set[str]) -> None:
         variants = self._start_variants()
         for _ in range(created):
             if next(variants, None) is None:
@@ -293,6 +299,11 @@ class ConcurrencyLimiter(WrappingSearcher):
         if not self._live:
             self._batch_full = False
 
+    def _resume_search(self, created: int, live: set[str]) -> None:
+        self._live = set(live)
+        self._batch_full = self.batch and len(live) >= self.max_concurrent
+        self.searcher._resume_search(created, live)
+
     def get_state(self) -> Any:
         return {"searcher": self.searcher.get_state()}
 
@@ -307,18 +318,9 @@ def resume_search(searcher: Searcher, created: int, live: Iterable[str]) -> None
     """Continue a restored search: ``created`` trials exist already (the default search
     skips that many configs, drawn again from its saved random state, so the remaining
     trials are the ones the original run would have made), and ``live`` are the trials
-    that will run again (they count against concurrency limits)."""
-    from ._repeater import Repeater
-
-    live = set(live)
-    if isinstance(searcher, Repeater):
-        resume_search(searcher.searcher, len(searcher._groups), live)
-    elif isinstance(searcher, ConcurrencyLimiter):
-        searcher._live = set(live)
-        searcher._batch_full = searcher.batch and len(live) >= searcher.max_concurrent
-        resume_search(searcher.searcher, created, live)
-    elif isinstance(searcher, BasicVariantGenerator):
-        searcher._resume(created, live)
+    that will run again (they count against concurrency limits). A wrapping searcher
+    passes this on to the searcher it wraps (``Searcher._resume_search``)."""
+    searcher._resume_search(created, set(live))
 
 
 def resolve_point(space: dict[str, Any], rng: random.Random) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ._checkpoint import Checkpoint
 
 if TYPE_CHECKING:
-    from ._resources import PlacementGroupFactory
+    from ._placement_group_factory import PlacementGroupFactory
 
 # A dict returned by save_checkpoint is pickled into this file of the checkpoint folder.
 DICT_CHECKPOINT_FILE = "_dict_checkpoint.pkl"

@@ -6,8 +6,8 @@ import math
 import shutil
 from typing import Any
 
-from ._config import CheckpointConfig
-from ._resources import PlacementGroupFactory
+from ._placement_group_factory import PlacementGroupFactory
+from ._trial_config import CheckpointConfig
 
 __all__ = ["Trial"]
 
