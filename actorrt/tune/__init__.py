@@ -15,6 +15,31 @@ A Ray name that actorrt does not have raises an ``AttributeError`` that says so 
 to docs/porting.md. Names are imported on first use (PEP 562): a trial's worker process
 imports this package to run a trainable, and needs only the trial-side modules, not the
 controller's. Every trial process pays for what this package imports, so it stays small.
+
+Inside the package, modules form layers, bottom to top; a module imports only modules of
+its own layer or of those below (never a higher one, not even for type checking: a lower
+module that must call up names what it calls as a ``typing.Protocol`` or takes a callable),
+and no two modules import each other:
+
+1. Types, per-trial settings, search space: ``_errors``, ``_checkpoint``,
+   ``_placement_group_factory``, ``_trial_config``, ``_sample``, ``_variants``,
+   ``_storage``, ``_experiment_state``, ``_trainable``, ``_trial``, ``_reporters``,
+   ``_stopper``, ``_workdir``, ``_trial_log``; public ``result``, ``stopper``.
+2. Search algorithms and schedulers: ``_search``, ``_repeater``, ``_library_search`` and the
+   searchers around optional libraries (``_optuna``, ``_hyperopt``, ``_bayesopt``, ``_bohb``,
+   ``_nevergrad``, ``_zoopt``, ``_ax``); ``_schedulers``, ``_hyperband``, ``_pbt``, ``_pb2``,
+   ``_resource_changing``; public ``search`` and ``schedulers`` with their submodules.
+3. Experiment settings and what watches an experiment: ``_callbacks``, ``_loggers``,
+   ``_config`` (``RunConfig`` and ``TuneConfig`` hold searchers, schedulers and callbacks,
+   so they sit above them), ``_view``, ``_progress``; public ``logger``.
+4. Running a trial: ``_resources``, ``_with_parameters``, ``_session``, ``_trial_actor``,
+   ``_diagnose``, ``_gpu_wait``, ``_resize``, ``_bus``; public ``utils``.
+5. The experiment's records: ``_recorder``, ``_recover``, ``_prepare``, ``_restore``,
+   ``_analysis``, ``_result``, ``_saved_results``.
+6. The controller, built up as subclasses that each call only down: ``_result_checks``,
+   ``_controller_state``, ``_trial_launch``, ``_scheduler_actions``, ``_result_handling``,
+   ``_controller``.
+7. Entry points: ``_tuner``, ``_run``, and this module.
 """
 
 import importlib as _importlib
