@@ -26,7 +26,6 @@ import actorrt
 from ._callbacks import CallbackList, warn_unsaved_callback_state
 from ._config import RunConfig, TuneConfig, limited_search_alg
 from ._experiment_state import make_header
-from ._loggers import default_callbacks
 from ._prepare import DEFAULT_STORAGE, check_checkpoint_config, experiment_name, trainable_name
 from ._progress import ProgressReporter
 from ._recorder import ExperimentRecorder
@@ -97,6 +96,10 @@ class ControllerState:
             run_config.verbose, tune_config.metric, tune_config.mode,
             reporter=run_config.progress_reporter,
         )
+        # Imported here: the TensorBoard logger's module is needed only once a run starts,
+        # not by ``import actorrt.tune`` or ``Tuner``'s import.
+        from ._loggers import default_callbacks
+
         given = list(run_config.callbacks or [])
         self.callbacks = CallbackList([*given, *default_callbacks(given)], self._fail)
         inner = getattr(self.searcher, "searcher", self.searcher)
