@@ -105,7 +105,7 @@ for _name in __all__:
 del _name, _obj
 
 # `import actorrt.tune.integration` (a Ray module actorrt lacks) says so, naming porting.md.
-from ._ray_names import install_module_finder as _install_module_finder  # noqa: E402
+from ._shared._ray_names import install_module_finder as _install_module_finder  # noqa: E402
 
 _install_module_finder()
 
@@ -117,6 +117,6 @@ def __getattr__(name: str) -> object:
 
         return importlib.import_module(f"{__name__}.{name}")
     # A Ray name actorrt does not have: say so, and where the differences are listed.
-    from ._ray_names import missing
+    from ._shared._ray_names import missing
 
     raise missing(__name__, name)

@@ -21,6 +21,7 @@ import importlib as _importlib
 import typing as _typing
 
 if _typing.TYPE_CHECKING:
+    from .._shared._checkpoint import Checkpoint as Checkpoint
     from . import logger as logger
     from . import result as result
     from . import schedulers as schedulers
@@ -29,7 +30,6 @@ if _typing.TYPE_CHECKING:
     from . import utils as utils
     from ._analysis import ExperimentAnalysis as ExperimentAnalysis
     from ._callbacks import Callback as Callback
-    from ._checkpoint import Checkpoint as Checkpoint
     from ._config import CheckpointConfig as CheckpointConfig
     from ._config import FailureConfig as FailureConfig
     from ._config import RunConfig as RunConfig
@@ -116,7 +116,7 @@ __all__ = [
 _SUBMODULES = frozenset({"logger", "result", "stopper", "utils", "schedulers", "search"})
 _WHERE = {
     "Callback": "._callbacks",
-    "Checkpoint": "._checkpoint",
+    "Checkpoint": ".._shared._checkpoint",
     "CheckpointConfig": "._config",
     "FailureConfig": "._config",
     "RunConfig": "._config",
@@ -168,7 +168,7 @@ def __getattr__(name: str) -> _typing.Any:
         if isinstance(value, type) and value.__module__.startswith(f"{__name__}._"):
             value.__module__ = __name__
     else:
-        from .._ray_names import missing
+        from .._shared._ray_names import missing
 
         raise missing(__name__, name)
     globals()[name] = value

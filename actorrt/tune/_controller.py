@@ -33,9 +33,9 @@ from typing import Any
 
 import actorrt
 
+from .._shared._checkpoint import Checkpoint
 from ._bus import ReportBusActor, TrialDriverActor
 from ._callbacks import CallbackList, default_callbacks, warn_unsaved_callback_state
-from ._checkpoint import Checkpoint
 from ._config import CheckpointConfig, FailureConfig, RunConfig, TuneConfig, limited_search_alg
 from ._experiment_state import make_header
 from ._prepare import DEFAULT_STORAGE, check_checkpoint_config, experiment_name, trainable_name

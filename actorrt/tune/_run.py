@@ -17,6 +17,8 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import actorrt
+
 from ._analysis import ExperimentAnalysis
 from ._config import CheckpointConfig, FailureConfig, RunConfig, TuneConfig
 from ._prepare import DEFAULT_STORAGE
@@ -28,8 +30,11 @@ from ._tuner import Tuner
 __all__ = ["TuneError", "run"]
 
 
-class TuneError(Exception):
-    """An experiment run by ``tune.run`` did not complete (Ray Tune's ``TuneError``)."""
+class TuneError(actorrt.ActorrtError):
+    """An experiment run by ``tune.run`` did not complete (Ray Tune's ``TuneError``).
+
+    An ``Exception``, as Ray's is, and a branch of ``actorrt.ActorrtError``, the root of
+    the package's one exception tree."""
 
 
 _RESUME = {
