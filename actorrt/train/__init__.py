@@ -1,8 +1,9 @@
 """actorrt.train: data-parallel training on a gang of worker-process actors (Ray Train's API).
 
-Built only on the public ``actorrt`` API (the layering in actorrt/__init__.py); it does not import
-``actorrt.tune``, which knows a trainer only through
-``ScalingConfig.as_placement_group_factory()``.
+Built only on the public ``actorrt`` API and the libraries' shared tier ``actorrt._shared``
+(the layering in actorrt/__init__.py). It does not import ``actorrt.tune``, nor does tune
+import it: tune knows a trainer only through ``ScalingConfig.as_placement_group_factory()``,
+and a trainer finds the Tune trial it runs in through ``set_trial_provider``.
 
 - ``ScalingConfig``: how many workers and what each needs.
 - ``RunConfig``, ``FailureConfig``, ``CheckpointConfig``: where a run writes, how often it
@@ -12,9 +13,15 @@ Built only on the public ``actorrt`` API (the layering in actorrt/__init__.py); 
   ``ControllerError``). ``actorrt.train.torch.TorchTrainer`` adds ``torch.distributed``.
 - In the training function: ``report``, ``get_checkpoint``, ``get_context``,
   ``get_dataset_shard`` (a ``DataShard`` of the trainer's ``datasets=``).
+- ``Checkpoint`` is one class with ``actorrt.tune.Checkpoint``, as in Ray.
+- ``set_trial_provider`` and the ``EnclosingTrial`` protocol: how a sweep library
+  (``actorrt.tune``, or another) tells a trainer which trial its ``fit()`` runs in, so
+  rank 0's reports become the trial's results.
 """
 
-from ._checkpoint import Checkpoint as Checkpoint
+from .._shared._checkpoint import Checkpoint as Checkpoint
+from .._shared._trial_hook import EnclosingTrial as EnclosingTrial
+from .._shared._trial_hook import set_trial_provider as set_trial_provider
 from ._data import DataShard as DataShard
 from ._errors import ControllerError as ControllerError
 from ._errors import TrainingFailedError as TrainingFailedError
@@ -38,6 +45,7 @@ __all__ = [
     "ControllerError",
     "DataParallelTrainer",
     "DataShard",
+    "EnclosingTrial",
     "FailureConfig",
     "PlacementGroupSpec",
     "Result",
@@ -50,6 +58,7 @@ __all__ = [
     "get_context",
     "get_dataset_shard",
     "report",
+    "set_trial_provider",
 ]
 
 # Public objects show their public module in tracebacks and reprs.

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._checkpoint import Checkpoint, checkpoint_index
+from .._shared._checkpoint import Checkpoint
+from ._checkpoint_store import checkpoint_index
 from ._run_config import CheckpointConfig
 
 logger = logging.getLogger("actorrt.train")

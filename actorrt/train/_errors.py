@@ -1,6 +1,8 @@
 """What ``fit()`` raises when training fails (Ray Train V2's exception types).
 
-- ``TrainingFailedError``: the base; catch it to catch either kind below.
+- ``TrainingFailedError``: the base; catch it to catch either kind below. A
+  ``RuntimeError``, and a branch of ``actorrt.ActorrtError``, the root of the package's
+  one exception tree.
 - ``WorkerGroupError``: workers failed more often than ``FailureConfig`` allows;
   ``worker_failures`` maps each failed rank of the last attempt to its exception (whose
   ``remote_traceback`` holds the traceback text from the worker).
@@ -17,10 +19,15 @@ import os
 import traceback
 from collections.abc import Mapping
 
+import actorrt
 
-class TrainingFailedError(RuntimeError):
+
+class TrainingFailedError(RuntimeError, actorrt.ActorrtError):
     """Raised by ``fit()`` when training fails: a ``WorkerGroupError`` or a
-    ``ControllerError``."""
+    ``ControllerError``.
+
+    A ``RuntimeError``, as Ray's is, and an ``actorrt.ActorrtError``: catching the root
+    of actorrt's exception tree catches it too."""
 
 
 class WorkerGroupError(TrainingFailedError):

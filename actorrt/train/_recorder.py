@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from typing import IO, Any
 
-from ._checkpoint import Checkpoint
+from .._shared._checkpoint import Checkpoint
+from .._shared._trial_hook import EnclosingTrial
 from ._checkpoint_book import CheckpointBook
-from ._enclosing_trial import TuneTrial
 
 
 class Recorder:
@@ -16,7 +16,9 @@ class Recorder:
     a Tune trial report it to the trial. ``stopped`` turns true when Tune says stop; no
     report is taken after that."""
 
-    def __init__(self, book: CheckpointBook, results: IO[str], trial: TuneTrial | None) -> None:
+    def __init__(
+        self, book: CheckpointBook, results: IO[str], trial: EnclosingTrial | None
+    ) -> None:
         self.history: list[dict[str, Any]] = []
         self.book = book
         self.results = results

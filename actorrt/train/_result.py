@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._checkpoint import Checkpoint, local_filesystem
+from .._shared._checkpoint import Checkpoint, local_filesystem
 from ._checkpoint_book import SNAPSHOT_FILE
 from ._errors import TrainingFailedError
 

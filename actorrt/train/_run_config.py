@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._storage_path import check_local_storage_path
+from .._shared._storage_path import check_local_storage_path
 from ._unsupported import reject
 
 DEFAULT_STORAGE = "~/actorrt_results"

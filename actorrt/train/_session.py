@@ -16,8 +16,9 @@ from typing import Any
 
 import actorrt
 
-from ._checkpoint import Checkpoint, checkpoint_name, store
-from ._enclosing_trial import current_trial
+from .._shared._checkpoint import Checkpoint
+from .._shared._trial_hook import enclosing_trial
+from ._checkpoint_store import checkpoint_name, store
 from ._unsupported import reject
 
 
@@ -210,7 +211,7 @@ def report(
     """
     reject("train.report", {"checkpoint_dir_name": checkpoint_dir_name, **ray_options})
     if _session is None:
-        trial = current_trial()
+        trial = enclosing_trial()
         if trial is not None:
             trial.report(_plain_metrics(metrics), checkpoint)
             return
@@ -222,10 +223,9 @@ def get_checkpoint() -> Checkpoint | None:
     (after a failure), or ``None`` on a fresh start. Every rank gets the same one. In a
     Tune function trainable, the trial's latest checkpoint (``tune.get_checkpoint()``)."""
     if _session is None:
-        trial = current_trial()
+        trial = enclosing_trial()
         if trial is not None:
-            latest = trial.checkpoint
-            return Checkpoint(latest.path) if latest is not None else None
+            return trial.checkpoint
     return _current("get_checkpoint").restore
 
 
@@ -233,7 +233,7 @@ def get_context() -> TrainContext:
     """This worker's ranks and sizes in the gang. In a Tune function trainable, the
     trial's context (``tune.get_context()``: trial id, name and folder; rank 0 of 1)."""
     if _session is None:
-        trial = current_trial()
+        trial = enclosing_trial()
         if trial is not None:
             context: TrainContext = trial.context
             return context

@@ -10,11 +10,13 @@ or a Tune trial's driver actor. It splits ``datasets`` into one shard per rank
 Ray Train V2, a run that failed raises (``_errors``): ``WorkerGroupError`` or
 ``ControllerError``.
 
-Inside a Tune trial (``fit()`` called in the process of a running trial; see
-``_enclosing_trial``), each of rank 0's reports is also the trial's result: forwarded in
-order, with its checkpoint, awaited on the event loop (the trial's thread is the one
-blocked in ``fit()``). When Tune answers stop, the whole gang is killed at once, the reservation is
-given back, and ``fit()`` raises Tune's stop signal, so the trial ends as stopped.
+Inside a Tune trial (``fit()`` called in the process of a running trial, which Tune, or
+another sweep library, makes known through ``set_trial_provider``; see
+``actorrt._shared._trial_hook``), each of rank 0's reports is also the trial's result:
+forwarded in order, with its checkpoint, awaited on the event loop (the trial's thread is
+the one blocked in ``fit()``). When Tune answers stop, the whole gang is killed at once,
+the reservation is given back, and ``fit()`` raises Tune's stop signal, so the trial ends
+as stopped.
 """
 
 from __future__ import annotations
@@ -32,10 +34,10 @@ from typing import Any
 
 import actorrt
 
+from .._shared._trial_hook import EnclosingTrial, enclosing_trial
 from ._backend import Backend, WorkerSetup
 from ._checkpoint_book import CheckpointBook
 from ._data import check_datasets, split_datasets
-from ._enclosing_trial import TuneTrial, current_trial
 from ._errors import ControllerError, TrainingFailedError, WorkerGroupError, summary, tracebacks
 from ._gang import Gang, GangFailed
 from ._placement import place_gang
@@ -191,7 +193,7 @@ class DataParallelTrainer:
         trial's folder; a restarted trial's workers resume from the trial's checkpoint.
         """
         self.scaling_config._check_resolved()
-        trial = current_trial()
+        trial = enclosing_trial()
         unused = sorted(self.run_config.tune_settings())
         if trial is None and unused and not self._warned_tune_settings:
             self._warned_tune_settings = True
@@ -222,7 +224,7 @@ class DataParallelTrainer:
         self,
         placements: list[Any],
         run_dir: Path,
-        trial: TuneTrial | None,
+        trial: EnclosingTrial | None,
         shards: list[dict[str, Any]],
     ) -> tuple[Result, bool]:
         """Run gangs until one finishes, ``FailureConfig`` gives up, or Tune says stop;
@@ -329,7 +331,7 @@ class DataParallelTrainer:
         run_dir: Path,
         book: CheckpointBook,
         restore: str | None,
-        trial: TuneTrial | None,
+        trial: EnclosingTrial | None,
     ) -> RunSpec:
         return RunSpec(
             train_fn=self.train_loop_per_worker,

@@ -25,8 +25,8 @@ from typing import Any
 
 import actorrt
 
+from .._shared._checkpoint import Checkpoint
 from ._backend import Backend, WorkerSetup
-from ._checkpoint import Checkpoint
 from ._data import DataShard
 from ._rendezvous import Meetings
 from ._session import Session, TrainContext, WorkerInfo, set_session

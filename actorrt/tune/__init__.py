@@ -46,6 +46,7 @@ import importlib as _importlib
 import typing as _typing
 
 if _typing.TYPE_CHECKING:
+    from .._shared._checkpoint import Checkpoint as Checkpoint
     from . import logger as logger
     from . import result as result
     from . import schedulers as schedulers
@@ -54,7 +55,6 @@ if _typing.TYPE_CHECKING:
     from . import utils as utils
     from ._analysis import ExperimentAnalysis as ExperimentAnalysis
     from ._callbacks import Callback as Callback
-    from ._checkpoint import Checkpoint as Checkpoint
     from ._config import RunConfig as RunConfig
     from ._config import SyncConfig as SyncConfig
     from ._config import TuneConfig as TuneConfig
@@ -141,7 +141,7 @@ __all__ = [
 _SUBMODULES = frozenset({"logger", "result", "stopper", "utils", "schedulers", "search"})
 _WHERE = {
     "Callback": "._callbacks",
-    "Checkpoint": "._checkpoint",
+    "Checkpoint": ".._shared._checkpoint",
     "CheckpointConfig": "._trial_config",
     "FailureConfig": "._trial_config",
     "RunConfig": "._config",

@@ -15,8 +15,8 @@ import warnings
 from collections.abc import Iterable
 from typing import Any
 
-from .._storage_path import check_local_storage_path
-from ._checkpoint import Checkpoint
+from .._shared._checkpoint import Checkpoint
+from .._shared._storage_path import check_local_storage_path
 from ._experiment_state import HEADER_FILE, JOURNAL_FILE
 from ._storage import flatten, read_results
 from ._trial import ERROR, TERMINATED, Trial

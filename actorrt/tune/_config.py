@@ -12,7 +12,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from .._storage_path import check_local_storage_path
+from .._shared._storage_path import check_local_storage_path
 from ._callbacks import check_callbacks
 from ._reporters import ProgressReporter
 from ._schedulers import TrialScheduler

@@ -8,9 +8,9 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from .._storage_path import check_local_storage_path
+from .._shared._checkpoint import Checkpoint
+from .._shared._storage_path import check_local_storage_path
 from ._analysis import SCOPES, metric_values
-from ._checkpoint import Checkpoint
 from ._errors import TuneError
 from ._storage import flatten, read_results
 from .result import AUTO_RESULT_KEYS

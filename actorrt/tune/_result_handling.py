@@ -13,7 +13,7 @@ import os
 import time
 from typing import Any
 
-from ._checkpoint import Checkpoint
+from .._shared._checkpoint import Checkpoint
 from ._scheduler_actions import SchedulerActions
 from ._schedulers import TrialScheduler
 from ._session import CONTINUE, SAVE_AND_STOP, STOP

@@ -21,7 +21,8 @@ from typing import Any
 
 import actorrt
 
-from ._checkpoint import Checkpoint
+from .._shared._checkpoint import Checkpoint
+from .._shared._trial_hook import set_trial_provider
 from ._resources import PlacementGroupFactory
 from ._storage import copy_dir_atomic
 
@@ -149,11 +150,11 @@ class Session:
         """Report a result from this process's event loop; return whether the trial goes on.
 
         For a library that runs inside the trial's process (``actorrt.train``'s trainers,
-        which find the session through ``active_session``): the checkpoint directory's
-        files are hard-linked (else copied) into the trial folder on a helper thread, so
-        the loop never waits on disk, then the result is sent. Unlike ``tune.report`` it
-        does not raise when told to stop: the caller ends its own work first, then raises
-        ``stop_signal()`` on the trial's thread.
+        which find the session through the trial provider registered below): the
+        checkpoint directory's files are hard-linked (else copied) into the trial folder
+        on a helper thread, so the loop never waits on disk, then the result is sent.
+        Unlike ``tune.report`` it does not raise when told to stop: the caller ends its own
+        work first, then raises ``stop_signal()`` on the trial's thread.
         """
         path = None
         if checkpoint_dir is not None:
@@ -217,10 +218,15 @@ def set_session(session: Session | None) -> None:
 def active_session() -> Session | None:
     """The session of the trial this process runs now, or ``None``.
 
-    ``actorrt.train`` looks it up by module name (neither library imports the other), so
-    a trainer whose ``fit()`` runs in a trial forwards its results to the trial.
+    Tune's trial provider (registered below): a trainer whose ``fit()`` runs in a trial
+    finds the session through it and forwards its results to the trial.
     """
     return _current
+
+
+# Neither library imports the other: a trainer finds the running trial through the
+# shared hook, as any other sweep library's trainer-aware trials would be found.
+set_trial_provider("actorrt.tune", active_session)
 
 
 def _session(call: str) -> Session:

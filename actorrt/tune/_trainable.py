@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._checkpoint import Checkpoint
+from .._shared._checkpoint import Checkpoint
 
 if TYPE_CHECKING:
     from ._placement_group_factory import PlacementGroupFactory

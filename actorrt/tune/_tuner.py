@@ -16,7 +16,7 @@ from typing import Any
 
 import actorrt
 
-from .._storage_path import check_local_storage_path
+from .._shared._storage_path import check_local_storage_path
 from ._config import RunConfig, TuneConfig
 from ._controller import TuneController
 from ._prepare import check_picklable, prepare_experiment, trainable_name

@@ -29,7 +29,9 @@ def test_public_classes_name_their_public_module() -> None:
     for name in tune.__all__:
         obj = getattr(tune, name)
         if isinstance(obj, type):
-            assert obj.__module__ == "actorrt.tune", name
+            # Checkpoint is train's class too (one class, as in Ray): its home is train's.
+            home = "actorrt.train" if name == "Checkpoint" else "actorrt.tune"
+            assert obj.__module__ == home, name
 
 
 def test_ray_style_submodules() -> None:

@@ -6,7 +6,7 @@ import os
 import tempfile
 from typing import Any
 
-from .._checkpoint import Checkpoint
+from ..._shared._checkpoint import Checkpoint
 from .._session import report
 from ._pl import pl
 

@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import torch
 
-from ..._checkpoint import Checkpoint
+from ...._shared._checkpoint import Checkpoint
 from ..._session import report
 from ._hf import transformers
 
