@@ -25,6 +25,7 @@ experiment's loop.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import os
@@ -61,6 +62,10 @@ class TuneController(ResultHandler):
         self._changed = asyncio.Event()
         max_pending = self._max_pending()
         self._chdir = chdir_enabled()
+        # Trials start from the bus's report handling too: their tasks run in the context of
+        # this run, not of the bus actor, so a trial's driver is never the bus's child and
+        # the run's waits on trials are never taken for the bus's own.
+        self._context = contextvars.copy_context()
         self.bus = await ReportBusActor.options(process=False).spawn(self)
         self.callbacks.setup(self.stopper, self.tune_config.num_samples, self.searcher)
         timers: list[asyncio.TimerHandle] = []

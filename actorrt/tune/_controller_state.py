@@ -15,6 +15,7 @@ report and its decision); :mod:`._controller` (the experiment's loop).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import os
 import secrets
@@ -117,6 +118,7 @@ class ControllerState:
         self.trials: list[Trial] = []
         self._by_id: dict[str, Trial] = {}
         self._tasks: dict[asyncio.Task[None], Trial] = {}
+        self._context = contextvars.copy_context()  # the run's own (set again by run())
         self._refs: dict[str, Any] = {}
         self._kills: set[asyncio.Future[Any]] = set()
         self._pending = 0

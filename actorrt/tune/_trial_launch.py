@@ -101,7 +101,9 @@ class TrialLauncher(ControllerState):
                 self._errored(trial, error_outcome(exc) | {"config_error": True}, exc)
                 return
         self._pending += 1
-        task = asyncio.create_task(self._run_trial(trial), name=f"tune {trial.trial_name}")
+        task = asyncio.create_task(
+            self._run_trial(trial), name=f"tune {trial.trial_name}", context=self._context
+        )
         self._tasks[task] = trial
         task.add_done_callback(self._task_done)
 
