@@ -20,6 +20,7 @@ from ._events import BundlePlacement as BundlePlacement
 from ._events import Event as Event
 from ._events import Failed as Failed
 from ._events import Granted as Granted
+from ._events import GroupInfo as GroupInfo
 from ._events import GroupTarget as GroupTarget
 from ._events import PendingRequest as PendingRequest
 from ._events import Revoked as Revoked
@@ -54,6 +55,7 @@ __all__ = [
     "FakeGpu",
     "GpuDevice",
     "Granted",
+    "GroupInfo",
     "GroupTarget",
     "InfeasibleResourceError",
     "NodeInventory",
@@ -79,7 +81,8 @@ __all__ = [
 
 # Public objects show their public module in reprs and tracebacks.
 for _cls in (
-    AskDeadlocked, Broker, BundlePlacement, Failed, FakeGpu, GpuDevice, Granted, GroupTarget,
+    AskDeadlocked, Broker, BundlePlacement, Failed, FakeGpu, GpuDevice, Granted, GroupInfo,
+    GroupTarget,
     NodeInventory, PendingRequest, PlacementStrategy, ResourcePool,
     Resources, Revoked, Stalled,
 ):  # fmt: skip
