@@ -236,6 +236,11 @@ class BrokerReports(BrokerCore):
             raise ValueError(f"no placement group {group!r} is reserved")
         return _floats(g.pools[bundle].free_resources())
 
+    def waiting_of(self, holder: Hashable) -> list[Hashable]:
+        """The ids of ``holder``'s requests that wait."""
+        h = self._holders.get(holder)
+        return list(h.requests) if h is not None else []
+
     def is_waiting(self, request_id: Hashable) -> bool:
         """Whether the request is waiting."""
         return request_id in self._requests
