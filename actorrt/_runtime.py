@@ -35,7 +35,7 @@ from ._roles._driver import DriverRole
 from ._roles._role import Role, within_spawn_timeout
 from ._roles._worker import WorkerRole
 from ._runtime_role import RoleDelegation
-from .resources import detect_local_node
+from .resources import NodeInventory, detect_local_node
 
 if TYPE_CHECKING:
     from ._core._actor import ActorClass
@@ -93,9 +93,13 @@ class Runtime(RoleDelegation):
         if not math.isfinite(shutdown_timeout) or shutdown_timeout < 0:
             raise ValueError(f"shutdown_timeout must be >= 0 and finite, got {shutdown_timeout}")
         self.shutdown_timeout = float(shutdown_timeout)
-        self._node = detect_local_node(
-            num_cpus=num_cpus, num_gpus=num_gpus, memory=memory, resources=resources
-        )
+        # Overrides are checked here, at the call that made them; the machine is probed when
+        # a driver runtime is entered (a worker process's runtime never probes it).
+        self._node: NodeInventory | None = None
+        if any(value is not None for value in (num_cpus, num_gpus, memory, resources)):
+            self._node = detect_local_node(
+                num_cpus=num_cpus, num_gpus=num_gpus, memory=memory, resources=resources
+            )
         ActorOptions().merged(worker_env=worker_env)  # validates it
         self._worker_env = dict(worker_env or {})
         self._workers: Workers | None = None
@@ -137,14 +141,16 @@ class Runtime(RoleDelegation):
         _current.register(self)
         self._entered = True
         self._loop = asyncio.get_running_loop()
-        role: Role = (
-            WorkerRole(self) if self._is_worker else DriverRole(self, self._node, self.discoverable)
-        )
-        self._role_ = role
         self.started_at = time.time()
         try:
+            role: Role
+            if self._is_worker:
+                role = WorkerRole(self)
+            else:
+                role = DriverRole(self, self._node or detect_local_node(), self.discoverable)
+            self._role_ = role
             await role.start()
-        except BaseException:  # cancelled while starting: this runtime never ran
+        except BaseException:  # a bad environment, or cancelled: this runtime never ran
             self.closed = True
             _current.unregister(self)
             raise
