@@ -305,8 +305,6 @@ class Runtime(RoleDelegation):
             raise
         return ActorRef(cell)
 
-    _start = start
-
     def _register(self, cell: Any) -> None:
         if cell.name is not None:
             existing = self._names.get(cell.name)

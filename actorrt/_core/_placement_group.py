@@ -36,6 +36,12 @@ __all__ = ["BundleRef", "PlacementGroup", "PlacementService", "placement_group"]
 class PlacementService(Protocol):
     """Where placement groups are reserved, awaited and removed (a runtime role)."""
 
+    @property
+    def reserve_grants(self) -> bool:
+        """Whether the future :meth:`reserve` returns is the grant itself (done: reserved),
+        rather than the owner's acceptance (a worker's)."""
+        ...
+
     def reserve(
         self, bundles: tuple[Resources, ...], strategy: str, holder: str | None
     ) -> tuple[str, asyncio.Future[Any], str]:
@@ -144,12 +150,20 @@ class PlacementGroup:
                 )
         if self._removed:
             raise ResourceError(f"placement group {self.id} was removed")
+        future = self._future
+        if (
+            future.done()
+            and self._service.reserve_grants
+            and not future.cancelled()
+            and future.exception() is None
+        ):
+            return  # reserved at once: nothing to wait for
         runtime = self._runtime
         if asyncio.get_running_loop() is not runtime.loop:
             await runtime.call_on_loop(self.ready(timeout))
             return
         requester = _requester() if timeout is None else None  # a timed wait ends by itself
-        waiting = self._service.ready(self.id, self._future, requester)
+        waiting = self._service.ready(self.id, future, requester)
         try:
             if timeout is None:
                 await waiting

@@ -129,6 +129,8 @@ class DriverRole:
 
     # ---------------------------------------------- placement groups (PlacementService)
 
+    reserve_grants = True  # the future reserve() returns is the grant
+
     def reserve(
         self, bundles: tuple[Resources, ...], strategy: str, holder: str | None
     ) -> tuple[str, asyncio.Future[Any], str]:

@@ -96,6 +96,8 @@ class WorkerRole:
 
     # ---------------------------------------------- placement groups (PlacementService)
 
+    reserve_grants = False  # the future reserve() returns is the owner's acceptance
+
     def reserve(
         self, bundles: tuple[Resources, ...], strategy: str, holder: str | None
     ) -> tuple[str, asyncio.Future[Any], str]:
