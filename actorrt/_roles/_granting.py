@@ -51,16 +51,22 @@ class GrantedSpawns:
         host = self.host
         options = actor_class.actor_options
         actor_id = host.new_id()
-        self.spawning[actor_id] = (
-            actor_class.cls.__name__, options.name, parent.actor_id if parent else None
-        )
+        needs_grant = options.needs_grant()  # else a process actor that asks for nothing
+        if needs_grant:
+            self.spawning[actor_id] = (
+                actor_class.cls.__name__, options.name, parent.actor_id if parent else None
+            )
         try:
-            grant = await self._acquire(actor_id, options, parent, requester, bounded)
+            grant = (
+                await self._acquire(actor_id, options, parent, requester, bounded)
+                if needs_grant
+                else None
+            )
             if parent is not None:
                 host.may_start_child_of(parent, actor_class.cls.__name__)
             cell: Any
             if options.runs_in_process():
-                cpus = grant.placement.resources.to_dict().get("CPU", 0.0)
+                cpus = grant.placement.resources.to_dict().get("CPU", 0.0) if grant else 0.0
                 cell = host.workers.new_process_actor(
                     actor_class, args, kwargs, parent, actor_id, gpu_ids(grant), cpus
                 )
@@ -77,8 +83,10 @@ class GrantedSpawns:
         finally:
             self.spawning.pop(actor_id, None)
 
-    def grant_info(self, grant: Granted) -> tuple[dict[str, float], Any]:
+    def grant_info(self, grant: Granted | None) -> tuple[dict[str, float], Any] | None:
         """What an actor may learn of its grant: its resources, and its group and bundle."""
+        if grant is None:
+            return None
         placement = grant.placement
         info = None
         if placement.group is not None:
