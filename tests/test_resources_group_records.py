@@ -130,3 +130,38 @@ async def test_awaiting_a_group_whose_holder_ended_fails_instead_of_hanging(
         await asyncio.wait_for(waiting, 10)
     await blocker.remove()
     assert_no_group_left(actorrt_runtime)
+
+
+@pytest.mark.actorrt(num_cpus=2)
+async def test_actors_holding_grants_on_a_lost_node_stop_and_nothing_is_left(
+    actorrt_runtime: actorrt.Runtime,
+) -> None:
+    """The scheduler acts on the broker's node events (what cluster mode builds on): a node
+    joins, actors get grants on it, the node is lost, and they stop."""
+    from actorrt.resources import NodeInventory
+
+    rt = actorrt_runtime
+    rt.grants.add_node(NodeInventory("remote", {"CPU": 1, "remote": 2}))
+    assert actorrt.cluster_resources() == {"CPU": 3.0, "memory": rt.broker.total()["memory"],
+                                           "remote": 2.0}  # fmt: skip
+
+    @actorrt.actor
+    class OnRemote:
+        def placed(self) -> dict[str, float]:
+            return actorrt.get_context().get_assigned_resources()
+
+    there = await OnRemote.options(resources={"remote": 1}).spawn()
+    group = actorrt.placement_group([{"remote": 1}])
+    await group.ready()
+    assert await there.placed() == {"remote": 1.0}
+    here = await Reserver.spawn()
+    deaths = rt.grants.node_lost("remote")
+    assert len(deaths) == 1  # the actor placed there; the driver's group has no actor
+    with pytest.raises(actorrt.ActorDiedError):
+        await there.placed()
+    with pytest.raises(actorrt.InfeasibleResourceError, match="can never hold"):
+        await OnRemote.options(resources={"remote": 1}).spawn()
+    assert rt.broker.groups() == []  # its bundle was on the lost node
+    await here.stop()
+    assert_no_group_left(rt)
+    assert "remote" not in actorrt.cluster_resources()

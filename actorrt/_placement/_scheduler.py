@@ -201,6 +201,19 @@ class Scheduler:
         specs = [dict(bundle) for bundle in info.bundles]
         return PlacementInfo(str(group_id), specs, info.strategy, bundle_index)
 
+    def add_node(self, node: NodeInventory) -> None:
+        """A node joins: waiting requests that now fit are granted."""
+        self._dispatch(self.broker.add_node(node, now=self.loop.time()))
+
+    def remove_node(self, node_id: Hashable) -> None:
+        """Drain a node: nothing new goes there; what it holds stays until released."""
+        self._dispatch(self.broker.remove_node(node_id, now=self.loop.time()))
+
+    def node_lost(self, node_id: Hashable) -> list[asyncio.Future[Any]]:
+        """A node is gone: the actors holding grants there stop (their deaths are returned),
+        and requests no node left can hold fail."""
+        return self._dispatch(self.broker.node_lost(node_id, now=self.loop.time()))
+
     def set_parent(self, holder: Hashable, parent: Hashable) -> None:
         self.broker.set_parent(holder, parent)
 
