@@ -77,13 +77,6 @@ def get_actor(name: str) -> ActorLookup:
 
 async def _get_actor(name: str) -> ActorRef[Any]:
     runtime = current_runtime()
-    head = runtime._workers.head if runtime._workers is not None else None
-    if head is not None and name not in runtime._names:
-        return await runtime.workers.get_actor_via_owner(name)
     if asyncio.get_running_loop() is not runtime.loop:
-
-        async def lookup() -> ActorRef[Any]:
-            return runtime.get_actor(name)
-
-        return await runtime.call_on_loop(lookup())
-    return runtime.get_actor(name)
+        return await runtime.call_on_loop(runtime.find_actor(name))
+    return await runtime.find_actor(name)

@@ -28,16 +28,13 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._wire import _auth
 from .._wire._codec import Codec
 from .._wire._transport import Connection, WireServer, connect_unix, make_private_dir, serve_unix
 from . import _discovery
-from ._status import snapshot
-
-if TYPE_CHECKING:
-    from .._runtime import Runtime
+from ._status import StatusSource, snapshot
 
 __all__ = ["StatusServer", "fetch_status"]
 
@@ -53,7 +50,7 @@ class StatusServer:
     """One runtime's status socket and discovery entry (see the module docstring)."""
 
     def __init__(
-        self, runtime: Runtime, server: WireServer, entry: str, private: str | None
+        self, runtime: StatusSource, server: WireServer, entry: str, private: str | None
     ) -> None:
         self.runtime = runtime
         self.entry = entry
@@ -61,7 +58,7 @@ class StatusServer:
         self._private = private  # the socket's own directory, when it needed one
 
     @classmethod
-    async def start(cls, runtime: Runtime) -> StatusServer | None:
+    async def start(cls, runtime: StatusSource) -> StatusServer | None:
         """Open the socket and register the runtime; ``None`` when turned off or impossible."""
         if not _discovery.registration_enabled():
             return None
@@ -111,7 +108,7 @@ class StatusServer:
             shutil.rmtree(self._private, ignore_errors=True)
 
 
-def _answer(runtime: Runtime, conn: Connection, request_id: int | None, payload: Any) -> None:
+def _answer(runtime: StatusSource, conn: Connection, request_id: int | None, payload: Any) -> None:
     if request_id is None:
         return  # notifications mean nothing here
     if payload != ("status",):

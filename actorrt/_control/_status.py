@@ -13,25 +13,54 @@ import os
 import re
 import time
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
+from .._core._waits import WaitGraph
 from .._placement._scheduler import DRIVER
-from ..resources import UNIT
+from ..resources import UNIT, Broker, PendingRequest
 from ._discovery import process_start_time
 
-if TYPE_CHECKING:
-    from .._runtime import Runtime
+__all__ = ["STATUS_FORMAT", "StatusSource", "actor_state", "snapshot"]
 
-__all__ = ["STATUS_FORMAT", "actor_state", "snapshot"]
+
+class StatusSource(Protocol):
+    """What a status snapshot reads of a runtime (the driver program's)."""
+
+    @property
+    def runtime_id(self) -> str: ...
+
+    @property
+    def started_at(self) -> float | None: ...
+
+    @property
+    def broker(self) -> Broker:
+        """The resource broker (read only)."""
+        ...
+
+    @property
+    def waits(self) -> WaitGraph: ...
+
+    def actors(self) -> Mapping[str, Any]:
+        """Live actors by id."""
+        ...
+
+    def lookup(self, actor_id: str) -> Any: ...
+
+    def spawning(self) -> dict[str, tuple[str, str | None, str | None]]:
+        """Spawns waiting for resources: actor id -> (class name, name, parent id)."""
+        ...
+
+    def pending_requests(self) -> list[PendingRequest]: ...
 
 STATUS_FORMAT = 1  # bumped when a field changes meaning; new fields may appear at any time
 
 _ID = re.compile(r"[0-9a-f]{8}-\d+")
 
 
-def snapshot(runtime: Runtime) -> dict[str, Any]:
+def snapshot(runtime: StatusSource) -> dict[str, Any]:
     """Everything ``actorrt status`` shows about ``runtime``; call on the runtime's loop."""
-    broker = runtime.grants.broker
+    broker = runtime.broker
     names = _Names(runtime)
     actors = _actors(runtime, names)
     total = broker.total()
@@ -70,7 +99,7 @@ def snapshot(runtime: Runtime) -> dict[str, Any]:
 class _Names:
     """Holder ids as people read them."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: StatusSource) -> None:
         self.runtime = runtime
         self.spawning = runtime.spawning()
 
@@ -122,10 +151,10 @@ def _frozen(target: Any) -> str | None:
     return liveness.describe() if liveness is not None else None
 
 
-def _actors(runtime: Runtime, names: _Names) -> list[dict[str, Any]]:
+def _actors(runtime: StatusSource, names: _Names) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     pid = os.getpid()
-    for actor_id, target in list(runtime._actors.items()):
+    for actor_id, target in list(runtime.actors().items()):
         worker = getattr(target, "worker", None)
         grant_info = getattr(target, "grant_info", None)
         parent = getattr(target, "parent", None)
@@ -148,7 +177,7 @@ def _actors(runtime: Runtime, names: _Names) -> list[dict[str, Any]]:
             }
         )
     for actor_id, (cls_name, name, parent_id) in names.spawning.items():
-        if actor_id in runtime._actors:
+        if runtime.lookup(actor_id) is not None:
             continue  # granted: its constructor runs
         out.append(
             {
@@ -177,34 +206,29 @@ def _group_of(target: Any) -> list[Any] | None:
     return [str(grant.placement.group), grant.placement.bundle_index]
 
 
-def _groups(runtime: Runtime, names: _Names, actors: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    broker = runtime.grants.broker
-    specs = runtime._group_specs
+def _groups(
+    runtime: StatusSource, names: _Names, actors: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    broker = runtime.broker
     members: dict[str, list[str]] = {}
     for actor in actors:
         if actor["group"] is not None:
             members.setdefault(actor["group"][0], []).append(names.of(actor["id"]))
     out: list[dict[str, Any]] = []
-    for holder in [DRIVER, *runtime._actors]:
-        for granted in broker.grants_of(holder):
-            if granted.group is None:
-                continue  # an actor's own resources, not a group reservation
-            gid = granted.group
-            spec = specs.get(gid)
-            out.append(
-                {
-                    "id": str(gid),
-                    "state": "reserved",
-                    "strategy": spec[1] if spec else None,
-                    "holder": str(holder),
-                    "holder_name": names.of(holder),
-                    "bundles": [p.resources.to_dict() for p in granted.placements],
-                    "free": [
-                        broker.bundle_available(gid, i) for i in range(len(granted.placements))
-                    ],
-                    "members": sorted(members.get(str(gid), [])),
-                }
-            )
+    for info in broker.groups():
+        gid, holder = info.group, info.holder
+        out.append(
+            {
+                "id": str(gid),
+                "state": "reserved",
+                "strategy": info.strategy,
+                "holder": str(holder),
+                "holder_name": names.of(holder),
+                "bundles": [dict(bundle) for bundle in info.bundles],
+                "free": [broker.bundle_available(gid, i) for i in range(len(info.bundles))],
+                "members": sorted(members.get(str(gid), [])),
+            }
+        )
     for req in runtime.pending_requests():
         if req.strategy is None:
             continue  # an actor's own request, listed under pending
@@ -223,7 +247,7 @@ def _groups(runtime: Runtime, names: _Names, actors: list[dict[str, Any]]) -> li
     return out
 
 
-def _pending(runtime: Runtime, names: _Names) -> list[dict[str, Any]]:
+def _pending(runtime: StatusSource, names: _Names) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for req in runtime.pending_requests():
         out.append(

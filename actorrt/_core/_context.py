@@ -38,7 +38,7 @@ class PlacementInfo:
 
     def bundle(self, index: int) -> Any:
         """Bundle ``index`` of the group, as a ``placement`` (also from a worker process)."""
-        from .._placement._placement_group import BundleRef
+        from ._placement_group import BundleRef
 
         if not 0 <= index < len(self.bundle_specs):
             raise ValueError(

@@ -4,8 +4,13 @@ grants, failures, revocations and warnings, and the broker's timer runs on the l
 The broker (``actorrt.resources``) is pure: it never sleeps and never calls back. This
 module feeds it the loop's time, arms one timer at ``next_poll_at()``, resolves the future
 of each request it grants or fails, stops actors whose grants it revokes (a removed
-placement group), and logs stalled requests. Holders are actor ids, or ``DRIVER`` for what
-the program reserves outside any actor.
+placement group, a lost node), and logs stalled requests. Holders are actor ids, or
+``DRIVER`` for what the program reserves outside any actor.
+
+The broker keeps the one record of each placement group (its bundles, strategy and holder,
+dropped when the group is removed or its holder ends); this bridge keeps only the futures of
+requests still waiting, and fails those of a holder that ends. It reaches the runtime
+through :class:`SchedulerHost`, never by importing it.
 """
 
 from __future__ import annotations
@@ -14,9 +19,10 @@ import asyncio
 import itertools
 import logging
 import re
-from collections.abc import Hashable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Hashable, Mapping, Sequence
+from typing import Any, Protocol
 
+from .._core._context import PlacementInfo
 from .._core._waits import bounded_by_awaiter
 from ..resources import (
     AskDeadlocked,
@@ -32,20 +38,40 @@ from ..resources import (
     Stalled,
 )
 
-if TYPE_CHECKING:
-    from .._runtime import Runtime
-
 logger = logging.getLogger("actorrt")
 
 DRIVER = "driver"
 
 
-class Grants:
+class SchedulerHost(Protocol):
+    """What the scheduler asks of the runtime it serves."""
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop: ...
+
+    def lookup(self, actor_id: str) -> Any:
+        """The cell or proxy of a live actor, or ``None``."""
+        ...
+
+    def describe_id(self, actor_id: str) -> str | None:
+        """``Class(id=..., name=...)`` for an actor id the runtime knows of."""
+        ...
+
+    def revoked(self, holder: Hashable, reason: str) -> asyncio.Future[Any] | None:
+        """The broker ended ``holder``'s grant: stop that actor; returns its death."""
+        ...
+
+    def ask_deadlocked(self, waiter: Any, target: Any, error: BaseException) -> None:
+        """``waiter``'s ask to ``target`` can never be answered: fail it."""
+        ...
+
+
+class Scheduler:
     """Requests to the broker, as awaitables on the runtime's loop."""
 
-    def __init__(self, runtime: Runtime, node: NodeInventory) -> None:
-        self.runtime = runtime
-        self.loop = runtime.loop
+    def __init__(self, host: SchedulerHost, node: NodeInventory) -> None:
+        self.host = host
+        self.loop = host.loop
         self.broker = Broker([node], now=self.loop.time())
         self._waiters: dict[Hashable, asyncio.Future[Granted]] = {}
         # request id -> the actor awaiting it (a spawn inside an actor, a ready()).
@@ -135,8 +161,58 @@ class Grants:
         self._dispatch(self.broker.cancel(request_id, now=self.loop.time()))
 
     def release(self, holder: Hashable) -> None:
-        """Everything ``holder`` holds comes back; its waiting requests are withdrawn."""
+        """Everything ``holder`` holds comes back; its waiting requests are withdrawn (and
+        whoever still awaits one of them, a ``pg.ready()`` elsewhere, hears why)."""
+        waiting = self.broker.waiting_of(holder)
         self._dispatch(self.broker.release(holder, now=self.loop.time()))
+        for request_id in waiting:
+            future = self._waiters.pop(request_id, None)
+            if future is not None and not future.done():
+                future.set_exception(ResourceError(
+                    f"request {request_id} of {self._describe(holder)} was withdrawn: its "
+                    "holder ended"
+                ))
+                future.exception()  # retrieved: nobody may be waiting for it
+
+    def group_ready(self, group_id: Hashable, requester: Hashable | None) -> Awaitable[Any]:
+        """Wait until the group ``group_id`` is reserved (at once if it is)."""
+        future = self._waiters.get(group_id)
+        if future is None:
+            if self.broker.group_info(group_id) is None:
+                raise ResourceError(f"placement group {group_id} was removed")
+            reserved: asyncio.Future[Any] = self.loop.create_future()
+            reserved.set_result(None)
+            return self.wait(group_id, reserved, requester)
+        return self.wait(group_id, future, requester)
+
+    def remove_group(self, group_id: Hashable) -> list[asyncio.Future[Any]]:
+        """Withdraw or give back a group reservation; returns the deaths of the actors
+        placed in it, which it stops."""
+        future = self._waiters.pop(group_id, None)
+        if future is not None and not future.done():
+            future.cancel()
+        return self._dispatch(self.broker.cancel(group_id, now=self.loop.time()))
+
+    def describe(self, group_id: Hashable, bundle_index: int | None) -> PlacementInfo | None:
+        """What an actor placed in bundle ``bundle_index`` of a reserved group may learn."""
+        info = self.broker.group_info(group_id)
+        if info is None:
+            return None
+        specs = [dict(bundle) for bundle in info.bundles]
+        return PlacementInfo(str(group_id), specs, info.strategy, bundle_index)
+
+    def add_node(self, node: NodeInventory) -> None:
+        """A node joins: waiting requests that now fit are granted."""
+        self._dispatch(self.broker.add_node(node, now=self.loop.time()))
+
+    def remove_node(self, node_id: Hashable) -> None:
+        """Drain a node: nothing new goes there; what it holds stays until released."""
+        self._dispatch(self.broker.remove_node(node_id, now=self.loop.time()))
+
+    def node_lost(self, node_id: Hashable) -> list[asyncio.Future[Any]]:
+        """A node is gone: the actors holding grants there stop (their deaths are returned),
+        and requests no node left can hold fail."""
+        return self._dispatch(self.broker.node_lost(node_id, now=self.loop.time()))
 
     def set_parent(self, holder: Hashable, parent: Hashable) -> None:
         self.broker.set_parent(holder, parent)
@@ -149,7 +225,7 @@ class Grants:
         now = self.loop.time()
         if blocked:
             if serial is None:
-                cell = self.runtime.lookup(str(waiter))
+                cell = self.host.lookup(str(waiter))
                 serial = cell is None or getattr(cell, "max_concurrency", 1) == 1
             self.broker.blocked(waiter, on_holder=target, serial=serial, now=now)
         else:
@@ -161,7 +237,9 @@ class Grants:
 
     # ------------------------------------------------------------------ events
 
-    def _dispatch(self, events: list[Event]) -> None:
+    def _dispatch(self, events: list[Event]) -> list[asyncio.Future[Any]]:
+        """Act on the broker's events; returns the deaths of the actors it revoked."""
+        deaths: list[asyncio.Future[Any]] = []
         for event in events:
             if isinstance(event, Granted):
                 self._granted(event)
@@ -170,11 +248,13 @@ class Grants:
                 if future is not None and not future.done():
                     future.set_exception(self._named(event.error))
             elif isinstance(event, Revoked):
-                self.runtime.revoked(event.holder, event.group)
+                died = self._revoked(event)
+                if died is not None:
+                    deaths.append(died)
             elif isinstance(event, AskDeadlocked):
                 error = self._named(event.error)
                 logger.info("%s", error)  # the asker gets it, as an error
-                self.runtime.ask_deadlocked(event.waiter, event.target, error)
+                self.host.ask_deadlocked(event.waiter, event.target, error)
             elif isinstance(event, Stalled):
                 # A warning when an actor is stuck on it (it may hold what others need); a
                 # request that nobody awaits from inside an actor (the driver program's
@@ -186,15 +266,27 @@ class Grants:
                            event.request_id, self._describe(event.holder),
                            self._words(event.reason), by)
         self._arm()
+        return deaths
+
+    def _revoked(self, event: Revoked) -> asyncio.Future[Any] | None:
+        if event.node is None:
+            return self.host.revoked(event.holder, "placement group removed")
+        if event.request_id == event.group:  # the group itself: its members go one by one
+            logger.warning("placement group %s of %s was lost with node %s", event.group,
+                           self._describe(event.holder), event.node)
+            return None
+        logger.warning("the grant %s of %s ended: node %s was lost", event.request_id,
+                       self._describe(event.holder), event.node)
+        return self.host.revoked(event.holder, "process died")  # its node, with its process
 
     def _describe(self, actor_id: Hashable) -> str:
-        return self.runtime.describe_id(str(actor_id)) or str(actor_id)
+        return self.host.describe_id(str(actor_id)) or str(actor_id)
 
     def _fix_hint(self, text: str) -> str | None:
         """The fix in the words of the library that made an actor named in ``text`` (Tune's
         trials: its ``PlacementGroupFactory``), where its class gives one."""
         for actor_id in {word.strip(".,;:'()") for word in text.split()}:
-            target = self.runtime.lookup(actor_id)
+            target = self.host.lookup(actor_id)
             actor_class = getattr(target, "actor_class", None)
             hint = getattr(getattr(actor_class, "cls", None), "_actorrt_fix_hint", None)
             if isinstance(hint, str):
@@ -204,7 +296,7 @@ class Grants:
     def _name_text(self, text: str) -> str:
         """The broker knows holders by id; say which actor each is (class, id and name)."""
         for actor_id in {word.strip(".,;:'()") for word in text.split()}:
-            described = self.runtime.describe_id(actor_id)
+            described = self.host.describe_id(actor_id)
             if described is not None:
                 text = re.sub(rf"(?<![\w=-]){re.escape(actor_id)}(?![\w-])", described, text)
         return text

@@ -108,7 +108,7 @@ def watch_owner(owner_pid: int, socket_path: str) -> tuple[Callable[[float | Non
 
 async def serve(boot: dict[str, object], connected: list[bool]) -> None:
     runtime = Runtime(shutdown_timeout=5.0)
-    runtime.discoverable = False  # `actorrt status` shows the owner, which knows this one
+    runtime.serve_as_worker()  # its owner grants, reserves and names for it
     async with runtime:
         workers = runtime.workers
         secret = _auth.secret_from_text(str(boot["secret"]))

@@ -33,11 +33,13 @@ from __future__ import annotations
 import heapq
 from collections.abc import Hashable, Mapping, Sequence
 
-from ._deadlock import Found, check
-from ._events import Event, Stalled
+from actorrt._errors import DeadlockError, ResourceDeadlockError
+
+from ._deadlock import AskCycle, Found, Stale, check
+from ._events import AskDeadlocked, Event, Stalled
+from ._membership import BrokerMembership
 from ._node import NodeInventory
 from ._placement import PlacementStrategy
-from ._reports import BrokerReports
 from ._spec import Resources
 from ._state import Group, Holder, WaitQueue
 
@@ -52,11 +54,12 @@ class _Unset:
 _UNSET: object = _Unset()
 
 
-class Broker(BrokerReports):
+class Broker(BrokerMembership):
     """The resource broker.
 
     Args:
-        nodes: the cluster's nodes (more can be added with :meth:`add_node`).
+        nodes: the cluster's nodes (more can be added with :meth:`add_node`, drained with
+            :meth:`remove_node`, or reported lost with :meth:`node_lost`).
         reservation_depth: how many of the oldest waiting cluster requests get reservations
             (default 4).
         deadlock_delay: seconds from a new wait edge to the deadlock check that sees it
@@ -370,4 +373,25 @@ class Broker(BrokerReports):
                         self._stall_told.add(req.rid)
                         reason = f"{reason}. {self.stall_detail(req)}"
                     events.append(Stalled(report.request_id, report.holder, reason))
+        return events
+
+    def _act_on(self, found: Found) -> list[Event]:
+        """Fail what a validated deadlock check chose."""
+        if isinstance(found, Stale):
+            return []
+        if isinstance(found, AskCycle):
+            h = self._holders.get(found.waiter)
+            if h is not None:
+                h.edges_holder.pop(found.target, None)
+                h.version += 1
+                self._holder_waiters.get(found.target, set()).discard(found.waiter)
+                self._drop_if_idle(h)
+            return [AskDeadlocked(found.waiter, found.target, DeadlockError(found.message))]
+        req = found.victim
+        failed, needs_pass = self._fail(req, ResourceDeadlockError(found.message))
+        waits = self._queue.waits if req.group is None else req.group.waits
+        waits.progressed(self._now)
+        events: list[Event] = [failed]
+        if needs_pass:
+            events.extend(self._schedule())
         return events

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Generator, Hashable, Iterable, Mapping, Sequence
 
-from actorrt._errors import DeadlockError, ResourceDeadlockError, ResourceError
+from actorrt._errors import ResourceError
 
-from ._deadlock import AskCycle, Found, Stale
-from ._events import AskDeadlocked, BundlePlacement, Event, Failed, Granted, GroupTarget, Revoked
+from ._deadlock import Found
+from ._events import BundlePlacement, Event, Failed, Granted, GroupTarget, Revoked
 from ._feasibility import check_cluster, check_in_group
 from ._node import NodeInventory
 from ._placement import Placed, PlacementStrategy, Shape, parse_bundles, parse_strategy
@@ -46,7 +46,12 @@ class BrokerCore:
         self._now = now
         self._nodes: list[NodeInventory] = []
         self._empty: list[ResourcePool] = []
+        # Node indices in service, in placement order; nodes being drained (no new grants,
+        # existing ones stay until released) and nodes gone (lost, or drained and empty)
+        # keep their index but leave ``_order`` (``_membership``).
         self._order: list[int] = []
+        self._draining: set[int] = set()
+        self._gone: set[int] = set()
         self._queue = ClusterQueue(reservation_depth, now)
         self._requests: dict[Hashable, Request] = {}
         self._grants: dict[Hashable, Grant] = {}
@@ -84,7 +89,10 @@ class BrokerCore:
     def _add_node(self, node: NodeInventory) -> None:
         if not isinstance(node, NodeInventory):
             raise TypeError(f"expected a NodeInventory, got {type(node).__name__}")
-        if any(n.node_id == node.node_id for n in self._nodes):
+        gone = self._gone
+        if any(
+            n.node_id == node.node_id for i, n in enumerate(self._nodes) if i not in gone
+        ):
             raise ValueError(f"a node with id {node.node_id!r} is already known")
         self._nodes.append(node)
         empty = node.copy()
@@ -317,6 +325,8 @@ class BrokerCore:
                 queue.drop_reservations(self._nodes)
             queue.dirty.clear()
             return []
+        if self._draining or self._gone:
+            queue.dirty -= self._draining | self._gone  # never placed on again
         granted = queue.schedule(self._nodes, self._order, self._empty)
         return [self._grant_cluster(req, placed) for req, placed in granted]
 
@@ -356,9 +366,20 @@ class BrokerCore:
             dirty.add(i)
         if grant.owned is not None:
             self._remove_group(grant.owned, events)
+        if self._draining:
+            self._retire_drained(grant.placed)
         return True
 
-    def _remove_group(self, group: Group, events: list[Event]) -> None:
+    def _retire_drained(self, placed: Placed) -> None:
+        """A draining node whose last grant was released is gone (it leaves the totals)."""
+        for i, _ in placed:
+            if i in self._draining and self._nodes[i].is_idle():
+                self._draining.discard(i)
+                self._gone.add(i)
+
+    def _remove_group(
+        self, group: Group, events: list[Event], node: Hashable | None = None
+    ) -> None:
         del self._groups[group.gid]
         self._groups_waiting.discard(group.gid)
         for grant in list(group.members.values()):
@@ -367,7 +388,7 @@ class BrokerCore:
             del h.grants[grant.rid]
             h.version += 1
             h.recompute_min_key()
-            events.append(Revoked(grant.rid, grant.holder, group.gid))
+            events.append(Revoked(grant.rid, grant.holder, group.gid, node))
             self._drop_if_idle(h)
         group.members.clear()
         for req in list(group.queue.values()):
@@ -393,24 +414,3 @@ class BrokerCore:
                 self._groups_waiting.discard(group.gid)
             return False
         return self._queue.discard(req)
-
-    def _act_on(self, found: Found) -> list[Event]:
-        """Fail what a validated deadlock check chose."""
-        if isinstance(found, Stale):
-            return []
-        if isinstance(found, AskCycle):
-            h = self._holders.get(found.waiter)
-            if h is not None:
-                h.edges_holder.pop(found.target, None)
-                h.version += 1
-                self._holder_waiters.get(found.target, set()).discard(found.waiter)
-                self._drop_if_idle(h)
-            return [AskDeadlocked(found.waiter, found.target, DeadlockError(found.message))]
-        req = found.victim
-        failed, needs_pass = self._fail(req, ResourceDeadlockError(found.message))
-        waits = self._queue.waits if req.group is None else req.group.waits
-        waits.progressed(self._now)
-        events: list[Event] = [failed]
-        if needs_pass:
-            events.extend(self._schedule())
-        return events

@@ -4,8 +4,9 @@ Every input method of :class:`~actorrt.resources.Broker` that can change who hol
 a list of the events it caused, in the order they happened:
 
 - :class:`Granted`: a request got its resources (which node, which bundle, which GPU devices);
-- :class:`Failed`: a waiting request will never be granted (deadlock victim, group removed);
-- :class:`Revoked`: a grant inside a placement group ended because the group was removed;
+- :class:`Failed`: a waiting request will never be granted (deadlock victim, group removed,
+  no node left that could hold it);
+- :class:`Revoked`: a grant ended because its placement group was removed or its node lost;
 - :class:`Stalled`: a request has waited a while with no progress in its queue (a warning);
 - :class:`AskDeadlocked`: an ask between actors closes a cycle of waits and fails.
 
@@ -27,6 +28,7 @@ __all__ = [
     "Event",
     "Failed",
     "Granted",
+    "GroupInfo",
     "GroupTarget",
     "PendingRequest",
     "Revoked",
@@ -91,6 +93,25 @@ class Granted(NamedTuple):
         return self.placements[0]
 
 
+class GroupInfo(NamedTuple):
+    """A reserved placement group, as the broker keeps it (one record per group, dropped when
+    the group is removed or its holder ends).
+
+    Attributes:
+        group: the group's id.
+        holder: who holds it (whose end removes it).
+        bundles: its bundles, as resource dicts.
+        strategy: its strategy name.
+        nodes: the node of each bundle.
+    """
+
+    group: Hashable
+    holder: Hashable
+    bundles: tuple[dict[str, float], ...]
+    strategy: str
+    nodes: tuple[Hashable, ...]
+
+
 class Failed(NamedTuple):
     """A waiting request failed and was withdrawn.
 
@@ -106,17 +127,22 @@ class Failed(NamedTuple):
 
 
 class Revoked(NamedTuple):
-    """A grant inside a placement group ended because the group was removed.
+    """A grant ended without its holder giving it back: its placement group was removed, or
+    the node it sat on was lost.
 
     Attributes:
         request_id: the request whose grant ended.
         holder: its holder (the actor layer stops it: docs/broker.md, ``pg.remove()``).
-        group: the removed group.
+        group: the removed group, or ``None`` for a grant outside any group (a lost node).
+            ``request_id == group`` when the group reservation itself ended (a bundle of it
+            was on a lost node).
+        node: the lost node, or ``None`` when the group was removed.
     """
 
     request_id: Hashable
     holder: Hashable
-    group: Hashable
+    group: Hashable | None
+    node: Hashable | None = None
 
 
 class Stalled(NamedTuple):

@@ -66,6 +66,7 @@ def check_cluster(
         return
     if placed:
         return
+    nodes = [nodes[i] for i in order]  # the nodes in service
     what = f"[{', '.join(str(b) for b in shape.bundles)}] with strategy {shape.strategy.value}"
     if len(shape.bundles) == 1:
         what = str(shape.bundles[0])

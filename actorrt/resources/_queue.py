@@ -174,7 +174,7 @@ class ClusterQueue:
             return placed
         self.add(req)
         if len(self.reservations) < self.depth:
-            self._reserve(req, pools, empty)
+            self._reserve(req, pools, empty, order)
         return None
 
     def schedule(
@@ -216,7 +216,7 @@ class ClusterQueue:
                     self._push_next(heap, sq, i, n, blocked=False)
                     continue
             if depth_left > 0:
-                self._reserve(req, pools, empty)
+                self._reserve(req, pools, empty, order)
                 depth_left -= 1
                 self._push_next(heap, sq, i, n, blocked=True)
         return granted
@@ -249,12 +249,16 @@ class ClusterQueue:
         self.reservations.clear()
 
     def _reserve(
-        self, req: Request, pools: Sequence[ResourcePool], empty: Sequence[ResourcePool]
+        self,
+        req: Request,
+        pools: Sequence[ResourcePool],
+        empty: Sequence[ResourcePool],
+        order: Sequence[int],
     ) -> None:
         res = Reservation(req)
         self.reservations[req.rid] = res
         if req.plan is None:
-            req.plan = _plan(req.shape, pools, empty)
+            req.plan = _plan(req.shape, pools, empty, order)
         if not req.plan:
             return
         by_node: dict[int, list[int]] = {}
@@ -266,8 +270,14 @@ class ClusterQueue:
                 res.parts.append((node, *part))
 
 
-def _plan(shape: Shape, pools: Sequence[ResourcePool], empty: Sequence[ResourcePool]) -> list[int]:
-    """Nodes for each bundle on the node totals, preferring nodes with most of it free now."""
+def _plan(
+    shape: Shape,
+    pools: Sequence[ResourcePool],
+    empty: Sequence[ResourcePool],
+    order: Sequence[int],
+) -> list[int]:
+    """Nodes in service (``order``) for each bundle on the node totals, preferring nodes with
+    most of it free now."""
     need = shape.total
 
     def score(i: int) -> float:
@@ -279,8 +289,8 @@ def _plan(shape: Shape, pools: Sequence[ResourcePool], empty: Sequence[ResourceP
             s += min(sum(pool.gpu_free), need.gpu_units) / need.gpu_units
         return -s
 
-    order = sorted(range(len(pools)), key=lambda i: (score(i), i))
-    placed = place_or_unknown(shape, empty, order)
+    ranked = sorted(order, key=lambda i: (score(i), i))
+    placed = place_or_unknown(shape, empty, ranked)
     if not isinstance(placed, list):
         return []
     undo(empty, placed)

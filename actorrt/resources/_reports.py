@@ -11,7 +11,7 @@ from collections.abc import Hashable
 
 from ._core import BrokerCore
 from ._deadlock import describe_holdings, describe_request
-from ._events import BundlePlacement, Granted, PendingRequest, Stalled
+from ._events import BundlePlacement, Granted, GroupInfo, PendingRequest, Stalled
 from ._explain import Explainer, reason_text
 from ._feasibility import FIX_HINT
 from ._node import NodeInventory
@@ -157,12 +157,20 @@ class BrokerReports(BrokerCore):
 
     def total(self) -> dict[str, float]:
         """Cluster totals, as Ray's ``cluster_resources()`` (GPU: the number of devices)."""
-        return _floats(sum((n.total_resources() for n in self._nodes), Resources()))
+        gone = self._gone
+        return _floats(
+            sum(
+                (n.total_resources() for i, n in enumerate(self._nodes) if i not in gone),
+                Resources(),
+            )
+        )
 
     def available(self) -> dict[str, float]:
         """What is free, as Ray's ``available_resources()``: reserved groups are not free;
-        GPU is the sum of each device's free share; zero amounts are left out."""
-        free = sum((n.free_resources() for n in self._nodes), Resources())
+        GPU is the sum of each device's free share; zero amounts are left out. A node being
+        drained has nothing available."""
+        nodes = self._nodes
+        free = sum((nodes[i].free_resources() for i in self._order), Resources())
         for r in self._queue.reservations.values():
             free = free + Resources.from_units(r.amounts())
         return _floats(free)
@@ -199,6 +207,24 @@ class BrokerReports(BrokerCore):
         )
         return Granted(grant.rid, grant.holder, places, grant.rid if grant.owned else None)
 
+    def group_info(self, group: Hashable) -> GroupInfo | None:
+        """The reserved group ``group``, or ``None`` (waiting, removed, or never made)."""
+        g = self._groups.get(group)
+        if g is None:
+            return None
+        nodes = self._nodes
+        return GroupInfo(
+            g.gid,
+            g.grant.holder,
+            tuple(b.to_dict() for b in g.bundles),
+            g.grant.shape.strategy.value,
+            tuple(nodes[i].node_id for i in g.node_idx),
+        )
+
+    def groups(self) -> list[GroupInfo]:
+        """Every reserved group, oldest first."""
+        return [info for gid in self._groups if (info := self.group_info(gid)) is not None]
+
     def bundle_available(self, group: Hashable, bundle: int) -> dict[str, float]:
         """What is free in one bundle of a reserved group.
 
@@ -210,6 +236,11 @@ class BrokerReports(BrokerCore):
             raise ValueError(f"no placement group {group!r} is reserved")
         return _floats(g.pools[bundle].free_resources())
 
+    def waiting_of(self, holder: Hashable) -> list[Hashable]:
+        """The ids of ``holder``'s requests that wait."""
+        h = self._holders.get(holder)
+        return list(h.requests) if h is not None else []
+
     def is_waiting(self, request_id: Hashable) -> bool:
         """Whether the request is waiting."""
         return request_id in self._requests
@@ -220,8 +251,9 @@ class BrokerReports(BrokerCore):
 
     @property
     def nodes(self) -> tuple[NodeInventory, ...]:
-        """The nodes (read them; do not change them)."""
-        return tuple(self._nodes)
+        """The nodes, those being drained included (read them; do not change them)."""
+        gone = self._gone
+        return tuple(n for i, n in enumerate(self._nodes) if i not in gone)
 
     @property
     def waiting_count(self) -> int:

@@ -13,7 +13,7 @@ from actorrt.resources import (
     parse_resources,
     write_fake_gpu_spec,
 )
-from actorrt.resources._node import cgroup_cpu_quota, cgroup_memory_limit, detect_cpus
+from actorrt.resources._probe import cgroup_cpu_quota, cgroup_memory_limit, detect_cpus
 
 
 def test_inventory_totals_and_logical_gpus() -> None:

@@ -1,4 +1,4 @@
-"""GPU discovery: NVML devices in PCI-bus order, restricted to ``CUDA_VISIBLE_DEVICES``.
+"""Probing GPUs: NVML devices in PCI-bus order, restricted to ``CUDA_VISIBLE_DEVICES``.
 
 The backend is chosen by the environment variable ``ACTORRT_NVML_BACKEND``:
 

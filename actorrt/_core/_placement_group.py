@@ -6,6 +6,11 @@ withdraws the reservation. Actors go into the group with ``placement=pg`` (any b
 room) or ``placement=pg.bundle(i)``; ``await pg.remove()`` gives the bundles back and stops
 the actors placed in them. The group's holder is the actor that called
 ``placement_group()`` (its end removes the group), or the driver program.
+
+A handle keeps no bookkeeping of its own beyond its id and bundles: it talks to a
+:class:`PlacementService`, which the running runtime's role provides (the scheduler that
+owns the broker, in the driver program; the connection to the owning runtime, in a worker
+process). The broker holds the one record of each group.
 """
 
 from __future__ import annotations
@@ -13,16 +18,65 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, cast
 
-from .._core._context import current_cell
-from .._core._current import current_services
-from .._core._waits import bounded_by_awaiter
 from .._errors import ResourceError
 from ..resources import GroupTarget, Resources, parse_bundles, parse_strategy
+from ._context import PlacementInfo, current_cell
+from ._current import RuntimeServices, current_services
 
-if TYPE_CHECKING:
-    from .._runtime import Runtime
+try:
+    from asyncio import _get_running_loop as _running_loop
+except ImportError:  # pragma: no cover - CPython always has it
+    from asyncio.events import _get_running_loop as _running_loop
+
+__all__ = ["BundleRef", "PlacementGroup", "PlacementService", "placement_group"]
+
+
+class PlacementService(Protocol):
+    """Where placement groups are reserved, awaited and removed (a runtime role)."""
+
+    @property
+    def reserve_grants(self) -> bool:
+        """Whether the future :meth:`reserve` returns is the grant itself (done: reserved),
+        rather than the owner's acceptance (a worker's)."""
+        ...
+
+    def reserve(
+        self, bundles: tuple[Resources, ...], strategy: str, holder: str | None
+    ) -> tuple[str, asyncio.Future[Any], str]:
+        """Submit a reservation held by ``holder`` (an actor id here, or ``None``: the
+        program). Returns the group's id, a future done once the reservation was accepted
+        (in a worker) or granted (in the driver), and the holder as the broker knows it.
+        Raises at once when it is infeasible."""
+        ...
+
+    async def ready(
+        self, group_id: str, accepted: asyncio.Future[Any], requester: str | None
+    ) -> None:
+        """Wait until the group is reserved (at once when it already is); ``requester`` (an
+        actor id, or ``None`` for a bounded wait) is blocked on it meanwhile (for the
+        deadlock check). ``accepted`` is the future :meth:`reserve` returned."""
+        ...
+
+    def withdraw(self, group_id: str) -> None:
+        """Withdraw the reservation now, without waiting (a cancelled wait)."""
+        ...
+
+    async def remove(self, group_id: str) -> None:
+        """Give the group back and wait until the actors placed in it have stopped."""
+        ...
+
+    def describe(self, group_id: str, bundle_index: int | None) -> PlacementInfo | None:
+        """What an actor placed in bundle ``bundle_index`` of the group may learn of it."""
+        ...
+
+
+class HasPlacement(Protocol):
+    """A runtime that provides placement groups."""
+
+    @property
+    def placement(self) -> PlacementService: ...
 
 
 class PlacementGroup:
@@ -30,7 +84,8 @@ class PlacementGroup:
 
     def __init__(
         self,
-        runtime: Runtime,
+        runtime: RuntimeServices,
+        service: PlacementService,
         group_id: str,
         bundles: tuple[Resources, ...],
         strategy: str,
@@ -38,6 +93,7 @@ class PlacementGroup:
         holder: str,
     ) -> None:
         self._runtime = runtime
+        self._service = service
         self.id = group_id
         self._bundles = bundles
         self.strategy = strategy
@@ -94,21 +150,25 @@ class PlacementGroup:
                 )
         if self._removed:
             raise ResourceError(f"placement group {self.id} was removed")
-        if self._owner_conn() is not None:
-            await self._ready_via_owner(timeout)
-            return
         future = self._future
-        if future.done() and not future.cancelled() and future.exception() is None:
+        if (
+            future.done()
+            and self._service.reserve_grants
+            and not future.cancelled()
+            and future.exception() is None
+        ):
             return  # reserved at once: nothing to wait for
         runtime = self._runtime
         if asyncio.get_running_loop() is not runtime.loop:
             await runtime.call_on_loop(self.ready(timeout))
             return
         requester = _requester() if timeout is None else None  # a timed wait ends by itself
+        waiting = self._service.ready(self.id, future, requester)
         try:
-            await asyncio.wait_for(
-                runtime.grants.wait(self.id, self._future, requester), timeout
-            )
+            if timeout is None:
+                await waiting
+            else:
+                await asyncio.wait_for(waiting, timeout)
         except TimeoutError:
             await self.remove()
             raise TimeoutError(
@@ -118,51 +178,18 @@ class PlacementGroup:
             ) from None
         except asyncio.CancelledError:
             self._removed = True
-            runtime.grants.cancel(self.id)  # withdrawn (a no-op if the wait already did it)
-            runtime.forget_group(self.id)
-            raise
-
-    def _owner_conn(self) -> Any:
-        workers = self._runtime._workers
-        return workers.head if workers is not None else None
-
-    async def _ready_via_owner(self, timeout: float | None) -> None:  # noqa: ASYNC109
-        """In a worker: the owning runtime holds the group; wait there, as this actor."""
-        head = self._owner_conn()
-        try:
-            await self._future  # accepted by the owner (or infeasible: raised here)
-            # A wait with a timeout ends by itself: it is no blocking edge (docs/broker.md).
-            bounded = timeout is not None or bounded_by_awaiter()
-            requester = None if bounded else _requester()
-            await asyncio.wait_for(head.request(("group_ready", self.id, requester)), timeout)
-        except TimeoutError:
-            await self.remove()
-            raise TimeoutError(
-                f"placement group {self.id} was not ready within {timeout} s and was withdrawn"
-            ) from None
-        except asyncio.CancelledError:
-            self._removed = True
-            head.notify(("group_remove", self.id))
+            self._service.withdraw(self.id)  # a no-op if the wait already withdrew it
             raise
 
     async def remove(self) -> None:
         """Give the bundles back; actors placed in the group are stopped."""
-        runtime = self._runtime
-        head = self._owner_conn()
-        if head is not None:
-            if not self._removed:
-                self._removed = True
-                await head.request(("group_remove", self.id))
-            return
-        if asyncio.get_running_loop() is not runtime.loop:
-            await runtime.call_on_loop(self.remove())
+        if asyncio.get_running_loop() is not self._runtime.loop:
+            await self._runtime.call_on_loop(self.remove())
             return
         if self._removed:
             return
         self._removed = True
-        runtime.grants.cancel(self.id)
-        runtime.forget_group(self.id)
-        await runtime.wait_revoked(self.id)
+        await self._service.remove(self.id)
 
     def __repr__(self) -> str:
         state = "removed" if self._removed else ("ready" if self.is_ready() else "pending")
@@ -215,11 +242,19 @@ def placement_group(
     ``InfeasibleResourceError`` when the cluster can never hold them. Called inside a
     placement group it is never captured: it goes to the cluster.
     """
-
     parsed = _parsed(bundles)
-    chosen = parse_strategy(strategy)
-    runtime: Any = current_services()
+    chosen = str(parse_strategy(strategy))
+    runtime = current_services()
+    service = cast(HasPlacement, runtime).placement
     cell = current_cell.get()
     holder = cell.actor_id if cell is not None and cell.runtime is runtime else None
-    group: PlacementGroup = runtime.reserve_group(parsed, str(chosen), holder)
-    return group
+    loop = runtime.loop
+    if _running_loop() is not loop:
+        # From another thread (the sync facade's caller): reserve on the runtime's loop.
+        async def on_loop() -> tuple[str, asyncio.Future[Any], str]:
+            return service.reserve(parsed, chosen, holder)
+
+        group_id, future, owner = asyncio.run_coroutine_threadsafe(on_loop(), loop).result()
+    else:
+        group_id, future, owner = service.reserve(parsed, chosen, holder)
+    return PlacementGroup(runtime, service, group_id, parsed, chosen, future, owner)

@@ -1,0 +1,95 @@
+"""The runtime's module-level entry points: ``actorrt.run``, the resource views
+(``cluster_resources``, ``available_resources``, ``pending_requests``) and ``get_gpu_ids``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
+
+from ._core._context import current_cell
+from ._placement._scheduler import gpu_ids
+from ._roles._role import ResourceViews
+from ._runtime import Runtime, current_runtime
+from .resources import PendingRequest
+
+try:
+    from asyncio import _get_running_loop as _running_loop
+except ImportError:  # pragma: no cover - CPython always has it
+    from asyncio.events import _get_running_loop as _running_loop
+
+__all__ = [
+    "available_resources",
+    "cluster_resources",
+    "get_gpu_ids",
+    "pending_requests",
+    "run",
+]
+
+T = TypeVar("T")
+
+
+def cluster_resources() -> dict[str, float]:
+    """Everything the cluster has, by resource name (GPU: the number of devices)."""
+    return _on_owner(lambda views: views.cluster())
+
+
+def available_resources() -> dict[str, float]:
+    """What is free now; reserved placement groups are not free."""
+    return _on_owner(lambda views: views.available())
+
+
+def pending_requests() -> list[PendingRequest]:
+    """Every waiting resource request, with the reason it waits (``.reason``)."""
+    return _on_owner(lambda views: views.pending())
+
+
+def _on_owner(read: Callable[[ResourceViews], T]) -> T:
+    runtime = current_runtime()
+    views = runtime.resource_views  # a worker process has none: it raises, saying why
+    if _running_loop() is runtime.loop:
+        return read(views)
+
+    async def on_loop() -> T:
+        return read(views)
+
+    # From another thread (the sync facade's caller): read on the runtime's own loop.
+    return asyncio.run_coroutine_threadsafe(on_loop(), runtime.loop).result()
+
+
+def get_gpu_ids() -> list[int | str]:
+    """The GPU ids this actor may use: those in ``CUDA_VISIBLE_DEVICES`` (ints where numeric).
+
+    In an inline actor with a GPU grant, that grant's devices.
+    """
+    cell = current_cell.get()
+    grant = getattr(cell, "grant", None)
+    if grant is not None and os.environ.get("CUDA_VISIBLE_DEVICES") is None:
+        ids: list[str] = list(gpu_ids(grant))
+    else:
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+        ids = [part.strip() for part in visible.split(",") if part.strip()]
+    return [int(i) if i.isdigit() else i for i in ids]
+
+
+def run(main: Callable[[], Awaitable[T]] | Coroutine[Any, Any, T], **runtime_kwargs: Any) -> T:
+    """Run ``main`` (an async function or a coroutine) with a fresh runtime on uvloop.
+
+    Returns what ``main`` returns; the runtime shuts down when it ends.
+    """
+    import uvloop
+
+    async def runner() -> T:
+        async with Runtime(**runtime_kwargs):
+            if asyncio.iscoroutine(main):
+                return await main
+            if callable(main):
+                return await main()
+            raise TypeError(f"actorrt.run() takes an async function or coroutine, got {main!r}")
+
+    if not (asyncio.iscoroutine(main) or callable(main)):
+        raise TypeError(f"actorrt.run() takes an async function or coroutine, got {main!r}")
+    result: T = uvloop.run(runner())
+    return result
