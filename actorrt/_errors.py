@@ -32,8 +32,8 @@ The libraries add their leaves under the same root: ``actorrt.tune.TuneError`` a
 ``ActorrtError`` subclasses too, so ``except actorrt.ActorrtError`` catches everything the
 package raises on its own account.
 
-Where each failure goes is decided in one place, ``actorrt._core._cell``; its module docstring
-draws the routing.
+Where each failure goes is decided in one place, ``actorrt._core._supervision``; its module
+docstring draws the routing.
 """
 
 from __future__ import annotations

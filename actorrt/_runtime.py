@@ -28,6 +28,7 @@ from ._core._waits import WaitGraph
 from ._errors import (
     ActorDiedError,
     ActorNotFoundError,
+    DeathReason,
     ResourceError,
     RuntimeClosedError,
 )
@@ -195,7 +196,7 @@ class Runtime:
     async def _stop_all(self) -> None:
         roots = [cell for cell in self._actors.values() if cell.parent is None]
         for cell in self._actors.values():
-            cell._end_reason = cell._end_reason or ("runtime shut down", None)
+            cell.ending_because(DeathReason.RUNTIME_SHUT_DOWN)
         if not roots:
             return
         stops = [asyncio.ensure_future(cell.stop()) for cell in roots]
@@ -519,7 +520,7 @@ class Runtime:
         if target is None:
             return
         self._revoking.setdefault(group, []).append(target.died)
-        target._end_reason = ("placement group removed", None)
+        target.ending_because(DeathReason.GROUP_REMOVED)
         target.kill_nowait()
 
     async def wait_revoked(self, group: Any) -> None:

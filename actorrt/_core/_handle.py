@@ -12,8 +12,7 @@ import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from .._errors import AskTimeoutError, DeadlockError
-from .._wire._frames import ConnectionLostError
+from .._errors import AskTimeoutError, ConnectionLostError, DeadlockError
 from ._context import current_cell
 from ._waits import bounded_by_awaiter
 
