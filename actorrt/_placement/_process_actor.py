@@ -105,7 +105,7 @@ class ProcessActor(Supervised, RemoteActor):
         return super()._unusable(method, args, kwargs)
 
     def tell(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        if self.accepting and not self.running:
+        if not self.running and self.accepting:  # starting or restarting: held
             self._check_loop()
             self._held.append((method, args, kwargs, None))
             return
@@ -114,7 +114,7 @@ class ProcessActor(Supervised, RemoteActor):
     def tell_wait(
         self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Awaitable[None]:
-        if self.accepting and not self.running:
+        if not self.running and self.accepting:  # starting or restarting: held
             self.tell(method, args, kwargs)
             done: asyncio.Future[None] = self.loop.create_future()
             done.set_result(None)
