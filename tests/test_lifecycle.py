@@ -184,11 +184,15 @@ async def test_every_kind_of_actor_ends_in_the_same_words(
 def test_a_transition_outside_the_lifecycle_is_a_bug_naming_both_states() -> None:
     from actorrt._core._lifecycle import State, check_transition
 
-    check_transition("A(id=1)", State.RUNNING, State.STOPPING, None, actorrt.DeathReason.KILLED)
-    with pytest.raises(AssertionError, match="from dead to running"):
-        check_transition("A(id=1)", State.DEAD, State.RUNNING, None, None)
+    def actor() -> str:
+        return "A(id=1)"
+
+    check_transition(actor, State.RUNNING, State.STOPPING, None, actorrt.DeathReason.KILLED)
+    bug = r"A\(id=1\): no lifecycle transition from dead to running"
+    with pytest.raises(AssertionError, match=bug):
+        check_transition(actor, State.DEAD, State.RUNNING, None, None)
     with pytest.raises(AssertionError, match="not a stop becoming a kill"):
         check_transition(
-            "A(id=1)", State.STOPPING, State.STOPPING,
+            actor, State.STOPPING, State.STOPPING,
             actorrt.DeathReason.KILLED, actorrt.DeathReason.STOPPED,
         )

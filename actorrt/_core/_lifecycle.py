@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -73,22 +74,24 @@ _NEXT: dict[State, frozenset[State]] = {
 
 
 def check_transition(
-    actor: str,
+    describe: Callable[[], str],
     old: State,
     new: State,
     asked: DeathReason | None,
     ending: DeathReason | None,
 ) -> None:
     """Fail (an ``AssertionError``: a bug in actorrt) unless ``old -> new`` is a lifecycle
-    transition; ``asked`` is the end already asked for, ``ending`` the one this step asks."""
-    assert new in _NEXT[old], f"actor {actor}: no lifecycle transition from {old} to {new}"
+    transition; ``asked`` is the end already asked for, ``ending`` the one this step asks.
+    ``describe`` names the actor, only when it fails."""
+    assert new in _NEXT[old], f"actor {describe()}: no lifecycle transition from {old} to {new}"
     if new is State.STOPPING:
         assert ending in (DeathReason.STOPPED, DeathReason.KILLED), (
-            f"actor {actor}: {old} -> {new} must say whether it stops or is killed, not {ending}"
+            f"actor {describe()}: {old} -> {new} must say whether it stops or is killed, "
+            f"not {ending}"
         )
         assert old is not State.STOPPING or (
             asked is DeathReason.STOPPED and ending is DeathReason.KILLED
-        ), f"actor {actor}: {old} ({asked}) -> {new} ({ending}) is not a stop becoming a kill"
+        ), f"actor {describe()}: {old} ({asked}) -> {new} ({ending}) is not a stop becoming a kill"
 
 
 def restart_delay(restarts_so_far: int) -> float:

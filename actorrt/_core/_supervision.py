@@ -116,7 +116,7 @@ class Supervised:
     ) -> None:
         """The one place the state changes: checked, with the end asked for (into
         STOPPING) or the death (into DEAD) recorded."""
-        check_transition(self.describe(), self.state, state, self.ending, ending)
+        check_transition(self.describe, self.state, state, self.ending, ending)
         self.state = state
         self.accepting = state in ACCEPTING
         self.running = state is State.RUNNING
