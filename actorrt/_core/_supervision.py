@@ -75,7 +75,8 @@ class Supervised:
 
     ``state`` is changed only by :meth:`_to`, which keeps two plain attributes in step with
     it for the hot paths (a check per message is an attribute read): ``accepting`` (new
-    messages are taken) and ``running`` (an incarnation serves now).
+    messages are taken) and ``running`` (an incarnation serves now; a process actor also
+    opens it for the moment it sends what it held while starting).
     """
 
     # Set by the kind before _init_supervision.
