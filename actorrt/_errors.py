@@ -32,8 +32,8 @@ The libraries add their leaves under the same root: ``actorrt.tune.TuneError`` a
 ``ActorrtError`` subclasses too, so ``except actorrt.ActorrtError`` catches everything the
 package raises on its own account.
 
-Where each failure goes is decided in one place, ``actorrt._core._cell``; its module docstring
-draws the routing.
+Where each failure goes is decided in one place, ``actorrt._core._supervision``; its module
+docstring draws the routing.
 """
 
 from __future__ import annotations
@@ -88,6 +88,7 @@ class DeathReason(StrEnum):
     RUNTIME_SHUT_DOWN = "runtime shut down"  # its runtime (or the runtime owning it) ended
     PROCESS_DIED = "process died"  # its worker process exited or was killed by a signal
     GROUP_REMOVED = "placement group removed"  # the group holding its grant was removed
+    NODE_LOST = "node lost"  # the node it ran on died or was cut off
     UNKNOWN = "unknown"  # an end this process did not see (the actor no longer exists)
 
 
@@ -98,7 +99,7 @@ class ActorDiedError(ActorError):
         actor: a short description of the actor (class, id and name).
         reason: a :class:`DeathReason` (a ``str`` enum: ``"stopped"``, ``"killed"``,
             ``"crashed"``, ``"parent ended"``, ``"runtime shut down"``, ``"process died"``,
-            ``"placement group removed"``, ``"unknown"``).
+            ``"placement group removed"``, ``"node lost"``, ``"unknown"``).
         cause: the exception that crashed it, when it crashed.
         exitcode: the exit code of its worker process, when that process exited.
         signal: the signal that ended its worker process, when one did.

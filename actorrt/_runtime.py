@@ -29,7 +29,7 @@ from ._core._context import current_cell
 from ._core._options import ActorOptions
 from ._core._ref import ActorRef
 from ._core._waits import WaitGraph
-from ._errors import ActorDiedError, ActorNotFoundError, RuntimeClosedError
+from ._errors import ActorDiedError, ActorNotFoundError, DeathReason, RuntimeClosedError
 from ._placement._router import Workers
 from ._roles._driver import DriverRole
 from ._roles._role import Role, within_spawn_timeout
@@ -183,7 +183,7 @@ class Runtime(RoleDelegation):
     async def _stop_all(self) -> None:
         roots = [cell for cell in self._actors.values() if cell.parent is None]
         for cell in self._actors.values():
-            cell._end_reason = cell._end_reason or ("runtime shut down", None)
+            cell.ending_because(DeathReason.RUNTIME_SHUT_DOWN)
         if not roots:
             return
         stops = [asyncio.ensure_future(cell.stop()) for cell in roots]

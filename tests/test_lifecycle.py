@@ -132,3 +132,67 @@ async def _ended(runtime: actorrt.Runtime) -> bool:
     for ref in runtime.live_actors():
         await ref.wait_stopped()
     return runtime.live_actors() == []
+
+
+@actorrt.actor
+class Ender:
+    def __init__(self) -> None:
+        self.fail_on_stop = False
+
+    def set_fail_on_stop(self) -> None:
+        self.fail_on_stop = True
+
+    def explode(self) -> None:
+        raise ValueError("boom")
+
+    def on_stop(self) -> None:
+        if self.fail_on_stop:
+            raise RuntimeError("cleanup failed")
+
+
+@pytest.mark.parametrize("process", [False, True], ids=["inline", "worker-process"])
+async def test_every_kind_of_actor_ends_in_the_same_words(
+    actorrt_runtime: actorrt.Runtime, process: bool
+) -> None:
+    spawn = Ender.options(process=process, max_restarts=0).spawn
+
+    stopped = await spawn()
+    await stopped.set_fail_on_stop()
+    died = await stopped.stop()
+    assert (died.reason, str(died)) == (
+        "stopped",
+        f"actor {died.actor} was stopped (its on_stop raised RuntimeError: cleanup failed)",
+    )
+    assert isinstance(died.cause, RuntimeError)
+
+    killed = await spawn()
+    died = await killed.kill()
+    assert (died.reason, str(died)) == ("killed", f"actor {died.actor} was killed")
+    with pytest.raises(actorrt.ActorDiedError, match="was killed"):
+        await killed.explode()
+
+    crashed = await spawn()
+    crashed.explode.tell()
+    died = await crashed.wait_stopped()
+    assert (died.reason, str(died)) == (
+        "crashed",
+        f"actor {died.actor} crashed with ValueError: boom (after 0 restart(s), max_restarts=0)",
+    )
+    assert isinstance(died.cause, ValueError)
+
+
+def test_a_transition_outside_the_lifecycle_is_a_bug_naming_both_states() -> None:
+    from actorrt._core._lifecycle import State, check_transition
+
+    def actor() -> str:
+        return "A(id=1)"
+
+    check_transition(actor, State.RUNNING, State.STOPPING, None, actorrt.DeathReason.KILLED)
+    bug = r"A\(id=1\): no lifecycle transition from dead to running"
+    with pytest.raises(AssertionError, match=bug):
+        check_transition(actor, State.DEAD, State.RUNNING, None, None)
+    with pytest.raises(AssertionError, match="not a stop becoming a kill"):
+        check_transition(
+            actor, State.STOPPING, State.STOPPING,
+            actorrt.DeathReason.KILLED, actorrt.DeathReason.STOPPED,
+        )

@@ -2,6 +2,10 @@
 
 import asyncio
 import itertools
+import os
+import signal
+import time
+from pathlib import Path
 
 import pytest
 
@@ -180,3 +184,47 @@ async def test_failing_constructor_at_restart_counts_as_a_crash(
     died = await ref.wait_stopped()
     assert len(attempts) == 3
     assert isinstance(died.cause, OSError)
+
+
+@actorrt.actor(process=True, max_restarts=1)
+class Gated:
+    """Its restarted constructor waits until the test creates ``folder/gate``."""
+
+    def __init__(self, folder: str) -> None:
+        started = Path(folder, "started")
+        if started.exists():
+            while not Path(folder, "gate").exists():
+                time.sleep(0.01)
+        started.touch()
+        self.seen: list[int] = []
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def nap(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def note(self, item: int) -> list[int]:
+        self.seen.append(item)
+        return list(self.seen)
+
+
+async def test_a_stop_during_a_process_restart_runs_what_was_sent_before_it(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Path
+) -> None:
+    ref = await Gated.spawn(str(tmp_path))
+    pid = await ref.pid()
+    pending = ref.nap(30)
+    await asyncio.sleep(0)
+    os.kill(pid, signal.SIGKILL)
+    with pytest.raises(actorrt.ActorDiedError, match="died"):
+        await pending  # the owner has seen the process die: it restarts
+    held = [ref.note(i) for i in range(3)]  # held for the new process
+    stopping = asyncio.ensure_future(ref.stop())
+    await asyncio.sleep(0)
+    late = ref.note(99)
+    await asyncio.to_thread(Path(tmp_path, "gate").touch)
+    assert await held[-1] == [0, 1, 2]
+    with pytest.raises(actorrt.ActorDiedError, match="was stopped"):
+        await late  # sent after the stop, as for an inline actor
+    assert (await stopping).reason == "stopped"

@@ -134,7 +134,7 @@ def actor_state(target: Any) -> str:
     if isinstance(state, str):
         if _frozen(target) is not None and state in ("running", "stopping"):
             return "unresponsive"
-        return state
+        return str(state)  # the plain value of a lifecycle State (a str enum)
     if target.died.done():
         return "dead"
     if not target.accepting:

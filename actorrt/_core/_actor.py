@@ -49,8 +49,8 @@ class ActorClass(Generic[A]):
         """Start an actor of this class; return its ref once its constructor and
         ``on_start`` have run. Raises what they raised. Cancelling the spawn ends the actor.
         """
-
-        return await current_services().spawn(self, args, kwargs)
+        ref: ActorRef[A] = await current_services().spawn(self, args, kwargs)
+        return ref
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(

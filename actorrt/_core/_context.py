@@ -2,14 +2,69 @@
 
 from __future__ import annotations
 
+import asyncio
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from ._cell import ActorCell
+from ..resources import GroupTarget
 
-# Set once at the start of each actor incarnation's task; tasks it creates inherit it.
-current_cell: ContextVar[ActorCell | None] = ContextVar("actorrt_current_actor", default=None)
+
+class RunningActor(Protocol):
+    """The actor whose code runs now, as parents, wait edges and ``get_context()`` see it
+    (an inline actor's cell, or the cell of the actor a worker process hosts)."""
+
+    actor_id: str
+    name: str | None
+    cls_name: str
+    restart_count: int
+    max_concurrency: int
+    grant_info: tuple[dict[str, float], Any] | None
+    loop: asyncio.AbstractEventLoop
+
+    @property
+    def parent(self) -> Any:
+        """The actor that spawned it (a ``RunningActor`` or a proxy), or ``None``."""
+        ...
+
+    @property
+    def runtime(self) -> Any:
+        """The runtime it runs in."""
+        ...
+
+    @property
+    def task(self) -> asyncio.Task[None] | None:
+        """The task that runs its incarnations."""
+        ...
+
+    def describe(self) -> str:
+        """``Class(id=..., name=...)``."""
+        ...
+
+    def serves_in(self, task: asyncio.Task[Any]) -> bool:
+        """Whether ``task`` runs this actor's messages (its own task, or a message's task
+        when it handles several at once), as opposed to a task its code started."""
+        ...
+
+
+# Set once at the start of each actor incarnation's task; tasks it creates inherit it, so
+# their waits are told from the actor's own by ``RunningActor.serves_in``.
+current_cell: ContextVar[RunningActor | None] = ContextVar(
+    "actorrt_current_actor", default=None
+)
+
+
+class BundleRef:
+    """One bundle of a placement group, as an actor's ``placement``."""
+
+    def __init__(self, group_id: str, index: int) -> None:
+        self.group_id = group_id
+        self.index = index
+
+    def target(self) -> GroupTarget:
+        return GroupTarget(self.group_id, self.index)
+
+    def __repr__(self) -> str:
+        return f"<actorrt.BundleRef group={self.group_id} bundle={self.index}>"
 
 
 class PlacementInfo:
@@ -36,10 +91,8 @@ class PlacementInfo:
         self.strategy = strategy
         self.bundle_index = bundle_index
 
-    def bundle(self, index: int) -> Any:
+    def bundle(self, index: int) -> BundleRef:
         """Bundle ``index`` of the group, as a ``placement`` (also from a worker process)."""
-        from ._placement_group import BundleRef
-
         if not 0 <= index < len(self.bundle_specs):
             raise ValueError(
                 f"bundle index {index} is out of range: the group has "

@@ -9,39 +9,24 @@ shuts down; one runtime runs per process at a time.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from .._errors import NoRuntimeError, RuntimeAlreadyRunningError
-
-if TYPE_CHECKING:
-    from ._actor import ActorClass
-    from ._ref import ActorRef
+from ._lifecycle import ActorServices
 
 T = TypeVar("T")
-A = TypeVar("A")
 
 
-class RuntimeServices(Protocol):
-    """What the actor core asks of the runtime that runs it."""
+class RuntimeServices(ActorServices, Protocol):
+    """What the actor core asks of the runtime that runs it: what each actor's lifecycle
+    needs (:class:`~actorrt._core._lifecycle.ActorServices`), and spawning."""
 
-    @property
-    def loop(self) -> asyncio.AbstractEventLoop:
-        """The event loop every actor of this runtime runs on."""
-        ...
-
-    @property
-    def closed(self) -> bool:
-        """Whether the runtime has shut down (refs then fail with ``RuntimeClosedError``)."""
-        ...
-
-    async def spawn(
-        self, actor_class: ActorClass[A], args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> ActorRef[A]:
-        """Start an actor and wait for its constructor and ``on_start``."""
+    async def spawn(self, actor_class: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Start an instance of ``actor_class`` (an ``ActorClass``) and wait for its
+        constructor and ``on_start``; return its ``ActorRef``."""
         ...
 
     async def call_on_loop(self, coro: Coroutine[Any, Any, T]) -> T:

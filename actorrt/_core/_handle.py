@@ -10,15 +10,10 @@ import asyncio
 import concurrent.futures
 import time
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-from .._errors import AskTimeoutError, DeadlockError
-from .._wire._frames import ConnectionLostError
-from ._context import current_cell
-from ._waits import bounded_by_awaiter
-
-if TYPE_CHECKING:
-    from ._cell import ActorCell
+from .._errors import AskTimeoutError, ConnectionLostError, DeadlockError
+from ._context import RunningActor, current_cell
 
 
 class Target(Protocol):
@@ -32,6 +27,11 @@ class Target(Protocol):
     async def lost(self) -> BaseException: ...
 
 T = TypeVar("T")
+
+
+def _same(waiter: RunningActor, target: Target) -> bool:
+    """Whether the waiting actor is the one it asks (a cell is both)."""
+    return waiter is target  # type: ignore[comparison-overlap]
 
 
 def _retrieve(fut: asyncio.Future[Any]) -> None:
@@ -79,14 +79,18 @@ class AskHandle(Generic[T]):
             return fut.__await__()  # nothing to record and nothing to translate
         return self._await_recorded(waiter)
 
-    def _await_recorded(self, waiter: ActorCell | None) -> Generator[Any, None, T]:
+    def _await_recorded(self, waiter: RunningActor | None) -> Generator[Any, None, T]:
         # An actor awaiting an ask with no timeout is a wait edge (docs/broker.md, "blocked").
-        graph = waiter.runtime.waits if waiter is not None else None
-        if graph is not None and bounded_by_awaiter(waiter.task):  # type: ignore[union-attr]
-            graph = None  # asyncio.wait_for bounds it: it ends by itself
+        # Only its own waits count: a task its code started (asyncio.create_task) leaves the
+        # actor free to serve its mailbox, so that task's wait blocks nothing.
+        graph = None
+        if waiter is not None:
+            task = asyncio.current_task()
+            if task is not None and waiter.serves_in(task):
+                graph = waiter.runtime.waits
         if graph is not None:
             assert waiter is not None
-            if waiter is self._cell and waiter.max_concurrency == 1 and not self._fut.done():
+            if _same(waiter, self._cell) and waiter.max_concurrency == 1 and not self._fut.done():
                 raise self._self_ask_error()
             graph.add(waiter.actor_id, self._cell.actor_id, self._fut)
         try:
@@ -101,7 +105,8 @@ class AskHandle(Generic[T]):
             return result
         finally:
             if graph is not None:
-                graph.remove(waiter.actor_id, self._cell.actor_id, self._fut)  # type: ignore[union-attr]
+                assert waiter is not None
+                graph.remove(waiter.actor_id, self._cell.actor_id, self._fut)
 
     async def _await_deadline(self) -> T:
         assert isinstance(self._fut, asyncio.Future) and self._deadline is not None
@@ -156,7 +161,7 @@ class AskHandle(Generic[T]):
         cf = fut if isinstance(fut, concurrent.futures.Future) else _bridge(fut)
         waiter = None if bounded else current_cell.get()
         if waiter is not None:
-            if waiter is self._cell and waiter.max_concurrency == 1 and not cf.done():
+            if _same(waiter, self._cell) and waiter.max_concurrency == 1 and not cf.done():
                 raise self._self_ask_error()
             try:
                 waiter.loop.call_soon_threadsafe(

@@ -22,6 +22,7 @@ from typing import Any, Protocol, cast
 
 from .._errors import ResourceError
 from ..resources import GroupTarget, Resources, parse_bundles, parse_strategy
+from ._context import BundleRef as BundleRef
 from ._context import PlacementInfo, current_cell
 from ._current import RuntimeServices, current_services
 
@@ -194,20 +195,6 @@ class PlacementGroup:
     def __repr__(self) -> str:
         state = "removed" if self._removed else ("ready" if self.is_ready() else "pending")
         return f"<actorrt.PlacementGroup {self.id} {self.bundle_specs} {self.strategy} {state}>"
-
-
-class BundleRef:
-    """One bundle of a placement group, as an actor's ``placement``."""
-
-    def __init__(self, group_id: str, index: int) -> None:
-        self.group_id = group_id
-        self.index = index
-
-    def target(self) -> GroupTarget:
-        return GroupTarget(self.group_id, self.index)
-
-    def __repr__(self) -> str:
-        return f"<actorrt.BundleRef group={self.group_id} bundle={self.index}>"
 
 
 def _requester() -> str | None:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from .._errors import ActorDiedError
 
@@ -13,10 +14,36 @@ try:
 except ImportError:  # pragma: no cover - CPython always has it
     from asyncio.events import _get_running_loop as _running_loop
 
-from ._handle import AskHandle
+from ._handle import AskHandle, Target
 
-if TYPE_CHECKING:
-    from ._cell import ActorCell
+
+class RefTarget(Target, Protocol):
+    """What a ref sends through: an inline actor's cell, or a proxy for an actor elsewhere
+    (``actorrt._placement._proxies``). Refs read the mailbox of an inline one directly, for
+    speed (``inline`` is ``True`` only for cells)."""
+
+    cls_name: str
+    name: str | None
+    accepting: bool
+    loop: asyncio.AbstractEventLoop
+    mailbox: Any  # a cell's Mailbox; never read on a proxy (``inline`` is False)
+    methods: Any  # the method names (a mapping or a set): ``name in methods``
+
+    def ask(
+        self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], timeout: float | None
+    ) -> AskHandle[Any]: ...
+
+    def tell(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None: ...
+
+    def tell_wait(
+        self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Awaitable[None]: ...
+
+    async def stop(self, grace: float | None = None) -> ActorDiedError: ...
+
+    async def kill(self) -> ActorDiedError: ...
+
+    async def wait_stopped(self) -> ActorDiedError: ...
 
 A = TypeVar("A")
 
@@ -30,7 +57,7 @@ class MethodRef:
     # __slots__ for speed: a call goes through this object.
     __slots__ = ("_cell", "_name", "_timeout")
 
-    def __init__(self, cell: ActorCell, name: str, timeout: float | None) -> None:
+    def __init__(self, cell: RefTarget, name: str, timeout: float | None) -> None:
         self._cell = cell
         self._name = name
         self._timeout = timeout
@@ -107,10 +134,10 @@ class ActorRef(Generic[A]):
     the same actor, hash, and stay valid across the actor's restarts.
     """
 
-    def __init__(self, cell: ActorCell) -> None:
+    def __init__(self, cell: RefTarget) -> None:
         object.__setattr__(self, "_cell", cell)
 
-    _cell: ActorCell
+    _cell: RefTarget
 
     def __getattr__(self, name: str) -> MethodRef:
         cell = self._cell

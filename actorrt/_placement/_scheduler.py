@@ -277,7 +277,7 @@ class Scheduler:
             return None
         logger.warning("the grant %s of %s ended: node %s was lost", event.request_id,
                        self._describe(event.holder), event.node)
-        return self.host.revoked(event.holder, "process died")  # its node, with its process
+        return self.host.revoked(event.holder, "node lost")
 
     def _describe(self, actor_id: Hashable) -> str:
         return self.host.describe_id(str(actor_id)) or str(actor_id)

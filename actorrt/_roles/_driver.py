@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .._control._server import StatusServer
 from .._core._context import PlacementInfo
 from .._core._ref import ActorRef
-from .._errors import ActorNotFoundError
+from .._errors import ActorNotFoundError, DeathReason
 from .._placement._scheduler import DRIVER, Scheduler
 from ..resources import NodeInventory, PendingRequest, Resources, parse_bundles
 from ._granting import GrantedSpawns
@@ -242,7 +242,7 @@ class DriverRole:
         target = self.host.lookup(str(holder))
         if target is None:
             return None
-        target._end_reason = (reason, None)
+        target.ending_because(DeathReason(reason))
         target.kill_nowait()
         died: asyncio.Future[Any] = target.died
         return died

@@ -1,0 +1,213 @@
+"""An actor's lifecycle: its states, the transitions between them, and the words of its end.
+
+Every kind of actor (an inline cell, the actor inside a worker process, the owner's side of a
+worker-process actor) goes through the same states::
+
+    STARTING ──> RUNNING <──> RESTARTING
+        │           │             │
+        └───────────┴──> STOPPING ┴──> DEAD        (and any live state ──> DEAD)
+
+========== ====================================================================
+STARTING   the first incarnation is being constructed; messages wait for it
+RUNNING    an incarnation serves its mailbox
+RESTARTING a crash is being handled (and backed off) before the next incarnation;
+           messages wait for it
+STOPPING   a stop or a kill was asked for: nothing new is taken
+DEAD       ended for good; the :class:`~actorrt.ActorDiedError` says why
+========== ====================================================================
+
+Which end was asked for (``DeathReason.STOPPED`` or ``KILLED``) is recorded with the step into
+STOPPING; a stop may still become a kill (``stop(grace=)``), never the other way round. The
+error an actor dies with is recorded with the step into DEAD. Its words are built in one place,
+:func:`death_text`, for every reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable
+from enum import StrEnum
+from typing import Any, Protocol
+
+from .._errors import DeathReason
+from ._waits import WaitGraph
+
+__all__ = [
+    "ACCEPTING",
+    "RESTART_BACKOFF_INITIAL",
+    "RESTART_BACKOFF_MAX",
+    "ActorServices",
+    "Crash",
+    "ProcessExit",
+    "State",
+    "check_transition",
+    "death_text",
+    "restart_delay",
+]
+
+# Restart backoff: 50 ms, doubling per restart, at most 5 s.
+RESTART_BACKOFF_INITIAL = 0.05
+RESTART_BACKOFF_MAX = 5.0
+
+
+class State(StrEnum):
+    """Where an actor is in its life (a ``str`` enum: ``actorrt status`` shows the value)."""
+
+    STARTING = "starting"
+    RUNNING = "running"
+    RESTARTING = "restarting"
+    STOPPING = "stopping"
+    DEAD = "dead"
+
+
+# The states in which an actor takes new messages (they may wait for its next incarnation).
+ACCEPTING = frozenset({State.STARTING, State.RUNNING, State.RESTARTING})
+
+_NEXT: dict[State, frozenset[State]] = {
+    State.STARTING: frozenset({State.RUNNING, State.STOPPING, State.DEAD}),
+    State.RUNNING: frozenset({State.RESTARTING, State.STOPPING, State.DEAD}),
+    State.RESTARTING: frozenset({State.RUNNING, State.STOPPING, State.DEAD}),
+    State.STOPPING: frozenset({State.STOPPING, State.DEAD}),  # a stop escalated to a kill
+    State.DEAD: frozenset(),
+}
+
+
+def check_transition(
+    describe: Callable[[], str],
+    old: State,
+    new: State,
+    asked: DeathReason | None,
+    ending: DeathReason | None,
+) -> None:
+    """Fail (an ``AssertionError``: a bug in actorrt) unless ``old -> new`` is a lifecycle
+    transition; ``asked`` is the end already asked for, ``ending`` the one this step asks.
+    ``describe`` names the actor, only when it fails."""
+    assert new in _NEXT[old], f"actor {describe()}: no lifecycle transition from {old} to {new}"
+    if new is State.STOPPING:
+        assert ending in (DeathReason.STOPPED, DeathReason.KILLED), (
+            f"actor {describe()}: {old} -> {new} must say whether it stops or is killed, "
+            f"not {ending}"
+        )
+        assert old is not State.STOPPING or (
+            asked is DeathReason.STOPPED and ending is DeathReason.KILLED
+        ), f"actor {describe()}: {old} ({asked}) -> {new} ({ending}) is not a stop becoming a kill"
+
+
+def restart_delay(restarts_so_far: int) -> float:
+    """The backoff before the next incarnation, after ``restarts_so_far`` restarts."""
+    return min(RESTART_BACKOFF_INITIAL * 2.0**restarts_so_far, RESTART_BACKOFF_MAX)
+
+
+class Crash(Exception):
+    """An incarnation ended by an error; carries it to the supervisor.
+
+    Attributes:
+        cause: the exception that crashed it.
+        where: where it happened, for the log (``"its constructor"``, ``"m() (called by
+            tell)"``, ``"its worker process"``).
+        error: the actor's death error when the kind already knows it (a worker process
+            that died says how); otherwise the supervisor builds one from ``cause``.
+    """
+
+    def __init__(self, cause: BaseException, where: str, error: Any = None) -> None:
+        super().__init__(where)
+        self.cause = cause
+        self.where = where
+        self.error = error
+
+
+@dataclasses.dataclass(frozen=True)
+class ProcessExit:
+    """How an actor's worker process ended, for the words of a ``PROCESS_DIED`` end."""
+
+    pid: int | None
+    code: int  # the exit code, or minus the signal number
+    how: str  # the exit in words ("exit code 1", "signal SIGKILL")
+    asked: bool  # actorrt itself killed it
+
+    @property
+    def signal(self) -> int | None:
+        return -self.code if self.code < 0 else None
+
+
+_ENDED = {
+    DeathReason.STOPPED: "was stopped",
+    DeathReason.KILLED: "was killed",
+    DeathReason.PARENT_ENDED: "ended because its parent ended",
+    DeathReason.RUNTIME_SHUT_DOWN: "ended because its runtime shut down",
+    DeathReason.GROUP_REMOVED: "ended because its placement group was removed",
+    DeathReason.NODE_LOST: "ended because the node it ran on was lost",
+}
+
+
+def death_text(
+    actor: str,
+    reason: DeathReason,
+    cause: BaseException | None = None,
+    *,
+    restarts: int = 0,
+    max_restarts: int = 0,
+    restarting: bool = False,
+    process: ProcessExit | None = None,
+) -> str:
+    """The message of an actor's :class:`~actorrt.ActorDiedError`, for every reason.
+
+    ``restarting``: the text for messages queued at a crash after which the actor restarts.
+    ``process``: how its worker process ended (for ``PROCESS_DIED``).
+    """
+    if reason is DeathReason.CRASHED and cause is not None:
+        limit = "unlimited" if max_restarts < 0 else str(max_restarts)
+        text = (
+            f"crashed with {type(cause).__name__}: {cause} "
+            f"(after {restarts} restart(s), max_restarts={limit})"
+        )
+        if restarting:
+            text += (
+                "; the message was queued at the crash and is dropped, the actor restarts "
+                "and takes new messages"
+            )
+    elif reason is DeathReason.PROCESS_DIED and process is not None:
+        text = f"its worker process {process.pid or '?'} died ({process.how})"
+        if process.signal == 9 and not process.asked:
+            text += (
+                "; a SIGKILL nobody asked for is often the kernel's out-of-memory killer "
+                "(check `dmesg`, or give the actor more memory)"
+            )
+    else:
+        text = _ENDED.get(reason, str(reason))
+        if cause is not None:
+            text += f" (its on_stop raised {type(cause).__name__}: {cause})"
+    return f"actor {actor} {text}"
+
+
+class ActorServices(Protocol):
+    """What an actor's lifecycle asks of the runtime that runs it (the core never imports
+    the runtime; ``actorrt._runtime.Runtime`` is one of these)."""
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop every actor of this runtime runs on."""
+        ...
+
+    @property
+    def closed(self) -> bool:
+        """Whether the runtime has shut down."""
+        ...
+
+    @property
+    def waits(self) -> WaitGraph:
+        """Who awaits whom: the asks actors of this runtime wait on."""
+        ...
+
+    def children_ending(self, parent: Any) -> None:
+        """``parent``'s children are being ended: withdraw the spawns it waits for."""
+        ...
+
+    def children_may_start(self, parent: Any) -> None:
+        """``parent`` restarts: its next incarnation may spawn children again."""
+        ...
+
+    def forget(self, cell: Any) -> None:
+        """``cell`` has ended: drop it from the registries and release what it held."""
+        ...

@@ -1,0 +1,330 @@
+"""How an actor's incarnation serves its mailbox: the hot loops.
+
+One loop per shape: one message at a time on the loop (inline actors), one at a time with sync
+methods handed to the actor's thread in runs (actors in worker processes), and up to
+``max_concurrency`` messages as concurrent tasks. None of them checks the lifecycle per
+message: a stop arrives as the ``STOP`` envelope, a kill as the cancellation of the task.
+A failing tell raises :class:`~actorrt._core._lifecycle.Crash` for the supervisor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from ._lifecycle import Crash
+from ._mailbox import STOP, Envelope, Mailbox
+from ._threads import ActorThread, ThreadPoolRunner
+
+MethodTable = dict[str, tuple[Callable[..., Any], bool]]
+
+
+class MailboxServing:
+    """The serving loops of an actor cell (a mixin of ``ActorCell``)."""
+
+    loop: asyncio.AbstractEventLoop
+    mailbox: Mailbox
+    methods: MethodTable
+    max_concurrency: int
+    # Set in worker processes: sync code runs on these threads, off the event loop.
+    executor: ActorThread | ThreadPoolRunner | None
+    # Replies of messages that were running when the actor was cancelled or crashed.
+    _orphans: list[Any]
+    task: asyncio.Task[None] | None
+    # The tasks of the messages running now, when it handles several at once.
+    _message_tasks: dict[asyncio.Task[None], Envelope] | None = None
+
+    def serves_in(self, task: asyncio.Task[Any]) -> bool:
+        """Whether ``task`` does this actor's own work: its task, a task of one of its
+        running messages, or a task one of those awaits (``asyncio.gather``, ``await task``),
+        as opposed to a task its code started and left running (``asyncio.create_task``),
+        or one bounded by ``asyncio.wait_for``: those leave the actor free to serve."""
+        own = self.task
+        if task is own:
+            return True
+        running = self._message_tasks
+        if running and task in running:
+            return True
+        roots = [own] if own is not None else []
+        if running:
+            roots.extend(running)
+        return awaited_by(task, roots)
+
+    async def _serve_mailbox(self, instance: Any) -> None:
+        """Serve ``instance`` until the mailbox hands over its stop."""
+        if self.max_concurrency == 1 and self.executor is not None:
+            await self._serve_in_batches(instance)
+        elif self.max_concurrency == 1:
+            await self._serve_one_at_a_time(instance)
+        else:
+            await self._serve_concurrently(instance)
+
+    async def _off_loop(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run sync user code on the actor's own thread, so it may block."""
+        assert self.executor is not None
+        return await self.executor.run(functools.partial(func, *args, **kwargs))
+
+    async def _serve_one_at_a_time(self, instance: Any) -> None:
+        """Serve an inline actor: sync methods on the loop (worker-process actors batch)."""
+        mailbox = self.mailbox
+        queue = mailbox.queue
+        methods = self.methods
+        while True:
+            if not queue:
+                await mailbox.wait()
+                continue
+            name, args, kwargs, reply = queue.popleft()
+            if mailbox.overflow:
+                mailbox.admit_one()
+            if name is STOP:
+                return
+            try:
+                func, is_async = methods[name]
+                result = func(instance, *args, **kwargs)
+                if is_async:
+                    result = await result
+            except asyncio.CancelledError as exc:
+                if _being_cancelled():
+                    self._orphans.append(reply)  # answered with the death error at the end
+                    raise
+                self._failed(reply, name, exc)
+            except Exception as exc:
+                self._failed(reply, name, exc)
+            else:
+                if reply is not None and not reply.done():
+                    reply.set_result(result)
+
+    async def _serve_in_batches(self, instance: Any) -> None:
+        """Serve with sync methods on the actor's thread, a run of queued ones per trip.
+
+        Handing each message to the thread and back costs more than most methods; handing
+        over every sync message that is queued at once keeps pipelined calls cheap. Order
+        is kept: an async method or a stop ends the run.
+        """
+        mailbox = self.mailbox
+        queue = mailbox.queue
+        methods = self.methods
+        while True:
+            if not queue:
+                await mailbox.wait()
+                continue
+            batch = self._take_sync_run(queue, mailbox, methods)
+            if batch:
+                await self._run_batch(instance, batch)
+                continue
+            name, args, kwargs, reply = queue.popleft()
+            if mailbox.overflow:
+                mailbox.admit_one()
+            if name is STOP:
+                return
+            try:
+                func, _is_async = methods[name]
+                result = await func(instance, *args, **kwargs)
+            except asyncio.CancelledError as exc:
+                if _being_cancelled():
+                    self._orphans.append(reply)
+                    raise
+                self._failed(reply, name, exc)
+            except Exception as exc:
+                self._failed(reply, name, exc)
+            else:
+                settle(reply, result, None)
+
+    @staticmethod
+    def _take_sync_run(queue: Any, mailbox: Mailbox, methods: MethodTable) -> list[Envelope]:
+        batch: list[Envelope] = []
+        while queue and len(batch) < BATCH_LIMIT:
+            entry = methods.get(queue[0][0])
+            if entry is None or entry[1]:
+                break  # a stop, or an async method: it runs on the loop, after this run
+            batch.append(queue.popleft())
+            if mailbox.overflow:
+                mailbox.admit_one()
+        return batch
+
+    async def _run_batch(self, instance: Any, batch: list[Envelope]) -> None:
+        methods = self.methods
+        try:
+            assert self.executor is not None
+            outcomes = await self.executor.run(_run_sync_batch, instance, methods, batch)
+        except asyncio.CancelledError:
+            self._orphans.extend(envelope[3] for envelope in batch)
+            raise
+        for (name, _args, _kwargs, reply), (ok, value) in zip(batch, outcomes, strict=False):
+            if ok:
+                settle(reply, value, None)
+            elif reply is not None:
+                settle(reply, None, value)
+            else:
+                # A failing tell crashes the actor; what it had not reached yet was queued
+                # at the crash: put it back for the crash handling to fail.
+                self.mailbox.queue.extendleft(reversed(batch[len(outcomes) :]))
+                raise Crash(value, f"{name}() (called by tell)")
+
+    def _failed(self, reply: Any, method: str, exc: BaseException) -> None:
+        exc = _as_error(exc, method)
+        if reply is None:
+            raise Crash(exc, f"{method}() (called by tell)")
+        settle(reply, None, exc)
+
+    async def _serve_concurrently(self, instance: Any) -> None:
+        mailbox = self.mailbox
+        slots = asyncio.Semaphore(self.max_concurrency)
+        running: dict[asyncio.Task[None], Envelope] = {}
+        self._message_tasks = running
+        crashed: asyncio.Future[Crash] = self.loop.create_future()
+        try:
+            while not crashed.done():
+                envelope = mailbox.take()
+                if envelope is None:
+                    await _first(mailbox.wait(), crashed)
+                    continue
+                if envelope[0] is STOP:
+                    break
+                try:
+                    await _first(slots.acquire(), crashed)
+                except asyncio.CancelledError:
+                    mailbox.queue.appendleft(envelope)  # killed waiting: the end fails it
+                    raise
+                if crashed.done():
+                    mailbox.queue.appendleft(envelope)  # taken, never started: still queued
+                    break
+                task = self.loop.create_task(self._one(instance, envelope, slots, crashed))
+                running[task] = envelope
+                task.add_done_callback(lambda t: running.pop(t, None))
+            if running and not crashed.done():
+                await asyncio.wait(list(running))
+        finally:
+            left = dict(running)
+            for task in left:
+                task.cancel()
+            if left:
+                await asyncio.wait(list(left))
+            # Messages cut short (or never started) get the actor's death or crash error.
+            self._orphans.extend(envelope[3] for envelope in left.values())
+        if crashed.done():
+            raise crashed.result()
+
+    async def _one(
+        self,
+        instance: Any,
+        envelope: Envelope,
+        slots: asyncio.Semaphore,
+        crashed: asyncio.Future[Crash],
+    ) -> None:
+        try:
+            name, args, kwargs, _reply = envelope
+            func, is_async = self.methods[name]
+            if is_async:
+                result = await func(instance, *args, **kwargs)
+            elif self.executor is None:
+                result = func(instance, *args, **kwargs)
+            else:
+                result = await self._off_loop(func, instance, *args, **kwargs)
+        except asyncio.CancelledError as exc:
+            if _being_cancelled():
+                self._orphans.append(envelope[3])  # answered with the death error at the end
+                raise
+            self._failed_concurrent(envelope, exc, crashed)
+        except Exception as exc:
+            self._failed_concurrent(envelope, exc, crashed)
+        else:
+            settle(envelope[3], result, None)
+        finally:
+            slots.release()
+
+    def _failed_concurrent(
+        self, envelope: Envelope, exc: BaseException, crashed: asyncio.Future[Crash]
+    ) -> None:
+        exc = _as_error(exc, envelope[0])
+        if envelope[3] is None:
+            if not crashed.done():
+                crashed.set_result(Crash(exc, f"{envelope[0]}() (called by tell)"))
+        else:
+            settle(envelope[3], None, exc)
+
+
+BATCH_LIMIT = 512  # sync messages handed to an actor's thread in one trip
+
+
+def _run_sync_batch(
+    instance: Any, methods: MethodTable, batch: list[Envelope]
+) -> list[tuple[bool, Any]]:
+    """On the actor's thread: run each message; stop after a failing tell (a crash)."""
+    outcomes: list[tuple[bool, Any]] = []
+    for name, args, kwargs, reply in batch:
+        try:
+            outcomes.append((True, methods[name][0](instance, *args, **kwargs)))
+        except Exception as exc:
+            outcomes.append((False, exc))
+            if reply is None:
+                break
+    return outcomes
+
+
+def settle(reply: Any, result: Any, error: BaseException | None) -> None:
+    """Deliver an answer to an asyncio or concurrent future that may be gone or done."""
+    if reply is None or reply.done():
+        return
+    if error is None:
+        reply.set_result(result)
+    else:
+        reply.set_exception(error)
+
+
+def _as_error(exc: BaseException, method: str) -> BaseException:
+    """A method that raised ``CancelledError`` itself (the actor was not cancelled) failed:
+    its caller must not take that for a cancellation of its own wait."""
+    if isinstance(exc, asyncio.CancelledError):
+        error = RuntimeError(f"{method}() raised CancelledError (the actor was not cancelled)")
+        error.__cause__ = exc
+        return error
+    return exc
+
+
+def _being_cancelled() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+async def _first(aw: Any, crashed: asyncio.Future[Any]) -> None:
+    """Await ``aw`` unless ``crashed`` resolves first."""
+    if crashed.done():
+        return
+    task = asyncio.ensure_future(aw)
+    try:
+        await asyncio.wait({task, crashed}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not task.done():
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                if _being_cancelled():
+                    raise
+
+
+def awaited_by(task: asyncio.Task[Any], roots: list[asyncio.Task[Any]]) -> bool:
+    """Whether one of ``roots`` is suspended awaiting ``task``, directly or through tasks
+    and ``asyncio.gather`` futures it awaits. Reads the awaited future of each task
+    (``Task._fut_waiter``) and the children of a gathering future: CPython's asyncio keeps
+    both; where they are missing, the answer is ``False`` (no wait edge: never a false
+    deadlock report)."""
+    seen: set[int] = set()
+    stack: list[Any] = [getattr(root, "_fut_waiter", None) for root in roots]
+    while stack:
+        fut = stack.pop()
+        if fut is None or id(fut) in seen:
+            continue
+        if fut is task:
+            return True
+        seen.add(id(fut))
+        inner = getattr(fut, "_fut_waiter", None)
+        if inner is not None:
+            stack.append(inner)
+        children = getattr(fut, "_children", None)
+        if children:
+            stack.extend(children)
+    return False

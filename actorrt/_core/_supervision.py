@@ -1,0 +1,366 @@
+"""The supervisor every actor shares, whatever runs it, and where each failure goes.
+
+:class:`Supervised` is the base of both kinds of actor: :class:`~actorrt._core._cell.ActorCell`
+(an inline actor, or the actor inside a worker process, serving its mailbox on the loop) and
+``actorrt._placement._process_actor.ProcessActor`` (the owner's side of a worker-process
+actor, serving over the worker's connection). It owns the lifecycle (the states of
+:mod:`actorrt._core._lifecycle`, changed only by :meth:`Supervised._to`), the restart policy,
+stop, kill, the end of children and the death error. A kind supplies how one incarnation is
+started and served:
+
+=========================  ===========================================================
+``_incarnate()``           start an incarnation (constructor, ``on_start``); a failure
+                           raises :class:`~actorrt._core._lifecycle.Crash`
+``_serve()``               serve it until it ends; ``None`` when it took its stop, else
+                           the error it ended with; a crash raises ``Crash``
+``_wind_down()``           after a stop, once the children ended: ``on_stop``; its error
+``_fail_queued(error)``    at a crash: fail the messages the incarnation had queued
+``_drop_incarnation(e)``   at a crash, once the children ended: clean the incarnation up
+``_close(error)``          at the end: fail what still waits, release what it held
+``_begin_stop()``          a stop was asked for: let it reach the incarnation
+``_begin_kill()``          a kill was asked for: cut the incarnation short
+=========================  ===========================================================
+
+Where each failure goes is decided here, and only here:
+
+=====================================  ==================================================
+what failed                            where it goes
+=====================================  ==================================================
+a method called by an ask              the caller (the handle raises it); the actor goes on
+a method called by a tell              logged on ``actorrt``; the actor crashes
+the constructor or ``on_start``        at the first start: ``spawn`` raises it; at a
+                                       restart: the actor crashes again
+``on_stop``                            logged; the actor still ends, with it as ``cause``
+a crash (a worker-process actor: also  the supervisor: restart after a backoff (50 ms,
+its process dying)                     doubling, at most 5 s; the grant is kept) while
+                                       ``max_restarts`` allows and no stop was asked for,
+                                       else the actor dies
+asks queued at a crash, stop or kill   fail with ``ActorDiedError`` (pending asks to a
+                                       process that died: saying how it died)
+calls after the actor has ended        ask: the handle raises ``ActorDiedError``;
+                                       tell: raises ``ActorDiedError`` at the call
+=====================================  ==================================================
+
+A crash ends the incarnation's children (they are killed) and runs ``on_stop`` best-effort; a
+stop stops them before ``on_stop``; a kill kills them. The next incarnation starts with a fresh
+instance and no children. Messages sent while a restart backs off wait for the new incarnation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from .._errors import ActorDiedError, DeathReason, RuntimeClosedError
+from ._lifecycle import (
+    ACCEPTING,
+    ActorServices,
+    Crash,
+    ProcessExit,
+    State,
+    check_transition,
+    death_text,
+    restart_delay,
+)
+
+logger = logging.getLogger("actorrt")
+
+STOPPED, KILLED, CRASHED = DeathReason.STOPPED, DeathReason.KILLED, DeathReason.CRASHED
+
+
+class Supervised:
+    """One actor's lifecycle and supervision; the base of every kind of actor.
+
+    ``state`` is changed only by :meth:`_to`, which keeps two plain attributes in step with
+    it for the hot paths (a check per message is an attribute read): ``accepting`` (new
+    messages are taken) and ``running`` (an incarnation serves now; a process actor also
+    opens it for the moment it sends what it held while starting).
+    """
+
+    # Set by the kind before _init_supervision.
+    runtime: ActorServices
+    loop: asyncio.AbstractEventLoop
+    actor_id: str
+    cls_name: str
+    name: str | None
+
+    def _init_supervision(self, parent: Supervised | None, max_restarts: int) -> None:
+        self.parent = parent
+        self.max_restarts = max_restarts
+        self.restart_count = 0
+        self.children: set[Supervised] = set()
+        self.state = State.STARTING
+        self.accepting = True
+        self.running = False
+        self.ending: DeathReason | None = None  # asked for: STOPPED, or KILLED
+        self.imposed: DeathReason | None = None  # see ending_because()
+        self.death: ActorDiedError | None = None
+        self.died: asyncio.Future[ActorDiedError] = self.loop.create_future()
+        self.task: asyncio.Task[None] | None = None
+        # Set in worker processes, to tell the owner of each restart and of the end.
+        self.on_restart: Callable[[Any], None] | None = None
+        self.on_finish: Callable[[Any, ActorDiedError], None] | None = None
+
+    def describe(self) -> str:
+        name = f" name={self.name!r}" if self.name else ""
+        return f"{self.cls_name}(id={self.actor_id}{name})"
+
+    # ------------------------------------------------------------ the states
+
+    def _to(
+        self,
+        state: State,
+        ending: DeathReason | None = None,
+        death: ActorDiedError | None = None,
+    ) -> None:
+        """The one place the state changes: checked, with the end asked for (into
+        STOPPING) or the death (into DEAD) recorded."""
+        check_transition(self.describe, self.state, state, self.ending, ending)
+        self.state = state
+        self.accepting = state in ACCEPTING
+        self.running = state is State.RUNNING
+        if ending is not None:
+            self.ending = ending
+        if state is State.DEAD:
+            assert death is not None, f"actor {self.describe()} died without a death error"
+            self.death = death
+
+    def ending_because(self, reason: DeathReason) -> None:
+        """Record why the actor is being ended from outside (its parent ended, its placement
+        group was removed, its runtime shuts down): its death reports this reason rather than
+        the stop or kill that carries it out. A runtime shutting down does not hide a reason
+        already given."""
+        if reason is DeathReason.RUNTIME_SHUT_DOWN and self.imposed is not None:
+            return
+        self.imposed = reason
+
+    def died_error(
+        self,
+        reason: DeathReason,
+        cause: BaseException | None = None,
+        *,
+        restarting: bool = False,
+        process: ProcessExit | None = None,
+    ) -> ActorDiedError:
+        """An ``ActorDiedError`` for this actor, in the words of :func:`death_text`."""
+        actor = self.describe()
+        text = death_text(
+            actor, reason, cause, restarts=self.restart_count, max_restarts=self.max_restarts,
+            restarting=restarting, process=process,
+        )
+        exitcode = process.code if process is not None and process.code >= 0 else None
+        return ActorDiedError(
+            text, actor=actor, reason=reason, cause=cause, exitcode=exitcode,
+            signal=process.signal if process is not None else None,
+        )
+
+    def death_error(self) -> ActorDiedError:
+        """What a call to this actor gets once it no longer takes messages."""
+        if self.death is not None:
+            return self.death
+        return self.died_error(self.imposed or self.ending or STOPPED)
+
+    # ------------------------------------------------------- stop, kill, wait
+
+    def start(self, started: asyncio.Future[None]) -> None:
+        self.task = self.loop.create_task(
+            self._supervise(started), name=f"actorrt:{self.describe()}"
+        )
+        self.task.add_done_callback(lambda _task: self._never_ran(started))
+
+    def _never_ran(self, started: asyncio.Future[None]) -> None:
+        """A task cancelled before its first step never runs its body: end the actor here."""
+        if self.state is not State.DEAD:
+            error = self._final_error(self.died_error(KILLED))
+            if not started.done():
+                started.set_exception(error)
+                started.exception()
+            self._finish(error)
+
+    async def stop(self, grace: float | None = None) -> ActorDiedError:
+        """Messages sent before run, later ones fail; then the children stop, then
+        ``on_stop`` runs. Past ``grace`` seconds, the actor is killed."""
+        if asyncio.get_running_loop() is not self.loop:
+            return await self._on_loop(self.stop(grace))
+        if self.accepting:
+            self._to(State.STOPPING, STOPPED)
+            self._begin_stop()
+        if grace is None:
+            return await asyncio.shield(self.died)
+        try:
+            return await asyncio.wait_for(asyncio.shield(self.died), grace)
+        except TimeoutError:
+            logger.warning(
+                "%s did not stop within its grace of %g s: killing it", self.describe(), grace
+            )
+            return await self.kill()
+
+    async def kill(self) -> ActorDiedError:
+        """Cancel the current message, fail the queued ones, kill the children."""
+        if asyncio.get_running_loop() is not self.loop:
+            return await self._on_loop(self.kill())
+        self.kill_nowait()
+        return await asyncio.shield(self.died)
+
+    def kill_nowait(self) -> None:
+        if self.state is State.DEAD or self.ending is KILLED:
+            return
+        self._to(State.STOPPING, KILLED)
+        self._begin_kill()
+
+    async def wait_stopped(self) -> ActorDiedError:
+        if asyncio.get_running_loop() is not self.loop:
+            return await self._on_loop(self.wait_stopped())
+        return await asyncio.shield(self.died)
+
+    async def _on_loop(self, coro: Coroutine[Any, Any, ActorDiedError]) -> ActorDiedError:
+        """Run a lifecycle call on the actor's loop, from another thread's loop."""
+        if self.runtime.closed:
+            coro.close()
+            raise self._closed_error()
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
+
+    def _closed_error(self) -> RuntimeClosedError:
+        return RuntimeClosedError(
+            f"{self.describe()} belonged to a runtime that has shut down; "
+            "refs do not outlive their runtime"
+        )
+
+    async def lost(self) -> ActorDiedError:
+        """Why a pending ask's connection went away (for handles of proxies)."""
+        return self.death_error()
+
+    # ------------------------------------------------------------ supervision
+
+    async def _supervise(self, started: asyncio.Future[None]) -> None:
+        outcome: ActorDiedError | None = None
+        try:
+            outcome = await self._live(started)
+        except asyncio.CancelledError:
+            # Our own kill cancelled us: that cancellation is consumed here. Any other
+            # (the loop shutting down) is re-raised once the actor has ended.
+            task = asyncio.current_task()
+            ours = self.ending is KILLED and task is not None and task.uncancel() == 0
+            outcome = self.died_error(KILLED)
+            if not started.done():
+                started.set_exception(outcome)
+                started.exception()  # retrieved: a spawner that still waits gets it anyway
+            if not ours:
+                self.ending_because(DeathReason.RUNTIME_SHUT_DOWN)
+                raise
+        finally:
+            stopped = outcome is not None and outcome.reason is STOPPED
+            await self._end_children(kill=not stopped or self.ending is KILLED)
+            self._finish(self._final_error(outcome))
+
+    async def _live(self, started: asyncio.Future[None]) -> ActorDiedError:
+        """Run incarnations until one ends for good; return how it ended."""
+        while True:
+            try:
+                await self._incarnate()
+                if self.state is State.STARTING or self.state is State.RESTARTING:
+                    self._to(State.RUNNING)
+                if not started.done():
+                    started.set_result(None)
+                outcome = await self._serve()
+                await self._end_children(kill=outcome is not None and outcome.reason is not STOPPED)
+                cause = await self._wind_down()
+                return outcome or self.died_error(STOPPED, cause)
+            except Crash as crash:
+                if not started.done():
+                    started.set_exception(crash.cause)
+                    return crash.error or self.died_error(CRASHED, crash.cause)
+                if not await self._after_crash(crash):
+                    return crash.error or self.died_error(CRASHED, crash.cause)
+
+    def _may_restart(self) -> bool:
+        """Whether a crash now is followed by a new incarnation."""
+        return self.state is not State.STOPPING and (
+            self.max_restarts < 0 or self.restart_count < self.max_restarts
+        )
+
+    async def _after_crash(self, crash: Crash) -> bool:
+        """Handle a crash; return whether to start a new incarnation."""
+        logger.error("actor %s crashed in %s", self.describe(), crash.where, exc_info=crash.cause)
+        restart = self._may_restart()
+        error: ActorDiedError = crash.error or self.died_error(CRASHED, crash.cause)
+        if restart and self.state is not State.RESTARTING:
+            self._to(State.RESTARTING)
+        if restart and crash.error is None:
+            self._fail_queued(self.died_error(CRASHED, crash.cause, restarting=True))
+        else:
+            self._fail_queued(error)
+        await self._end_children(kill=True)
+        await self._drop_incarnation(error)
+        if not restart:
+            return False
+        delay = restart_delay(self.restart_count)
+        self.restart_count += 1
+        self.runtime.children_may_start(self)
+        if self.on_restart is not None:
+            self.on_restart(self)
+        logger.warning(
+            "restarting %s in %.2f s (restart %d)", self.describe(), delay, self.restart_count
+        )
+        await asyncio.sleep(delay)
+        return True
+
+    async def _end_children(self, kill: bool) -> None:
+        self.runtime.children_ending(self)
+        children = list(self.children)
+        if not children:
+            return
+        for child in children:
+            child.ending_because(DeathReason.PARENT_ENDED)
+        if kill:
+            for child in children:
+                child.kill_nowait()
+            await asyncio.gather(*(asyncio.shield(c.died) for c in children))
+        else:
+            await asyncio.gather(*(c.stop() for c in children), return_exceptions=True)
+
+    def _final_error(self, outcome: ActorDiedError | None) -> ActorDiedError:
+        if self.imposed is not None:
+            return self.died_error(self.imposed)
+        if self.ending is KILLED or outcome is None:
+            return self.died_error(self.ending or STOPPED)
+        return outcome
+
+    def _finish(self, error: ActorDiedError) -> None:
+        self._to(State.DEAD, death=error)
+        self._close(error)
+        if self.parent is not None:
+            self.parent.children.discard(self)
+        self.runtime.forget(self)
+        if not self.died.done():
+            self.died.set_result(error)
+        if self.on_finish is not None:
+            self.on_finish(self, error)
+
+    # ------------------------------------------------------ what a kind supplies
+
+    async def _incarnate(self) -> None:
+        raise NotImplementedError
+
+    async def _serve(self) -> ActorDiedError | None:
+        raise NotImplementedError
+
+    async def _wind_down(self) -> BaseException | None:
+        return None
+
+    def _fail_queued(self, error: ActorDiedError) -> None:
+        return None
+
+    async def _drop_incarnation(self, error: ActorDiedError) -> None:
+        return None
+
+    def _close(self, error: ActorDiedError) -> None:
+        return None
+
+    def _begin_stop(self) -> None:
+        raise NotImplementedError
+
+    def _begin_kill(self) -> None:
+        raise NotImplementedError
