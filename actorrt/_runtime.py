@@ -8,6 +8,7 @@ runtime on uvloop; ``actorrt.init()`` runs one on a background thread for plain 
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import math
@@ -19,6 +20,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ._control._server import StatusServer
+from ._control._status import snapshot
 from ._core import _current
 from ._core._cell import ActorCell
 from ._core._context import PlacementInfo, current_cell
@@ -34,6 +36,7 @@ from ._errors import (
 from ._placement._placement_group import PlacementGroup
 from ._placement._router import Workers
 from ._placement._scheduler import DRIVER, Grants, gpu_ids
+from ._wire._messages import AskDeadlock, ReserveGroup
 from .resources import (
     Granted,
     GroupTarget,
@@ -158,7 +161,9 @@ class Runtime:
         self.started_at = time.time()
         if self.discoverable:
             try:
-                self._status_server = await StatusServer.start(self)
+                self._status_server = await StatusServer.start(
+                    self.runtime_id, functools.partial(snapshot, self)
+                )
             except BaseException:  # cancelled while opening: this runtime never ran
                 self._grants.close()
                 self.closed = True
@@ -468,7 +473,7 @@ class Runtime:
         owner = cell.actor_id if cell is not None else None
         group_id = f"{self.runtime_id}-g{next(self._ids)}"
         specs = [bundle.to_dict() for bundle in bundles]
-        accepted = head.request(("reserve_group", group_id, specs, strategy, owner))
+        accepted = head.request(ReserveGroup(group_id, specs, strategy, owner))
         return PlacementGroup(self, group_id, bundles, strategy, accepted, owner or DRIVER)
 
     async def reserve_for_worker(
@@ -633,7 +638,7 @@ class Runtime:
             return
         known = self._edge_conns.get(waiter)
         if known is not None and not known[0].is_closing():
-            known[0].notify(("ask_deadlock", waiter, target, error))
+            known[0].notify(AskDeadlock(waiter, target, error))
 
     def _new_id(self) -> str:
         return f"{self.runtime_id}-{next(self._ids)}"

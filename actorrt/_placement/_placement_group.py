@@ -19,6 +19,7 @@ from .._core._context import current_cell
 from .._core._current import current_services
 from .._core._waits import bounded_by_awaiter
 from .._errors import ResourceError
+from .._wire._messages import GroupReady, GroupRemove
 from ..resources import GroupTarget, Resources, parse_bundles, parse_strategy
 
 if TYPE_CHECKING:
@@ -134,7 +135,7 @@ class PlacementGroup:
             # A wait with a timeout ends by itself: it is no blocking edge (docs/broker.md).
             bounded = timeout is not None or bounded_by_awaiter()
             requester = None if bounded else _requester()
-            await asyncio.wait_for(head.request(("group_ready", self.id, requester)), timeout)
+            await asyncio.wait_for(head.request(GroupReady(self.id, requester)), timeout)
         except TimeoutError:
             await self.remove()
             raise TimeoutError(
@@ -142,7 +143,7 @@ class PlacementGroup:
             ) from None
         except asyncio.CancelledError:
             self._removed = True
-            head.notify(("group_remove", self.id))
+            head.notify(GroupRemove(self.id))
             raise
 
     async def remove(self) -> None:
@@ -152,7 +153,7 @@ class PlacementGroup:
         if head is not None:
             if not self._removed:
                 self._removed = True
-                await head.request(("group_remove", self.id))
+                await head.request(GroupRemove(self.id))
             return
         if asyncio.get_running_loop() is not runtime.loop:
             await runtime.call_on_loop(self.remove())

@@ -22,6 +22,8 @@ from .._core._cell import RESTART_BACKOFF_INITIAL, RESTART_BACKOFF_MAX, stop_wit
 from .._core._handle import AskHandle
 from .._errors import ActorDiedError
 from .._wire._connection import Connection, ConnectionLostError
+from .._wire._messages import Kill, Stop
+from ._dispatch import spawn_message
 from ._pool import WorkerKey, WorkerProcess, describe_exit
 from ._proxies import RemoteActor
 
@@ -186,8 +188,7 @@ class ProcessActor(RemoteActor):
         assert self.conn is not None
         try:
             await self.conn.request(
-                (
-                    "spawn",
+                spawn_message(
                     self.actor_id,
                     self.actor_class,
                     self.args,
@@ -372,7 +373,7 @@ class ProcessActor(RemoteActor):
             return
         self.state = "stopping"
         try:
-            error = await self.conn.request(("stop", self.actor_id))
+            error = await self.conn.request(Stop(self.actor_id, None))
         except ConnectionLostError:  # the process died under the stop: say how
             error = await self.lost()
         except Exception as exc:
@@ -396,7 +397,7 @@ class ProcessActor(RemoteActor):
             worker.kill()  # frozen: it cannot answer a kill request
         elif state in ("running", "stopping") and conn is not None and worker is not None:
             try:
-                await asyncio.wait_for(conn.request(("kill", self.actor_id)), KILL_GRACE)
+                await asyncio.wait_for(conn.request(Kill(self.actor_id)), KILL_GRACE)
             except (TimeoutError, Exception):
                 worker.kill()
         self._lose(self._make_error("killed"))
