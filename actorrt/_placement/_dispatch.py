@@ -17,7 +17,6 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from .._core._actor import ActorClass
-from .._core._cell import ActorCell
 from .._core._context import PlacementInfo
 from .._errors import ActorDiedError, DeathReason
 from .._wire._connection import Connection
@@ -55,6 +54,7 @@ class Host:
     def __init__(self, runtime: PlacementServices, router: RouterServices) -> None:
         self.runtime = runtime
         self.router = router
+        self._lookup = runtime.lookup  # bound once: the hot handlers try this process first
         self._resolve = router.resolve
         self._tasks: set[asyncio.Task[Any]] = set()
         self._spawns: dict[str, asyncio.Task[Any]] = {}  # a worker's spawns, by its token
@@ -89,7 +89,7 @@ class Host:
 
     def _call(self, conn: Connection, request_id: int, msg: Call) -> None:
         actor_id, method, args, kwargs = msg
-        target = self._resolve(actor_id)
+        target = self._lookup(actor_id) or self._resolve(actor_id)
         if target is None:
             conn.reply_error(request_id, _gone(actor_id))
             return
@@ -101,17 +101,25 @@ class Host:
             return
         if target.inline:
             reply = WireReply(conn, request_id, target.cls_name, method)
-            if target.accepting:
-                target.mailbox.put_waiting((method, args, kwargs, reply), None)
-            else:
+            if not target.accepting:
                 reply.set_exception(target.death_error())
+                return
+            mailbox = target.mailbox
+            queue = mailbox.queue
+            if len(queue) < mailbox.size and not mailbox.overflow:  # has_room(), inline
+                queue.append((method, args, kwargs, reply))  # put(), inline: the hot path
+                waiter = mailbox.waiter
+                if waiter is not None:
+                    mailbox.wake(waiter)
+            else:
+                mailbox.put_waiting((method, args, kwargs, reply), None)
             return
         handle = target.ask(method, args, kwargs, None)
         self._answer(conn, request_id, _await(handle))
 
     def _tell(self, conn: Connection, msg: Tell) -> None:
         actor_id, method, args, kwargs = msg
-        target = self._resolve(actor_id)
+        target = self._lookup(actor_id) or self._resolve(actor_id)
         if target is None or method not in target.methods:
             logger.warning("a tell to %s.%s() was dropped: no such actor or method",
                            actor_id, method)
@@ -336,7 +344,3 @@ def _reply_from(
             conn.reply(request_id, fut.result())
 
     return reply
-
-
-def is_inline(target: Any) -> bool:
-    return isinstance(target, ActorCell)

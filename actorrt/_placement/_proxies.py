@@ -163,7 +163,7 @@ class RemoteActor:
         try:
             # Arguments travel as a list: msgpack packs lists natively, a tuple costs a hook.
             # tuple.__new__ builds the message without NamedTuple's Python-level __new__.
-            payload = _new(Call, (self.actor_id, method, list(args), kwargs))
+            payload = _new(Call, [self.actor_id, method, list(args), kwargs])
             return conn.request(payload, context=context)
         except ConnectionLostError as exc:
             lost: asyncio.Future[Any] = self.loop.create_future()

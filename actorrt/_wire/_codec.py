@@ -245,15 +245,15 @@ class Codec:
                 decode_ref=self._decode_ref,
                 buffer_threshold=self._buffer_threshold,
             ).pack(obj, context)
-        tag = tag_of(type(obj))
-        if tag is not None:
-            # A typed message (actorrt._wire._messages): its tag, then its fields, flagged.
-            top: object = [tag, *obj]  # type: ignore[misc]
-            self._flags = FLAG_MESSAGE
-        elif type(obj) is tuple:
+        cls = type(obj)
+        if cls is tuple:
             # The top level needs no marker: a flag says "tuple", and the body is a plain array.
-            top = list(obj)
+            top: object = list(obj)  # type: ignore[call-overload]  # cls is tuple
             self._flags = FLAG_TOP_TUPLE
+        elif (tag := tag_of(cls)) is not None:
+            # A typed message (actorrt._wire._messages): its tag, then its fields, flagged.
+            top = [tag, *obj]  # type: ignore[misc]
+            self._flags = FLAG_MESSAGE
         else:
             top = obj
             self._flags = 0

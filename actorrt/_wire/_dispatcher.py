@@ -52,7 +52,9 @@ class Dispatcher:
         notifications: the notification routes (see :func:`notification`).
     """
 
-    # __slots__ for speed: every incoming message goes through __call__.
+    # __slots__ for speed. A connection takes ``request_routes`` and ``notification_routes``
+    # and calls a routed message's handler itself (one call less per message); __call__
+    # sees only what those tables lack (and the messages of a plain handler's caller).
     __slots__ = ("_name", "_notifications", "_requests")
 
     def __init__(
@@ -68,6 +70,16 @@ class Dispatcher:
             self._add(self._requests, cls, handler)
         for cls, note in notifications:
             self._add(self._notifications, cls, note)
+
+    @property
+    def request_routes(self) -> dict[type[Any], Callable[[Connection, int, Any], None]]:
+        """The request table, by message class."""
+        return self._requests
+
+    @property
+    def notification_routes(self) -> dict[type[Any], Callable[[Connection, Any], None]]:
+        """The notification table, by message class."""
+        return self._notifications
 
     @staticmethod
     def _add(table: dict[type[Any], Any], cls: type[Any], handler: object) -> None:

@@ -9,10 +9,11 @@ Every frame, after the handshake, is (all integers big-endian)::
 
 ``length`` counts every byte after itself (so a frame is ``8 + length`` bytes). The low four
 bits of ``kind_flags`` are the kind (:data:`REQUEST`, :data:`NOTIFY`, :data:`REPLY`,
-:data:`ERROR`); the bits above are the codec's flags (:data:`actorrt._wire._codec.FLAG_TUPLES`,
-``FLAG_BUFFERS``, ``FLAG_TOP_TUPLE``). ``body`` is msgpack; ``body_len`` and the out-of-band
-``buffers`` after it are present only when ``FLAG_BUFFERS`` is set. A notification's
-``request_id`` is 0; a reply or error carries the id of its request.
+:data:`ERROR`); the bits above are the codec's flags
+(:data:`actorrt._wire._codec.FLAG_TUPLES`, ``FLAG_BUFFERS``, ``FLAG_TOP_TUPLE``,
+``FLAG_MESSAGE``). ``body`` is msgpack; ``body_len`` and the out-of-band ``buffers`` after it
+are present only when ``FLAG_BUFFERS`` is set. A notification's ``request_id`` is 0; a reply
+or error carries the id of its request.
 """
 
 from __future__ import annotations

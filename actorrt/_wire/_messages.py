@@ -21,6 +21,7 @@ handler sees them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final, NamedTuple, TypeAlias
 
 import msgpack
@@ -271,7 +272,6 @@ _TAGS: Final[dict[type[Any], int]] = {
     Status: 19,
 }
 _BY_TAG: Final[dict[int, type[Any]]] = {tag: cls for cls, tag in _TAGS.items()}
-_ARITY: Final[dict[type[Any], int]] = {cls: len(cls._fields) + 1 for cls in _TAGS}
 
 # What decoding may produce for each field, for check_fields: a type or a tuple of types
 # (exact msgpack types: a codec-decoded value of another type is malformed), or None where
@@ -300,12 +300,28 @@ _FIELD_TYPES: Final[dict[type[Any], tuple[Any, ...]]] = {
     Status: (),
 }
 
-# The quick check, for messages whose every field has one exact type (Call and Tell among
-# them): the tuple of the fields' types equals this.
-_EXACT: Final[dict[type[Any], tuple[type[Any], ...]]] = {
-    cls: types
+
+
+def _quick_exact(types: tuple[type[Any], ...]) -> Callable[[Any], bool]:
+    """The quick check of a message whose every field has one exact type."""
+
+    def quick(message: Any) -> bool:
+        return tuple(map(type, message)) == types
+
+    return quick
+
+
+# The quick check of each message whose fields have one exact type each (Call and Tell are
+# checked inline in from_wire); the others get the thorough check (check_fields) only.
+_QUICK: Final[dict[type[Any], Callable[[Any], bool]]] = {
+    cls: _quick_exact(types)
     for cls, types in _FIELD_TYPES.items()
-    if all(isinstance(t, type) for t in types)
+    if all(isinstance(t, type) for t in types) and cls not in (Call, Tell)
+}
+
+# Per tag: the class, the array's length (tag included), the quick check's types or None.
+_SPEC: Final[dict[int, tuple[type[Any], int, Callable[[Any], bool] | None]]] = {
+    tag: (cls, len(cls._fields) + 1, _QUICK.get(cls)) for tag, cls in _BY_TAG.items()
 }
 
 tag_of: Final = _TAGS.get
@@ -322,13 +338,22 @@ def from_wire(items: Any) -> Message:
             wrong number of fields, or a field has a type the protocol does not allow there.
     """
     try:
-        cls = _BY_TAG[items[0]]
-        if len(items) == _ARITY[cls]:
+        cls, arity, quick = _SPEC[items[0]]
+        if len(items) == arity:
             del items[0]
             message: Message = _new(cls, items)
-            exact = _EXACT.get(cls)
-            if exact is None or tuple(map(type, message)) != exact:
-                check_fields(message)  # the thorough check, where the quick one cannot tell
+            if cls is Call or cls is Tell:  # the hot ones, checked inline: one exact type each
+                actor_id, method, args, kwargs = items
+                if (
+                    type(actor_id) is str
+                    and type(method) is str
+                    and type(args) is list
+                    and type(kwargs) is dict
+                ):
+                    return message
+            elif quick is not None and quick(message):
+                return message
+            check_fields(message)  # the thorough check, where the quick one cannot tell
             return message
     except (KeyError, TypeError, IndexError):
         pass
