@@ -156,3 +156,40 @@ async def test_actorrt_status_says_the_runtime_runs_another_release(
     assert f"process {os.getpid()}" in text and "ProtocolVersionError" in text, text
     assert f"version {OTHER}" in text and f"version {PROTOCOL_VERSION}" in text, text
     assert "same actorrt release" in text, text
+
+
+@actorrt.actor(process=True, num_cpus=0.01)
+class Probe:
+    def ping(self) -> str:
+        return "pong"
+
+
+async def test_a_worker_of_another_release_fails_to_start_and_the_spawn_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker process that imports an actorrt of another protocol version (the installed
+    package changed under a running program) is refused at connect; the spawn fails naming
+    both versions, instead of anything being decoded."""
+    import shutil
+
+    from actorrt._placement import _pool
+
+    copy = tmp_path / "other-release"
+    shutil.copytree(
+        Path(actorrt.__file__).parent, copy / "actorrt",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )  # fmt: skip
+    messages = copy / "actorrt" / "_wire" / "_messages.py"
+    text = messages.read_text()
+    assert f"PROTOCOL_VERSION: Final = {PROTOCOL_VERSION}\n" in text
+    messages.write_text(text.replace(
+        f"PROTOCOL_VERSION: Final = {PROTOCOL_VERSION}\n", f"PROTOCOL_VERSION: Final = {OTHER}\n"
+    ))  # fmt: skip
+    monkeypatch.setattr(_pool, "PACKAGE_PARENT", str(copy))  # workers import the copy
+    async with actorrt.Runtime(num_cpus=1):
+        with pytest.raises(ConnectionError) as caught:
+            await Probe.spawn()
+    text = str(caught.value)
+    assert "failed to start" in text and "ProtocolVersionError" in text, text
+    assert f"version {PROTOCOL_VERSION}, this end version {OTHER}" in text, text
+    assert "same actorrt release" in text, text
