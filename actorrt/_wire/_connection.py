@@ -124,11 +124,13 @@ class Connection(asyncio.BufferedProtocol):
         "_big",
         "_big_done",
         "_big_filled",
+        "_call_soon",
         "_close_error",
         "_close_reason",
         "_closed",
         "_codec",
         "_drain_waiters",
+        "_flush_at_tick_end",
         "_flush_scheduled",
         "_halted",
         "_handler",
@@ -206,6 +208,9 @@ class Connection(asyncio.BufferedProtocol):
         self._wbuf: list[Any] = []
         self._wsize = 0
         self._flush_scheduled = False
+        # Bound once: every loop tick that sends schedules this (speed).
+        self._call_soon = self._loop.call_soon
+        self._flush_at_tick_end = self._flush
         self._write_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
         self._rbuf = bytearray(_READ_BUFFER)
@@ -303,7 +308,7 @@ class Connection(asyncio.BufferedProtocol):
             # The first frame of this tick leaves at once, so a lone message costs no extra
             # loop iteration; what follows in the same tick waits for the tick-end flush.
             self._flush_scheduled = True
-            self._loop.call_soon(self._flush)
+            self._call_soon(self._flush_at_tick_end)
             self._write_queued()
         elif wsize >= _EAGER_FLUSH:
             # A long burst: let the peer start on it rather than wait for the end of the tick.
