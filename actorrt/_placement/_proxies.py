@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 from .._core._handle import AskHandle, ThreadWait
 from .._errors import ActorDiedError, DeathReason, MailboxFullError, RuntimeClosedError
 from .._wire._connection import DEFAULT_WRITE_LIMITS, Connection, ConnectionLostError
-from .._wire._messages import Call, Kill, RefAddress, Stop, Tell, WaitStopped
+from .._wire._messages import Call, Kill, Stop, Tell, WaitStopped
+from .._wire._refs import RefAddress
 
 if TYPE_CHECKING:
     from ._services import PlacementServices

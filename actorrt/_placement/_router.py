@@ -46,15 +46,14 @@ from .._wire._dispatcher import Dispatcher
 from .._wire._messages import (
     Died,
     GetActor,
-    RefAddress,
     Restarted,
     SpawnCancel,
     SpawnProcess,
     WaitEdge,
-    WireRef,
 )
-from .._wire._messages import decode_ref as decode_wire_ref
-from .._wire._messages import encode_ref as encode_wire_ref
+from .._wire._refs import RefAddress, WireRef
+from .._wire._refs import decode_ref as decode_wire_ref
+from .._wire._refs import encode_ref as encode_wire_ref
 from .._wire._transport import WireServer, make_private_dir, serve_unix
 from ._dispatch import Host
 from ._pool import THREAD_VARIABLES, WorkerKey, WorkerPool

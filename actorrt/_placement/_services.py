@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .._wire._codec import Codec
     from .._wire._connection import Connection
     from .._wire._dispatcher import Dispatcher
-    from .._wire._messages import RefAddress
+    from .._wire._refs import RefAddress
     from ._pool import WorkerPool
 
 T = TypeVar("T")

@@ -39,7 +39,8 @@ from typing import cast
 import uvloop
 
 from .._wire import _auth
-from .._wire._messages import Hello, RefAddress
+from .._wire._messages import Hello
+from .._wire._refs import RefAddress
 from .._wire._transport import connect_unix
 from ._pool import START_FAILED
 from ._services import WorkerRuntimeFactory

@@ -1,5 +1,7 @@
 """The messages processes exchange: one typed class per operation, and the protocol version.
 
+(The wire form of a ref inside a message is in :mod:`actorrt._wire._refs`.)
+
 Every request and notification between a runtime and its worker processes, and between
 ``actorrt status`` and a runtime's status socket, is one of the classes below (a
 :class:`~typing.NamedTuple`: typed fields, immutable, and as cheap to build and to decode as
@@ -24,8 +26,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple, TypeAlias
 
-import msgpack
-
 __all__ = [
     "PROTOCOL_VERSION",
     "AskDeadlock",
@@ -39,7 +39,6 @@ __all__ = [
     "MalformedMessage",
     "Message",
     "Ping",
-    "RefAddress",
     "ReserveGroup",
     "Restarted",
     "Spawn",
@@ -50,10 +49,7 @@ __all__ = [
     "Tell",
     "WaitEdge",
     "WaitStopped",
-    "WireRef",
     "check_fields",
-    "decode_ref",
-    "encode_ref",
     "from_wire",
     "tag_of",
 ]
@@ -398,66 +394,3 @@ def check_fields(message: Message) -> None:
 def _show(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
-
-
-# ---------------------------------------------------------------------------------- refs
-
-
-class RefAddress(NamedTuple):
-    """Which process hosts an actor: its runtime's id, and the worker process inside it.
-
-    ``worker`` is ``None`` for an actor of the owning runtime's own process (an inline actor
-    of the driver, or the owner's proxy of a worker-process actor, which it supervises and
-    re-homes across restarts); else the id of the worker process that hosts it, as the
-    owning runtime's pool named it.
-    """
-
-    runtime: str
-    worker: str | None
-
-
-class WireRef(NamedTuple):
-    """The wire form of an actor ref: where the actor lives and what it answers to."""
-
-    address: RefAddress
-    actor_id: str
-    cls_name: str
-    methods: list[str]
-    name: str | None
-
-
-def encode_ref(ref: WireRef) -> bytes:
-    """The payload of a ref's msgpack extension record (see ``docs/wire.md``)."""
-    address = ref.address
-    packed: bytes = msgpack.packb(
-        [address.runtime, address.worker, ref.actor_id, ref.cls_name, ref.methods, ref.name],
-        use_bin_type=True,
-    )
-    return packed
-
-
-def decode_ref(data: bytes) -> WireRef:
-    """Read :func:`encode_ref`'s payload back.
-
-    Raises:
-        MalformedMessage: the payload is not a ref of this protocol version.
-    """
-    try:
-        fields = msgpack.unpackb(data)
-    except Exception as exc:
-        raise MalformedMessage(f"an actor ref arrived that cannot be decoded: {exc}") from exc
-    if (
-        type(fields) is not list
-        or len(fields) != 6
-        or not all(isinstance(f, str) for f in (fields[0], fields[2], fields[3]))
-        or not isinstance(fields[1], _OPT_STR)
-        or not isinstance(fields[5], _OPT_STR)
-        or type(fields[4]) is not list
-        or not all(isinstance(m, str) for m in fields[4])
-    ):
-        raise MalformedMessage(
-            "an actor ref arrived in a form this end does not know (expected [runtime, "
-            f"worker, actor id, class name, methods, name]): {_show(fields)}"
-        )
-    runtime, worker, actor_id, cls_name, methods, name = fields
-    return WireRef(RefAddress(runtime, worker), actor_id, cls_name, methods, name)

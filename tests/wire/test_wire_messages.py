@@ -21,16 +21,13 @@ from actorrt._wire._messages import (
     Died,
     MalformedMessage,
     Ping,
-    RefAddress,
     Spawn,
     Status,
     Stop,
     Tell,
-    WireRef,
-    decode_ref,
-    encode_ref,
     from_wire,
 )
+from actorrt._wire._refs import RefAddress, WireRef, decode_ref, encode_ref
 from actorrt._wire._transport import Connection, connect_unix, make_private_dir, serve_unix
 
 pytestmark = pytest.mark.timeout(30)

@@ -9,7 +9,7 @@ import msgpack
 import pytest
 
 import actorrt
-from actorrt._wire._messages import RefAddress, WireRef, decode_ref
+from actorrt._wire._refs import RefAddress, WireRef, decode_ref
 
 pytestmark = pytest.mark.timeout(60)
 
