@@ -25,6 +25,7 @@ from actorrt import _cli
 from actorrt._control._server import _discovery, fetch_status
 from actorrt._experiment import JOURNAL_FILE, read_experiment, summarise_error
 from actorrt._wire._auth import AuthenticationError, new_secret
+from actorrt._wire._messages import Status
 from actorrt._wire._transport import connect_unix
 from actorrt.resources import BACKEND_ENV, write_fake_gpu_spec
 
@@ -276,7 +277,7 @@ def test_status_socket_is_private_and_answers_only_status(
             with pytest.raises(ValueError, match="pickle"):
                 await conn.request(("status", MakesDirWhenUnpickled(str(marker))))
             assert not marker.exists()
-            status = await conn.request(("status",))
+            status = await conn.request(Status())
             assert status["pid"] == proc.pid and status["resources"]["total"]["CPU"] == 2.0
         finally:
             conn.close()

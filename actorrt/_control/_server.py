@@ -4,19 +4,22 @@ When a user program's runtime starts, :meth:`StatusServer.start` opens a Unix so
 0600) in the per-user discovery directory (mode 0700), makes a secret for it, and registers
 the runtime there (``actorrt._control._discovery``: the pid, the socket's path and that secret, in a
 0600 file). A client proves it knows the secret through the same
-mutual HMAC handshake that worker processes use (``actorrt._wire._auth``), then sends requests.
-The socket answers one operation:
+mutual HMAC handshake that worker processes use (``actorrt._wire._auth``), which also
+refuses a client of another protocol version (``actorrt.ProtocolVersionError``, naming both),
+then sends requests. The socket answers one message:
 
-=========  ================================================================================
-operation  reply
-=========  ================================================================================
-``status`` :func:`actorrt._control._status.snapshot`: resources, placement groups, pending requests
-           and actors, as plain data
-=========  ================================================================================
+============  =============================================================================
+message       reply
+============  =============================================================================
+``Status()``  :func:`actorrt._control._status.snapshot`: resources, placement groups, pending
+              requests and actors, as plain data
+============  =============================================================================
 
-Anything else is refused. The status socket is not the runtime's worker socket: it has its
-own secret, and neither end decodes pickles (plain msgpack only), so the entry file lets a
-process of the same user look at the runtime and nothing more. The socket is opened when the
+Anything else is refused (a ``MalformedMessage`` naming it).
+
+The status socket is not the runtime's worker socket: it has its own secret, and neither
+end decodes pickles (plain msgpack only), so the entry file lets a process of the same user
+look at the runtime and nothing more. The socket is opened when the
 runtime starts, whatever it runs (the worker socket opens only for worker-process actors),
 and closed, with the entry removed, when the runtime shuts down. ``ACTORRT_DISCOVERY=0``
 turns it off; worker processes never open one. A failure to open it (an unusable discovery
@@ -28,13 +31,15 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from collections.abc import Callable
 from typing import Any
 
 from .._wire import _auth
 from .._wire._codec import Codec
+from .._wire._dispatcher import Dispatcher, request
+from .._wire._messages import Status
 from .._wire._transport import Connection, WireServer, connect_unix, make_private_dir, serve_unix
 from . import _discovery
-from ._status import StatusSource, snapshot
 
 __all__ = ["StatusServer", "fetch_status"]
 
@@ -49,36 +54,41 @@ _MAX_FRAME = 256 << 20
 class StatusServer:
     """One runtime's status socket and discovery entry (see the module docstring)."""
 
-    def __init__(
-        self, runtime: StatusSource, server: WireServer, entry: str, private: str | None
-    ) -> None:
-        self.runtime = runtime
+    def __init__(self, server: WireServer, entry: str, private: str | None) -> None:
         self.entry = entry
         self._server = server
         self._private = private  # the socket's own directory, when it needed one
 
     @classmethod
-    async def start(cls, runtime: StatusSource) -> StatusServer | None:
-        """Open the socket and register the runtime; ``None`` when turned off or impossible."""
+    async def start(
+        cls, runtime_id: str, read_status: Callable[[], dict[str, Any]]
+    ) -> StatusServer | None:
+        """Open the socket and register the runtime; ``None`` when turned off or impossible.
+
+        Args:
+            runtime_id: the runtime's id, for the entry's and the socket's names.
+            read_status: returns the runtime's status snapshot; called on the runtime's loop.
+        """
         if not _discovery.registration_enabled():
             return None
         private: str | None = None
         server: WireServer | None = None
         try:
             directory = _discovery.prepare()
-            path = _discovery.socket_path(directory, runtime.runtime_id)
+            path = _discovery.socket_path(directory, runtime_id)
             if path is None:
                 private = make_private_dir()
                 path = os.path.join(private, "status.sock")
             secret = _auth.new_secret()
 
-            def handle(conn: Connection, request_id: int | None, payload: Any) -> None:
-                _answer(runtime, conn, request_id, payload)
+            def answer(conn: Connection, request_id: int, message: Status) -> None:
+                _answer(read_status, conn, request_id)
 
+            dispatcher = Dispatcher("an actorrt status socket", requests=[request(Status, answer)])
             server = await serve_unix(
-                path, handle, secret, codec=Codec(allow_pickle=False), max_frame_size=_MAX_FRAME
+                path, dispatcher, secret, codec=Codec(allow_pickle=False), max_frame_size=_MAX_FRAME
             )
-            entry = _discovery.register(directory, runtime.runtime_id, path, secret)
+            entry = _discovery.register(directory, runtime_id, path, secret)
         except BaseException as exc:
             if server is not None:
                 server.close()  # removes the socket file
@@ -92,7 +102,7 @@ class StatusServer:
                 _discovery.ENABLE_ENV,
             )
             return None
-        return cls(runtime, server, entry, private)
+        return cls(server, entry, private)
 
     async def close(self) -> None:
         """Unregister first (so nobody finds a closing socket), then close the socket."""
@@ -108,17 +118,9 @@ class StatusServer:
             shutil.rmtree(self._private, ignore_errors=True)
 
 
-def _answer(runtime: StatusSource, conn: Connection, request_id: int | None, payload: Any) -> None:
-    if request_id is None:
-        return  # notifications mean nothing here
-    if payload != ("status",):
-        conn.reply_error(
-            request_id,
-            ValueError(f"the status socket answers only ('status',), not {payload!r:.80}"),
-        )
-        return
+def _answer(read_status: Callable[[], dict[str, Any]], conn: Connection, request_id: int) -> None:
     try:
-        data = snapshot(runtime)
+        data = read_status()
     except Exception as exc:  # a bug here must reach the client, not kill the connection
         logger.exception("building the runtime status failed")
         conn.reply_error(request_id, exc)
@@ -133,7 +135,9 @@ async def fetch_status(entry: _discovery.RuntimeEntry) -> dict[str, Any]:
 
     Raises:
         OSError: the socket cannot be reached (``ConnectionError`` subclasses included).
-        actorrt._wire._auth.AuthenticationError: the handshake failed.
+        actorrt.AuthenticationError: the handshake failed.
+        actorrt.ProtocolVersionError: the runtime runs another actorrt release (another
+            protocol version); the message names both versions.
         actorrt._wire._codec.RemoteError: the runtime failed to build its status.
     """
     conn: Connection | None = None
@@ -141,7 +145,7 @@ async def fetch_status(entry: _discovery.RuntimeEntry) -> dict[str, Any]:
         conn = await connect_unix(
             entry.socket, entry.secret, codec=Codec(allow_pickle=False), max_frame_size=_MAX_FRAME
         )
-        reply = await conn.request(("status",))
+        reply = await conn.request(Status())
     finally:
         if conn is not None:
             conn.close()

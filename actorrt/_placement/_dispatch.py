@@ -1,30 +1,11 @@
 """Serving what arrives over connections: calls to this process's actors, and control.
 
 Both ends use this: the owning runtime (messages from its workers) and each worker (messages
-from its owner). Each message is a tuple whose first item names the operation:
-
-================  ==========================  ===============================================
-operation         sent by                     what it does
-================  ==========================  ===============================================
-``call``          either side (request)       ask an actor; the reply is its answer
-``tell``          either side (notification)  tell an actor; a full mailbox pauses reading
-``stop``          either side (request)       stop an actor; the reply is its death
-``kill``          either side (request)       kill an actor; the reply is its death
-``wait_stopped``  worker (request)            reply once the actor has ended
-``spawn``         owner (request)             construct the actor this worker hosts
-``spawn_process`` worker (request)            start a worker-process actor for a worker actor
-``spawn_cancel``  worker (notification)       the worker gave that spawn up: withdraw it
-``get_actor``     worker (request)            look a name up in the owner's registry
-``hello``         worker (request)            a new worker introduces itself
-``ping``          owner (request)             answered at once: the worker's loop runs
-``died``          worker (notification)       the hosted actor ended without being asked
-``restarted``     worker (notification)       the hosted actor crashed and restarts there
-``wait_edge``     worker (notification)       an actor there began or ended awaiting another
-``ask_deadlock``  owner (notification)        that wait can never end: fail it
-``reserve_group`` worker (request)            ``placement_group()`` in a worker: reserve it
-``group_ready``   worker (request)            reply once that group is reserved
-``group_remove``  worker (request/notif.)     give that group back, stopping its actors
-================  ==========================  ===============================================
+from its owner). Every message is a typed class of :mod:`actorrt._wire._messages`; the table
+in :class:`Host` routes each class to its handler (``docs/wire.md`` has the message table:
+direction, fields, reply). A handler finds its actor through the router
+(:meth:`~actorrt._placement._router.Workers.resolve`): one of this process's actors, or a proxy
+on the connection that reaches it.
 """
 
 from __future__ import annotations
@@ -33,63 +14,84 @@ import asyncio
 import concurrent.futures
 import logging
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .._core._cell import ActorCell
-from .._errors import ActorDiedError
+from .._core._actor import ActorClass
+from .._core._context import PlacementInfo
+from .._errors import ActorDiedError, DeathReason
 from .._wire._connection import Connection
+from .._wire._dispatcher import Dispatcher, notification, request
+from .._wire._messages import (
+    AskDeadlock,
+    Call,
+    Died,
+    GetActor,
+    GroupReady,
+    GroupRemove,
+    Hello,
+    Kill,
+    MalformedMessage,
+    Ping,
+    ReserveGroup,
+    Restarted,
+    Spawn,
+    SpawnCancel,
+    SpawnProcess,
+    Stop,
+    Tell,
+    WaitEdge,
+    WaitStopped,
+)
 from ._proxies import WireReply
-
-if TYPE_CHECKING:
-    from .._runtime import Runtime
+from ._services import GrantInfo, PlacementServices, RouterServices
 
 logger = logging.getLogger("actorrt")
 
 
 class Host:
-    """Dispatches incoming messages of one runtime's connections."""
+    """Dispatches the incoming messages of one runtime's connections."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: PlacementServices, router: RouterServices) -> None:
         self.runtime = runtime
+        self.router = router
+        self._lookup = runtime.lookup  # bound once: the hot handlers try this process first
+        self._resolve = router.resolve
         self._tasks: set[asyncio.Task[Any]] = set()
         self._spawns: dict[str, asyncio.Task[Any]] = {}  # a worker's spawns, by its token
-        self._ops: dict[str, Callable[[Connection, int | None, tuple[Any, ...]], None]] = {
-            "call": self._call,
-            "tell": self._tell,
-            "stop": self._stop,
-            "kill": self._kill,
-            "wait_stopped": self._wait_stopped,
-            "spawn": self._spawn,
-            "spawn_process": self._spawn_process,
-            "spawn_cancel": self._spawn_cancel,
-            "get_actor": self._get_actor,
-            "hello": self._hello,
-            "ping": self._ping,
-            "died": self._died,
-            "restarted": self._restarted,
-            "wait_edge": self._wait_edge,
-            "ask_deadlock": self._ask_deadlock,
-            "reserve_group": self._reserve_group,
-            "group_ready": self._group_ready,
-            "group_remove": self._group_remove,
-        }
-
-    def handle(self, conn: Connection, request_id: int | None, payload: Any) -> None:
-        op = self._ops.get(payload[0]) if type(payload) is tuple and payload else None
-        if op is None:
-            if request_id is not None:
-                conn.reply_error(request_id, ValueError(f"unknown operation {payload!r:.80}"))
-            return
-        op(conn, request_id, payload)
+        self.dispatcher = Dispatcher(
+            "an actorrt runtime's worker connection",
+            requests=[
+                request(Call, self._call),
+                request(Stop, self._stop),
+                request(Kill, self._kill),
+                request(WaitStopped, self._wait_stopped),
+                request(Spawn, self._spawn),
+                request(SpawnProcess, self._spawn_process),
+                request(GetActor, self._get_actor),
+                request(Hello, self._hello),
+                request(Ping, self._ping),
+                request(ReserveGroup, self._reserve_group),
+                request(GroupReady, self._group_ready),
+                request(GroupRemove, self._group_remove),
+            ],
+            notifications=[
+                notification(Tell, self._tell),
+                notification(SpawnCancel, self._spawn_cancel),
+                notification(Died, self._died),
+                notification(Restarted, self._restarted),
+                notification(WaitEdge, self._wait_edge),
+                notification(AskDeadlock, self._ask_deadlock),
+                notification(GroupRemove, self._group_remove_notified),
+            ],
+        )
 
     # ------------------------------------------------------------------ calls
 
-    def _call(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
-        _, actor_id, method, args, kwargs = msg
-        assert request_id is not None
-        target = self.runtime.lookup(actor_id)
+    def _call(self, conn: Connection, request_id: int, msg: Call) -> None:
+        actor_id, method, args, kwargs = msg
+        target = self._lookup(actor_id) or self._resolve(actor_id)
         if target is None:
-            conn.reply_error(request_id, self._gone(actor_id))
+            conn.reply_error(request_id, _gone(actor_id))
             return
         if method not in target.methods:
             conn.reply_error(
@@ -98,18 +100,26 @@ class Host:
             )
             return
         if target.inline:
-            reply = WireReply(conn, request_id, f"the result of {target.cls_name}.{method}()")
-            if target.accepting:
-                target.mailbox.put_waiting((method, args, kwargs, reply), None)
-            else:
+            reply = WireReply(conn, request_id, target.cls_name, method)
+            if not target.accepting:
                 reply.set_exception(target.death_error())
+                return
+            mailbox = target.mailbox
+            queue = mailbox.queue
+            if len(queue) < mailbox.size and not mailbox.overflow:  # has_room(), inline
+                queue.append((method, args, kwargs, reply))  # put(), inline: the hot path
+                waiter = mailbox.waiter
+                if waiter is not None:
+                    mailbox.wake(waiter)
+            else:
+                mailbox.put_waiting((method, args, kwargs, reply), None)
             return
         handle = target.ask(method, args, kwargs, None)
         self._answer(conn, request_id, _await(handle))
 
-    def _tell(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
-        _, actor_id, method, args, kwargs = msg
-        target = self.runtime.lookup(actor_id)
+    def _tell(self, conn: Connection, msg: Tell) -> None:
+        actor_id, method, args, kwargs = msg
+        target = self._lookup(actor_id) or self._resolve(actor_id)
         if target is None or method not in target.methods:
             logger.warning("a tell to %s.%s() was dropped: no such actor or method",
                            actor_id, method)
@@ -143,108 +153,117 @@ class Host:
 
     # -------------------------------------------------------------- lifecycle
 
-    def _stop(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
-        target = self.runtime.lookup(msg[1])
-        if target is not None and target.inline:
-            target.requested_end = True  # ended on request: nobody needs a "died" notice
-        grace = msg[2] if len(msg) > 2 else None
-        self._answer(conn, request_id, self._lifecycle(msg[1], "stop", grace))
+    def _stop(self, conn: Connection, request_id: int, msg: Stop) -> None:
+        self._ended_on_request(msg.actor_id)
+        self._answer(conn, request_id, self._lifecycle(msg.actor_id, "stop", msg.grace))
 
-    def _kill(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
-        target = self.runtime.lookup(msg[1])
-        if target is not None and target.inline:
-            target.requested_end = True
-        self._answer(conn, request_id, self._lifecycle(msg[1], "kill"))
+    def _kill(self, conn: Connection, request_id: int, msg: Kill) -> None:
+        self._ended_on_request(msg.actor_id)
+        self._answer(conn, request_id, self._lifecycle(msg.actor_id, "kill"))
 
-    def _wait_stopped(
-        self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]
-    ) -> None:
-        self._answer(conn, request_id, self._lifecycle(msg[1], "wait_stopped"))
+    def _wait_stopped(self, conn: Connection, request_id: int, msg: WaitStopped) -> None:
+        self._answer(conn, request_id, self._lifecycle(msg.actor_id, "wait_stopped"))
+
+    def _ended_on_request(self, actor_id: str) -> None:
+        target = self.runtime.lookup(actor_id)
+        if target is not None and target.inline:
+            target.requested_end = True  # ended on request: nobody needs a Died notice
 
     async def _lifecycle(self, actor_id: str, op: str, *args: Any) -> ActorDiedError:
-        target = self.runtime.lookup(actor_id)
+        target = self._resolve(actor_id)
         if target is None:
-            return self._gone(actor_id)
+            return _gone(actor_id)
         result: ActorDiedError = await getattr(target, op)(*args)
         return result
 
     # ------------------------------------------------------------------ spawn
 
-    def _spawn(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
-        _, actor_id, actor_class, args, kwargs, restart_count, grant_info = msg
+    def _spawn(self, conn: Connection, request_id: int, msg: Spawn) -> None:
+        actor_class = _actor_class(msg.actor_class, msg)
+        grant_info: GrantInfo = None
+        if msg.resources is not None:
+            info = PlacementInfo(*msg.group) if msg.group is not None else None
+            grant_info = (msg.resources, info)
         coro = self.runtime.host_actor(
-            actor_id, actor_class, args, kwargs, restart_count, grant_info
+            msg.actor_id, actor_class, tuple(msg.args), msg.kwargs, msg.restart_count, grant_info
         )
         self._answer(conn, request_id, coro)
 
-    def _spawn_process(
-        self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]
-    ) -> None:
-        _, actor_class, args, kwargs, chain, bounded, token = msg
-        coro = self.runtime.spawn_for_worker(actor_class, args, kwargs, chain, bool(bounded))
+    def _spawn_process(self, conn: Connection, request_id: int, msg: SpawnProcess) -> None:
+        actor_class = _actor_class(msg.actor_class, msg)
+        chain = [(str(actor_id), str(described)) for actor_id, described in msg.chain]
+        coro = self.runtime.spawn_for_worker(
+            actor_class, tuple(msg.args), msg.kwargs, chain, msg.bounded
+        )
         task = self._answer(conn, request_id, coro)
+        token = msg.token
         self._spawns[token] = task
         task.add_done_callback(lambda _t: self._spawns.pop(token, None))
 
-    def _spawn_cancel(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
-        task = self._spawns.pop(msg[1], None)
+    def _spawn_cancel(self, conn: Connection, msg: SpawnCancel) -> None:
+        task = self._spawns.pop(msg.token, None)
         if task is not None:
             task.cancel()
 
-    def _get_actor(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
-        assert request_id is not None
+    def _get_actor(self, conn: Connection, request_id: int, msg: GetActor) -> None:
         try:
-            conn.reply(request_id, self.runtime.get_actor(msg[1]))
+            conn.reply(request_id, self.runtime.get_actor(msg.name))
         except Exception as exc:
             conn.reply_error(request_id, exc)
 
-    def _hello(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
-        _, worker_id, _pid = msg
-        assert request_id is not None
-        known = self.runtime.worker_connected(worker_id, conn)
-        if known:
+    def _hello(self, conn: Connection, request_id: int, msg: Hello) -> None:
+        if self.router.worker_connected(msg.worker_id, conn):
             conn.reply(request_id, None)
         else:
-            conn.reply_error(request_id, PermissionError(f"unknown worker {worker_id!r}"))
+            conn.reply_error(request_id, PermissionError(f"unknown worker {msg.worker_id!r}"))
 
-    def _ping(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
-        if request_id is not None:
-            conn.reply(request_id, None)  # the owner's liveness check: this loop runs
+    def _ping(self, conn: Connection, request_id: int, msg: Ping) -> None:
+        conn.reply(request_id, None)  # the owner's liveness check: this loop runs
 
-    def _died(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
-        _, actor_id, error = msg
-        target = self.runtime.lookup(actor_id)
-        if target is not None and hasattr(target, "remote_died"):
-            target.remote_died(error)
+    def _died(self, conn: Connection, msg: Died) -> None:
+        target = self.runtime.lookup(msg.actor_id)
+        if target is None or not hasattr(target, "remote_died"):
+            return
+        error = msg.error
+        if not isinstance(error, ActorDiedError):  # its type was lost on the way
+            error = ActorDiedError(
+                f"actor {target.describe()} ended: {error}",
+                actor=target.describe(),
+                reason=DeathReason.CRASHED,
+                cause=error,
+            )
+        target.remote_died(error)
 
-    def _restarted(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
-        target = self.runtime.lookup(msg[1])
+    def _restarted(self, conn: Connection, msg: Restarted) -> None:
+        target = self.runtime.lookup(msg.actor_id)
         if target is not None and hasattr(target, "remote_restarted"):
             target.remote_restarted()
 
-    def _reserve_group(
-        self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]
-    ) -> None:
-        _, group_id, specs, strategy, holder = msg
-        reserve = self.runtime.reserve_for_worker(group_id, specs, strategy, holder)
+    # ----------------------------------------------------------------- groups
+
+    def _reserve_group(self, conn: Connection, request_id: int, msg: ReserveGroup) -> None:
+        reserve = self.runtime.reserve_for_worker(
+            msg.group_id, msg.bundles, msg.strategy, msg.holder
+        )
         self._answer(conn, request_id, reserve)
 
-    def _group_ready(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
-        self._answer(conn, request_id, self.runtime.ready_for_worker(msg[1], msg[2]))
+    def _group_ready(self, conn: Connection, request_id: int, msg: GroupReady) -> None:
+        self._answer(conn, request_id, self.runtime.ready_for_worker(msg.group_id, msg.requester))
 
-    def _group_remove(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
-        self._answer(conn, request_id, self.runtime.remove_for_worker(msg[1]))
+    def _group_remove(self, conn: Connection, request_id: int, msg: GroupRemove) -> None:
+        self._answer(conn, request_id, self.runtime.remove_for_worker(msg.group_id))
 
-    def _wait_edge(self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]) -> None:
-        _, waiter, target, added, serial = msg
-        self.runtime.edge_reported(waiter, conn, bool(added))
-        self.runtime.grants.blocked_on_holder(waiter, target, bool(added), bool(serial))
+    def _group_remove_notified(self, conn: Connection, msg: GroupRemove) -> None:
+        self._answer(conn, None, self.runtime.remove_for_worker(msg.group_id))
 
-    def _ask_deadlock(
-        self, conn: Connection, request_id: int | None, msg: tuple[Any, ...]
-    ) -> None:
-        _, waiter, target, error = msg
-        self.runtime.waits.fail(waiter, target, error)
+    # ------------------------------------------------------------------ waits
+
+    def _wait_edge(self, conn: Connection, msg: WaitEdge) -> None:
+        self.runtime.edge_reported(msg.waiter, conn, msg.added)
+        self.runtime.grants.blocked_on_holder(msg.waiter, msg.target, msg.added, msg.serial)
+
+    def _ask_deadlock(self, conn: Connection, msg: AskDeadlock) -> None:
+        self.runtime.waits.fail(msg.waiter, msg.target, msg.error)
 
     # ---------------------------------------------------------------- helpers
 
@@ -258,15 +277,49 @@ class Host:
             task.add_done_callback(_reply_from(conn, request_id))
         return task
 
-    def _gone(self, actor_id: str) -> ActorDiedError:
-        return ActorDiedError(f"actor {actor_id} no longer exists", actor=actor_id,
-                              reason="stopped")
-
     async def close(self) -> None:
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:
             await asyncio.wait(list(self._tasks))
+
+
+def spawn_message(
+    actor_id: str,
+    actor_class: ActorClass[Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    restart_count: int,
+    grant_info: GrantInfo,
+) -> Spawn:
+    """The ``Spawn`` that has a worker construct its actor: the grant as plain fields."""
+    resources: dict[str, float] | None = None
+    group: tuple[str, list[dict[str, float]], str, int | None] | None = None
+    if grant_info is not None:
+        resources, placement = grant_info
+        if isinstance(placement, PlacementInfo):
+            group = (
+                placement.group_id,
+                placement.bundle_specs,
+                placement.strategy,
+                placement.bundle_index,
+            )
+    return Spawn(actor_id, actor_class, list(args), kwargs, restart_count, resources, group)
+
+
+def _gone(actor_id: str) -> ActorDiedError:
+    return ActorDiedError(
+        f"actor {actor_id} no longer exists", actor=actor_id, reason=DeathReason.STOPPED
+    )
+
+
+def _actor_class(value: object, msg: Spawn | SpawnProcess) -> ActorClass[Any]:
+    if not isinstance(value, ActorClass):
+        raise MalformedMessage(
+            f"malformed {type(msg).__name__} message: field 'actor_class' is "
+            f"{type(value).__name__}, expected an actor class"
+        )
+    return value
 
 
 def _relayed(task: asyncio.Task[Any], conn: Connection, target: Any) -> None:
@@ -291,7 +344,3 @@ def _reply_from(
             conn.reply(request_id, fut.result())
 
     return reply
-
-
-def is_inline(target: Any) -> bool:
-    return isinstance(target, ActorCell)

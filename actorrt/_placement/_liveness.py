@@ -14,6 +14,9 @@ an info line when it answers again), shown by ``actorrt status`` (state ``unresp
 and its actor is told
 (:meth:`~actorrt._placement._process_actor.ProcessActor.frozen`): a stop waiting on a
 stopped worker escalates to a kill. The checks run only while the runtime has workers.
+
+This module does not know the pool: :class:`LivenessWatch` is given a callable that lists
+the live workers, each seen through the :class:`Watched` protocol.
 """
 
 from __future__ import annotations
@@ -23,10 +26,11 @@ import contextlib
 import functools
 import logging
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from ._pool import WorkerPool, WorkerProcess
+from .._wire._connection import Connection
+from .._wire._messages import Ping
 
 logger = logging.getLogger("actorrt")
 
@@ -61,11 +65,35 @@ class Liveness:
         return f"{self.why} for {time.monotonic() - self.frozen_since:.0f} s"
 
 
-class LivenessWatch:
-    """Checks every worker of a pool, once per :data:`CHECK_INTERVAL`."""
+class Watched(Protocol):
+    """A worker process, as the liveness checks see it."""
 
-    def __init__(self, pool: WorkerPool) -> None:
-        self.pool = pool
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def alive(self) -> bool: ...
+
+    @property
+    def conn(self) -> Connection | None: ...
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def liveness(self) -> Liveness: ...
+
+    @property
+    def hosted(self) -> Any:
+        """The process actor it runs now (told ``frozen()``), or ``None``."""
+        ...
+
+
+class LivenessWatch:
+    """Checks every worker that ``live_workers()`` lists, once per :data:`CHECK_INTERVAL`."""
+
+    def __init__(self, live_workers: Callable[[], Sequence[Watched]]) -> None:
+        self.live_workers = live_workers
         self._task: asyncio.Task[None] | None = None
 
     def ensure_running(self) -> None:
@@ -81,12 +109,12 @@ class LivenessWatch:
                 await self._task
 
     async def _run(self) -> None:
-        while self.pool.live_workers():
-            for worker in self.pool.live_workers():
+        while self.live_workers():
+            for worker in self.live_workers():
                 self.check(worker)
             await asyncio.sleep(CHECK_INTERVAL)
 
-    def check(self, worker: WorkerProcess) -> None:
+    def check(self, worker: Watched) -> None:
         conn = worker.conn
         if conn is None or conn.is_closing() or not worker.alive:
             return
@@ -101,7 +129,7 @@ class LivenessWatch:
             why = None
         if live.ping_sent is None:
             try:
-                pong = conn.request(("ping",))
+                pong = conn.request(Ping())
             except Exception:  # the connection is going: its end is reported elsewhere
                 return
             live.ping_sent = now
@@ -109,14 +137,14 @@ class LivenessWatch:
         if why != live.why:
             self._changed(worker, why, now)
 
-    def _answered(self, pong: asyncio.Future[object], worker: WorkerProcess) -> None:
+    def _answered(self, pong: asyncio.Future[object], worker: Watched) -> None:
         if pong.cancelled() or pong.exception() is not None:
             return  # the connection ended: the process's exit is reported elsewhere
         worker.liveness.ping_sent = None
         if worker.liveness.why is not None and process_state(worker.pid) not in ("T", "t"):
             self._changed(worker, None, time.monotonic())
 
-    def _changed(self, worker: WorkerProcess, why: str | None, now: float) -> None:
+    def _changed(self, worker: Watched, why: str | None, now: float) -> None:
         live = worker.liveness
         was = live.describe()
         live.why = why

@@ -45,7 +45,7 @@ from ._liveness import Liveness, LivenessWatch
 logger = logging.getLogger("actorrt")
 
 # The folder holding this process's ``actorrt`` package: workers import it from there.
-PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # Exit code of a worker that could not connect to its runtime (it says why on stderr).
 START_FAILED = 3
@@ -135,7 +135,13 @@ class WorkerProcess:
         assert self.proc is not None
         return self.proc.pid
 
-    async def start(self, socket_path: str, secret_text: str, owner_pid: int) -> None:
+    async def start(
+        self,
+        socket_path: str,
+        secret_text: str,
+        owner_pid: int,
+        boot_fields: Mapping[str, str] | None = None,
+    ) -> None:
         self.proc = await asyncio.create_subprocess_exec(
             self.key.executable,
             "-P",
@@ -152,6 +158,7 @@ class WorkerProcess:
         )
         self._watch_exit()
         boot = {
+            **(boot_fields or {}),
             "socket": socket_path,
             "secret": secret_text,
             "owner_pid": owner_pid,
@@ -298,19 +305,21 @@ class WorkerPool:
         self,
         socket_path: str,
         secret_text: str,
+        boot_fields: Mapping[str, str] | None = None,
         *,
         max_idle: int = 8,
         max_uses: int = 1000,
     ) -> None:
         self.socket_path = socket_path
         self.secret_text = secret_text
+        self.boot_fields = dict(boot_fields or {})  # more for each worker's boot line
         self.max_idle = max_idle
         self.max_uses = max_uses
         self._idle: dict[WorkerKey, list[WorkerProcess]] = {}
         self._all: dict[str, WorkerProcess] = {}
         self._reaping: set[asyncio.Future[int]] = set()
         self._count = 0
-        self.watch = LivenessWatch(self)
+        self.watch = LivenessWatch(self.live_workers)
 
     def live_workers(self) -> list[WorkerProcess]:
         """The workers that are connected and have not exited."""
@@ -333,7 +342,9 @@ class WorkerPool:
         worker.on_exit = self._exited
         try:
             try:
-                await worker.start(self.socket_path, self.secret_text, os.getpid())
+                await worker.start(
+                    self.socket_path, self.secret_text, os.getpid(), self.boot_fields
+                )
             except OSError as exc:
                 if out_of_fds(exc):
                     raise OSError(errno.EMFILE, fd_limit_message(exc)) from exc

@@ -26,6 +26,8 @@ from .._core._lifecycle import ActorServices, Crash, ProcessExit, State
 from .._core._supervision import Supervised
 from .._errors import ActorDiedError, ConnectionLostError, DeathReason
 from .._wire._connection import Connection
+from .._wire._messages import Kill, Stop
+from ._dispatch import spawn_message
 from ._pool import WorkerKey, WorkerPool, WorkerProcess, describe_exit
 from ._proxies import RemoteActor
 
@@ -194,8 +196,7 @@ class ProcessActor(Supervised, RemoteActor):
             self.conn = worker.conn
             assert self.conn is not None
             await self.conn.request(
-                (
-                    "spawn",
+                spawn_message(
                     self.actor_id,
                     self.actor_class,
                     self.args,
@@ -265,7 +266,7 @@ class ProcessActor(Supervised, RemoteActor):
         ended, conn = self._ended, self.conn
         assert ended is not None and conn is not None
         try:
-            error = await conn.request(("stop", self.actor_id))
+            error = await conn.request(Stop(self.actor_id, None))
         except ConnectionLostError:  # the process died under the stop: say how
             error = await self.lost()
         except Exception as exc:
@@ -286,7 +287,7 @@ class ProcessActor(Supervised, RemoteActor):
             worker.kill()  # frozen: it cannot answer a kill request
         elif self._up() and conn is not None and worker is not None:
             try:
-                await asyncio.wait_for(conn.request(("kill", self.actor_id)), KILL_GRACE)
+                await asyncio.wait_for(conn.request(Kill(self.actor_id)), KILL_GRACE)
             except Exception:
                 worker.kill()
         killed = self.died_error(DeathReason.KILLED)

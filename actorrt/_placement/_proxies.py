@@ -8,8 +8,15 @@ process ended), not with a bare connection error. Two kinds:
   actor in it: a crash in the actor, or the death of its process, fails what is pending and
   restarts it (a new instance; a new process if the old one died) while ``max_restarts``
   allows.
-- ``RelayTarget`` lives in a worker process, for an actor hosted anywhere else; its calls go
-  through the owning runtime, which routes them.
+- ``RelayTarget`` stands for an actor in another process, reached over the connection the
+  router chose for its address: in a worker, the owner's (which routes it on); in the owner,
+  the connection of the worker that hosts it (an inline actor of that worker).
+
+``DeadTarget`` stands for a ref whose actor cannot be reached any more (it ended, its worker
+process is gone, or its runtime is): every call fails, saying which.
+
+Everything sent is a typed message of :mod:`actorrt._wire._messages` (``Call``, ``Tell``,
+``Stop``, ``Kill``, ``WaitStopped``).
 """
 
 from __future__ import annotations
@@ -22,11 +29,13 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from .._core._handle import AskHandle, ThreadWait
-from .._errors import ActorDiedError, MailboxFullError, RuntimeClosedError
+from .._errors import ActorDiedError, DeathReason, MailboxFullError, RuntimeClosedError
 from .._wire._connection import DEFAULT_WRITE_LIMITS, Connection, ConnectionLostError
+from .._wire._messages import Call, Kill, Stop, Tell, WaitStopped
+from .._wire._refs import RefAddress
 
 if TYPE_CHECKING:
-    from .._runtime import Runtime
+    from ._services import PlacementServices
 
 logger = logging.getLogger("actorrt")
 
@@ -40,17 +49,23 @@ class WireReply:
     """Where an actor's answer goes when the ask came over a connection.
 
     Has the part of the future interface that mailboxes and ``settle`` use, so an envelope
-    can carry it in place of a future and the answer is written straight to the wire.
+    can carry it in place of a future and the answer is written straight to the wire. It is
+    also the reply's context: its ``str()`` names the result, formatted only when the result
+    cannot be sent.
     """
 
     # __slots__ for speed: one per remote ask.
-    __slots__ = ("_conn", "_context", "_done", "_request_id")
+    __slots__ = ("_cls_name", "_conn", "_done", "_method", "_request_id")
 
-    def __init__(self, conn: Connection, request_id: int, context: str) -> None:
+    def __init__(self, conn: Connection, request_id: int, cls_name: str, method: str) -> None:
         self._conn = conn
         self._request_id = request_id
-        self._context = context
+        self._cls_name = cls_name
+        self._method = method
         self._done = False
+
+    def __str__(self) -> str:
+        return f"the result of {self._cls_name}.{self._method}()"
 
     def done(self) -> bool:
         return self._done
@@ -60,7 +75,7 @@ class WireReply:
 
     def set_result(self, value: Any) -> None:
         self._done = True
-        self._conn.reply(self._request_id, value, context=self._context)
+        self._conn.reply(self._request_id, value, context=self)
 
     def set_exception(self, exc: BaseException) -> None:
         self._done = True
@@ -76,7 +91,7 @@ class RemoteActor:
 
     def __init__(
         self,
-        runtime: Runtime,
+        runtime: PlacementServices,
         actor_id: str,
         cls_name: str,
         methods: frozenset[str] | dict[str, Any],
@@ -148,7 +163,8 @@ class RemoteActor:
             context = self._contexts[method] = f"the arguments of {self.cls_name}.{method}()"
         try:
             # Arguments travel as a list: msgpack packs lists natively, a tuple costs a hook.
-            payload = ("call", self.actor_id, method, list(args), kwargs)
+            # tuple.__new__ builds the message without NamedTuple's Python-level __new__.
+            payload = _new(Call, [self.actor_id, method, list(args), kwargs])
             return conn.request(payload, context=context)
         except ConnectionLostError as exc:
             lost: asyncio.Future[Any] = self.loop.create_future()
@@ -187,7 +203,7 @@ class RemoteActor:
             )
         try:
             conn.notify(
-                ("tell", self.actor_id, method, list(args), kwargs),
+                _new(Tell, (self.actor_id, method, list(args), kwargs)),
                 context=f"the arguments of {self.cls_name}.{method}()",
             )
         except ConnectionLostError as exc:
@@ -209,7 +225,7 @@ class RemoteActor:
         if conn is None:
             raise self.death_error()
         conn.notify(
-            ("tell", self.actor_id, method, list(args), kwargs),
+            _new(Tell, (self.actor_id, method, list(args), kwargs)),
             context=f"the arguments of {self.cls_name}.{method}()",
         )
         return conn.drain()
@@ -230,56 +246,93 @@ class RemoteActor:
 TELL_HIGH_WATER = DEFAULT_WRITE_LIMITS[0]
 
 
+_new = tuple.__new__
+
+
 class RelayTarget(RemoteActor):
-    """In a worker: an actor hosted elsewhere, reached through the owning runtime."""
+    """An actor in another process, reached over ``conn``: in a worker, the owner's
+    connection (the owner routes it on); in the owner, the connection of the worker that
+    hosts it.
+
+    Args:
+        address: where the actor lives (as its ref said).
+        via: what ``conn`` leads to, for the error when it goes away (``"the runtime that
+            owns"``, ``"the worker process that hosts"``).
+    """
 
     def __init__(
         self,
-        runtime: Runtime,
+        runtime: PlacementServices,
         conn: Connection,
+        address: RefAddress,
         actor_id: str,
         cls_name: str,
         methods: frozenset[str],
         name: str | None,
+        via: str = "the runtime that owns",
     ) -> None:
         super().__init__(runtime, actor_id, cls_name, methods, name)
         self.conn = conn
+        self.address = address
+        self._via = via
 
     async def lost(self) -> ActorDiedError:
+        reason = (
+            DeathReason.RUNTIME_SHUT_DOWN
+            if self.address.worker is None or self._via.startswith("the runtime")
+            else DeathReason.PROCESS_DIED
+        )
         return ActorDiedError(
-            f"the runtime that owns {self.describe()} went away",
-            actor=self.describe(),
-            reason="runtime shut down",
+            f"{self._via} {self.describe()} went away", actor=self.describe(), reason=reason
         )
 
     async def stop(self, grace: float | None = None) -> ActorDiedError:
-        assert self.conn is not None
-        result: ActorDiedError = await self.conn.request(("stop", self.actor_id, grace))
-        return result
+        return await self._lifecycle(Stop(self.actor_id, grace))
 
     async def kill(self) -> ActorDiedError:
-        return await self._lifecycle("kill")
+        return await self._lifecycle(Kill(self.actor_id))
 
     async def wait_stopped(self) -> ActorDiedError:
-        return await self._lifecycle("wait_stopped")
+        return await self._lifecycle(WaitStopped(self.actor_id))
 
-    async def _lifecycle(self, op: str) -> ActorDiedError:
+    async def _lifecycle(self, message: Stop | Kill | WaitStopped) -> ActorDiedError:
         assert self.conn is not None
-        result: ActorDiedError = await self.conn.request((op, self.actor_id))
+        try:
+            result: ActorDiedError = await self.conn.request(message)
+        except ConnectionLostError:
+            return await self.lost()
         return result
 
 
 class DeadTarget(RemoteActor):
-    """A ref to an actor this process knows nothing of (it ended): every call fails."""
+    """A ref whose actor cannot be reached any more: every call fails with ``why``.
+
+    Args:
+        address: where the actor lived (as its ref said).
+        why: the end of the sentence "actor X ...": ``"no longer exists"``, ``"belonged to
+            runtime R, which is gone ..."``.
+        reason: the ``DeathReason`` of the errors.
+    """
 
     def __init__(
-        self, runtime: Runtime, actor_id: str, cls_name: str, methods: frozenset[str]
+        self,
+        runtime: PlacementServices,
+        address: RefAddress,
+        actor_id: str,
+        cls_name: str,
+        methods: frozenset[str],
+        name: str | None = None,
+        why: str = "no longer exists",
+        reason: DeathReason = DeathReason.STOPPED,
     ) -> None:
-        super().__init__(runtime, actor_id, cls_name, methods, None)
+        super().__init__(runtime, actor_id, cls_name, methods, name)
+        self.address = address
+        self._why = why
+        self._reason = reason
 
     def death_error(self) -> ActorDiedError:
         return ActorDiedError(
-            f"actor {self.describe()} no longer exists", actor=self.describe(), reason="stopped"
+            f"actor {self.describe()} {self._why}", actor=self.describe(), reason=self._reason
         )
 
     async def stop(self, grace: float | None = None) -> ActorDiedError:

@@ -1,8 +1,29 @@
-"""A runtime's cross-process side: its socket, secret, codec, worker pool and host.
+"""A runtime's cross-process side: its socket, secret, codec, worker pool and dispatch, and
+the routes of its refs.
 
 Made on first need: a runtime that never spawns a worker-process actor opens no socket. In a
 worker process the same object holds the connection to the owning runtime instead of a
 server: the worker's refs to actors elsewhere go through it.
+
+**Refs carry an address.** On the wire a ref is a
+:class:`~actorrt._wire._messages.WireRef`: the :class:`~actorrt._wire._messages.RefAddress`
+of the process that hosts the actor (the owning runtime's id, and the worker's id or ``None``
+for the owner's own process), the actor's id, class name, methods and name. A process actor
+is addressed to its owner, which supervises it and routes to whichever worker runs it now;
+an actor of a worker (the actor placed there, or an inline actor it started) to that worker.
+Decoding resolves the address (:meth:`Workers.decode_ref`):
+
+- an actor of this process: its cell or proxy;
+- in a worker, any other actor of the same runtime: a relay over the owner's connection (the
+  owner routes it on);
+- in the owner, an actor of one of its workers that it does not know itself (an inline actor
+  there): a relay over that worker's connection, which the owner also uses to route calls
+  other workers make to it (:meth:`Workers.resolve`);
+- an actor of this process or of a worker that has ended, or of another runtime: a
+  :class:`~actorrt._placement._proxies.DeadTarget` whose calls say so (for another runtime:
+  that its runtime is gone).
+
+Cluster mode will add direct connections between workers; the address is what they need.
 """
 
 from __future__ import annotations
@@ -10,28 +31,40 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-from typing import TYPE_CHECKING, Any
-
-import msgpack
+from typing import TYPE_CHECKING, Any, cast
 
 from .._core._cell import ActorCell
 from .._core._context import current_cell
 from .._core._ref import ActorRef
 from .._core._threads import ActorThread, ThreadPoolRunner
 from .._core._waits import bounded_by_awaiter
-from .._errors import ActorDiedError
+from .._errors import ActorDiedError, DeathReason
 from .._wire import _auth
 from .._wire._codec import Codec
 from .._wire._connection import Connection
+from .._wire._dispatcher import Dispatcher
+from .._wire._messages import (
+    Died,
+    GetActor,
+    Restarted,
+    SpawnCancel,
+    SpawnProcess,
+    WaitEdge,
+)
+from .._wire._refs import RefAddress, WireRef
+from .._wire._refs import decode_ref as decode_wire_ref
+from .._wire._refs import encode_ref as encode_wire_ref
 from .._wire._transport import WireServer, make_private_dir, serve_unix
 from ._dispatch import Host
 from ._pool import THREAD_VARIABLES, WorkerKey, WorkerPool
 from ._process_actor import ProcessActor
-from ._proxies import DeadTarget, RelayTarget
+from ._proxies import DeadTarget, RelayTarget, RemoteActor
 
 if TYPE_CHECKING:
+    from collections.abc import Hashable
+
     from .._core._actor import ActorClass
-    from .._runtime import Runtime
+    from ._services import PlacementServices
 
 NOSET_CUDA = "ACTORRT_NOSET_CUDA_VISIBLE_DEVICES"
 
@@ -39,14 +72,16 @@ NOSET_CUDA = "ACTORRT_NOSET_CUDA_VISIBLE_DEVICES"
 class Workers:
     """Everything one runtime needs to own worker processes, or to be one."""
 
-    def __init__(self, runtime: Runtime, worker_env: dict[str, str]) -> None:
+    def __init__(self, runtime: PlacementServices, worker_env: dict[str, str]) -> None:
         self.runtime = runtime
         self.worker_env = worker_env
-        self.host = Host(runtime)
+        self.host = Host(runtime, self)
         self.codec = Codec(
-            ref_types=(ActorRef,), encode_ref=self._encode_ref, decode_ref=self._decode_ref
+            ref_types=(ActorRef,), encode_ref=self.encode_ref, decode_ref=self.decode_ref
         )
         self.head: Connection | None = None  # in a worker: the owning runtime
+        # Where this process's own actors live (in a worker: set by attach_owner).
+        self.address = RefAddress(runtime.runtime_id, None)
         self._relays: dict[str, RelayTarget] = {}
         self._spawns = 0
         self._idle_threads: list[ActorThread] = []
@@ -70,8 +105,22 @@ class Workers:
         self._dir = make_private_dir()
         secret = _auth.new_secret()
         path = os.path.join(self._dir, "rt.sock")
-        self._server = await serve_unix(path, self.host.handle, secret, codec=self.codec)
-        self._pool = WorkerPool(path, _auth.secret_to_text(secret))
+        self._server = await serve_unix(path, self.dispatcher, secret, codec=self.codec)
+        self._pool = WorkerPool(path, _auth.secret_to_text(secret), self._boot_fields())
+
+    def _boot_fields(self) -> dict[str, str]:
+        """What a new worker is told besides the socket: its owner's runtime id (its refs'
+        addresses), and the runtime class to run (its owner's own, by import path)."""
+        cls = type(self.runtime)
+        return {
+            "owner_runtime": self.runtime.runtime_id,
+            "runtime_class": f"{cls.__module__}:{cls.__qualname__}",
+        }
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        """The handler of this runtime's connections (worker socket, or owner connection)."""
+        return self.host.dispatcher
 
     def started_pool(self) -> WorkerPool:
         assert self._pool is not None
@@ -105,7 +154,8 @@ class Workers:
         cpus: float,
     ) -> ProcessActor:
         key = self.worker_key(actor_class, gpus, cpus)
-        return ProcessActor(self.runtime, actor_class, args, kwargs, parent, actor_id, key)
+        runtime = cast(Any, self.runtime)  # process actors still type their runtime concretely
+        return ProcessActor(runtime, actor_class, args, kwargs, parent, actor_id, key)
 
     async def close(self) -> None:
         await self.host.close()
@@ -135,7 +185,8 @@ class Workers:
         total = actor_class.actor_options.max_restarts
         left = -1 if total < 0 else max(total - restart_count, 0)
         hosted = actor_class.options(max_restarts=left)
-        cell = ActorCell(self.runtime, hosted, args, kwargs, None, actor_id)
+        runtime = cast(Any, self.runtime)  # cells still type their runtime concretely
+        cell = ActorCell(runtime, hosted, args, kwargs, None, actor_id)
         cell.max_restarts = total
         cell.restart_count = restart_count
         cell.on_restart = self._notify_restarted
@@ -157,26 +208,28 @@ class Workers:
             executor.close()
         self._notify_died(cell, error)
 
-    def attach_owner(self, conn: Connection) -> None:
-        """In a worker: from now on the owning runtime is reached through ``conn``."""
+    def attach_owner(self, conn: Connection, address: RefAddress) -> None:
+        """In a worker: from now on the owning runtime is reached through ``conn``, and this
+        process's actors live at ``address`` (the owner's runtime id, this worker's id)."""
         self.head = conn
+        self.address = address
         self.runtime.waits.listener = self._notify_wait
 
-    def _notify_wait(self, waiter: Any, target: Any, added: bool) -> None:
+    def _notify_wait(self, waiter: Hashable, target: Hashable, added: bool) -> None:
         if self.head is not None and not self.head.is_closing():
-            cell = self.runtime.lookup(waiter)
+            cell = self.runtime.lookup(str(waiter))
             serial = cell is None or getattr(cell, "max_concurrency", 1) == 1
-            self.head.notify(("wait_edge", waiter, target, added, serial))
+            self.head.notify(WaitEdge(str(waiter), str(target), added, serial))
 
     def _notify_restarted(self, cell: ActorCell) -> None:
         if self.head is not None and not self.head.is_closing():
-            self.head.notify(("restarted", cell.actor_id))
+            self.head.notify(Restarted(cell.actor_id))
 
     def _notify_died(self, cell: ActorCell, error: ActorDiedError) -> None:
         if cell.requested_end:
             return  # the owner asked for this end and hears of it in the reply
         if self.head is not None and not self.head.is_closing():
-            self.head.notify(("died", cell.actor_id, error))
+            self.head.notify(Died(cell.actor_id, error))
 
     async def spawn_via_owner(
         self, actor_class: ActorClass[Any], args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -194,7 +247,7 @@ class Workers:
         self._spawns += 1
         token = f"{self.runtime.runtime_id}-s{self._spawns}"
         reply = self.head.request(
-            ("spawn_process", actor_class, args, kwargs, chain, bounded, token),
+            SpawnProcess(actor_class, list(args), kwargs, chain, bounded, token),
             context=f"the class and constructor arguments of {actor_class.__name__}",
         )
         try:
@@ -202,35 +255,81 @@ class Workers:
         except asyncio.CancelledError:
             # Given up here (a timeout, a cancelled task): withdraw it there too.
             if not self.head.is_closing():
-                self.head.notify(("spawn_cancel", token))
+                self.head.notify(SpawnCancel(token))
             raise
         return ref
 
     async def get_actor_via_owner(self, name: str) -> ActorRef[Any]:
         assert self.head is not None
-        ref: ActorRef[Any] = await self.head.request(("get_actor", name))
+        ref: ActorRef[Any] = await self.head.request(GetActor(name))
         return ref
 
     # ------------------------------------------------------------------- refs
 
-    def _encode_ref(self, ref: ActorRef[Any]) -> bytes:
-        target = ref._cell
-        packed: bytes = msgpack.packb(
-            (target.actor_id, target.cls_name, sorted(target.methods), target.name)
-        )
-        return packed
-
-    def _decode_ref(self, data: bytes) -> ActorRef[Any]:
-        actor_id, cls_name, methods, name = msgpack.unpackb(data)
+    def resolve(self, actor_id: str) -> Any:
+        """The target of a message to ``actor_id``: an actor of this process, or the relay
+        on the connection that reaches it; ``None`` if neither is known here."""
         target = self.runtime.lookup(actor_id)
         if target is None:
-            if self.head is not None:
-                target = self._relays.get(actor_id)
-                if target is None:
-                    target = RelayTarget(
-                        self.runtime, self.head, actor_id, cls_name, frozenset(methods), name
-                    )
-                    self._relays[actor_id] = target
-            else:
-                target = DeadTarget(self.runtime, actor_id, cls_name, frozenset(methods))
-        return ActorRef(target)
+            target = self._relays.get(actor_id)
+        return target
+
+    def encode_ref(self, ref: ActorRef[Any]) -> bytes:
+        """The codec's hook: a ref's wire form, with the address of its actor."""
+        target = ref._cell
+        address = target.address if isinstance(target, (RelayTarget, DeadTarget)) else (
+            self.address  # an actor of this process (or, in the owner, a process actor)
+        )
+        methods = sorted(target.methods)
+        return encode_wire_ref(
+            WireRef(address, target.actor_id, target.cls_name, methods, target.name)
+        )
+
+    def decode_ref(self, data: bytes) -> ActorRef[Any]:
+        """The codec's hook: resolve a ref's address to a target here (module docstring)."""
+        return ActorRef(self._target_of(decode_wire_ref(data)))
+
+    def _target_of(self, wire: WireRef) -> Any:
+        address, actor_id = wire.address, wire.actor_id
+        methods = frozenset(wire.methods)
+        if address.runtime != self.address.runtime:
+            return DeadTarget(
+                self.runtime, address, actor_id, wire.cls_name, methods, wire.name,
+                why=f"belonged to runtime {address.runtime}, which is gone (this process runs "
+                f"under runtime {self.address.runtime}); refs do not outlive their runtime",
+                reason=DeathReason.RUNTIME_SHUT_DOWN,
+            )
+        target = self.resolve(actor_id)
+        if target is not None:
+            return target
+        if address == self.address:
+            return self._dead(wire, methods)  # ours, and it has ended
+        conn, via = self._route(address)
+        if conn is None:
+            return self._dead(wire, methods, via)
+        relay = RelayTarget(
+            self.runtime, conn, address, actor_id, wire.cls_name, methods, wire.name, via
+        )
+        self._relays[actor_id] = relay
+        return relay
+
+    def _route(self, address: RefAddress) -> tuple[Connection | None, str]:
+        """The connection that reaches ``address`` from here (``None``: nothing does), and
+        what it leads to, for error messages."""
+        if self.head is not None:
+            return self.head, "the runtime that owns"  # the owner routes it on
+        worker = self._pool.worker(address.worker) if self._pool and address.worker else None
+        conn = worker.conn if worker is not None and worker.alive else None
+        if conn is None or conn.is_closing():
+            return None, f"the worker process {address.worker} that hosted"
+        return conn, "the worker process that hosts"
+
+    def _dead(self, wire: WireRef, methods: frozenset[str], via: str | None = None) -> RemoteActor:
+        if via is None:
+            why, reason = "no longer exists", DeathReason.STOPPED
+        else:
+            why, reason = f"cannot be reached: {via} it has exited", DeathReason.PROCESS_DIED
+        return DeadTarget(
+            self.runtime, wire.address, wire.actor_id, wire.cls_name, methods, wire.name,
+            why=why, reason=reason,
+        )

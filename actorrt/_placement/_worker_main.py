@@ -1,8 +1,13 @@
 """The worker process, started by a runtime's pool (see :data:`actorrt._placement._pool.BOOTSTRAP`).
 
 It reads one JSON line from stdin (the socket path, the secret, the owner's pid, its own id,
-the owner's ``sys.path``), connects back, and hosts actors until the owner closes the
-connection. Nothing it runs may outlive the owner:
+the owner's ``sys.path``, the owner's runtime id and the import path of the owner's runtime
+class), connects back, and hosts actors until the owner closes the connection. The runtime
+class arrives by name because this layer sits below the runtime and never imports it: the
+worker runs what its owner runs (``actorrt._runtime:Runtime``), built through the
+:class:`~actorrt._placement._services.WorkerRuntimeFactory` protocol.
+
+Nothing it runs may outlive the owner:
 
 - the worker itself dies with its owner through ``PR_SET_PDEATHSIG``, set before any import;
 - everything it starts (subprocesses, DataLoader workers) shares its process group, which a
@@ -19,6 +24,7 @@ its owner does not mistake the failure for a kill.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import select
@@ -28,13 +34,16 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from typing import cast
 
 import uvloop
 
-from .._runtime import Runtime
 from .._wire import _auth
+from .._wire._messages import Hello
+from .._wire._refs import RefAddress
 from .._wire._transport import connect_unix
 from ._pool import START_FAILED
+from ._services import WorkerRuntimeFactory
 
 
 def remove_socket(path: str) -> None:
@@ -106,17 +115,29 @@ def watch_owner(owner_pid: int, socket_path: str) -> tuple[Callable[[float | Non
     return owner_gone, watcher
 
 
+def runtime_class(path: str) -> WorkerRuntimeFactory:
+    """The runtime class named ``module:qualname`` (the owner's own)."""
+    module, _, name = path.partition(":")
+    target: object = importlib.import_module(module)
+    for part in name.split("."):
+        target = getattr(target, part)
+    if not callable(target):
+        raise TypeError(f"the runtime class {path!r} of the boot line is not callable")
+    return cast(WorkerRuntimeFactory, target)
+
+
 async def serve(boot: dict[str, object], connected: list[bool]) -> None:
-    runtime = Runtime(shutdown_timeout=5.0)
+    runtime = runtime_class(str(boot["runtime_class"]))(shutdown_timeout=5.0)
     runtime.serve_as_worker()  # its owner grants, reserves and names for it
     async with runtime:
         workers = runtime.workers
         secret = _auth.secret_from_text(str(boot["secret"]))
         conn = await connect_unix(
-            str(boot["socket"]), secret, workers.host.handle, codec=workers.codec
+            str(boot["socket"]), secret, workers.dispatcher, codec=workers.codec
         )
-        workers.attach_owner(conn)
-        await conn.request(("hello", boot["worker_id"], os.getpid()))
+        worker_id = str(boot["worker_id"])
+        workers.attach_owner(conn, RefAddress(str(boot["owner_runtime"]), worker_id))
+        await conn.request(Hello(worker_id, os.getpid()))
         connected.append(True)
         await conn.wait_closed()
 

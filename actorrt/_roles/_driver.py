@@ -9,14 +9,17 @@ placement groups and their wait edges arrive over their connections.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._control._server import StatusServer
+from .._control._status import snapshot
 from .._core._context import PlacementInfo
 from .._core._ref import ActorRef
 from .._errors import ActorNotFoundError, DeathReason
 from .._placement._scheduler import DRIVER, Scheduler
+from .._wire._messages import AskDeadlock
 from ..resources import NodeInventory, PendingRequest, Resources, parse_bundles
 from ._granting import GrantedSpawns
 from ._role import RuntimeHost, within_spawn_timeout
@@ -62,7 +65,9 @@ class DriverRole:
         self.host.waits.listener = self.scheduler.blocked_on_holder
         if self._discoverable:
             try:
-                self._status_server = await StatusServer.start(self.host)  # type: ignore[arg-type]
+                self._status_server = await StatusServer.start(
+                    self.host.runtime_id, functools.partial(snapshot, self.host)  # type: ignore[arg-type]
+                )
             except BaseException:  # cancelled while opening: this runtime never ran
                 self.scheduler.close()
                 raise
@@ -253,5 +258,5 @@ class DriverRole:
             return
         known = self._edge_conns.get(waiter)
         if known is not None and not known[0].is_closing():
-            known[0].notify(("ask_deadlock", waiter, target, error))
+            known[0].notify(AskDeadlock(waiter, target, error))
 

@@ -17,6 +17,7 @@ from .._core._ref import ActorRef
 from .._core._waits import bounded_by_awaiter
 from .._placement._scheduler import DRIVER
 from .._wire._connection import Connection
+from .._wire._messages import GroupReady, GroupRemove, ReserveGroup
 from ..resources import Resources
 from ._role import OwnerSide, ResourceViews, RuntimeHost
 
@@ -109,7 +110,7 @@ class WorkerRole:
         owner = cell.actor_id if cell is not None else None
         group_id = f"{self.host.runtime_id}-g{next(self._ids)}"
         specs = [bundle.to_dict() for bundle in bundles]
-        accepted = self._head.request(("reserve_group", group_id, specs, strategy, owner))
+        accepted = self._head.request(ReserveGroup(group_id, specs, strategy, owner))
         return group_id, accepted, owner or DRIVER
 
     async def ready(
@@ -118,15 +119,15 @@ class WorkerRole:
         await accepted  # accepted by the owner (or infeasible: raised here)
         if requester is not None and bounded_by_awaiter():
             requester = None  # a wait bounded by asyncio.wait_for ends by itself: no edge
-        await self._head.request(("group_ready", group_id, requester))
+        await self._head.request(GroupReady(group_id, requester))
 
     def withdraw(self, group_id: str) -> None:
         head = self.host.workers.head
         if head is not None and not head.is_closing():
-            head.notify(("group_remove", group_id))
+            head.notify(GroupRemove(group_id))
 
     async def remove(self, group_id: str) -> None:
-        await self._head.request(("group_remove", group_id))
+        await self._head.request(GroupRemove(group_id))
 
     def describe(self, group_id: str, bundle_index: int | None) -> PlacementInfo | None:
         return None  # an actor here learns of its group from the owner, at its start

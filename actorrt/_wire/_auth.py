@@ -6,13 +6,21 @@ challenge-response before a single frame is decoded, so nothing is ever unpickle
 that has not proven it knows the secret, and a worker never unpickles from a server that has not
 proven it either:
 
-1. server -> client, :data:`HELLO_LEN` bytes: :data:`MAGIC` (protocol name and version), then
-   a fresh 32-byte server nonce.
-2. client -> server, :data:`RESPONSE_LEN` bytes: a fresh 32-byte client nonce, then
+1. server -> client, :data:`HELLO_LEN` bytes: :data:`MAGIC` (the protocol's name, ``actorrt``,
+   and one byte: the server's :data:`~actorrt._wire._messages.PROTOCOL_VERSION`), then a fresh
+   32-byte server nonce.
+2. client -> server, :data:`RESPONSE_LEN` bytes: the client's own magic (name and version),
+   a fresh 32-byte client nonce, then
    ``HMAC(secret, b"actorrt client" + server_nonce + client_nonce)``.
 3. server -> client, :data:`PROOF_LEN` bytes:
    ``HMAC(secret, b"actorrt server" + client_nonce + server_nonce)``. A server that rejects the
    client closes the connection instead of answering.
+
+Each end checks the other's version before anything else: a peer that states another
+version is refused with :class:`~actorrt.ProtocolVersionError` naming both versions (the
+client raises it on the server's hello; the server on the client's response, and closes),
+before a single frame is read, let alone unpickled. Bytes that do not start with ``actorrt``
+are no actorrt peer at all: :class:`AuthenticationError`.
 
 MACs are compared with :func:`hmac.compare_digest` (constant time). The secret itself never
 crosses the socket, so a process that merely guessed the socket path learns nothing from a
@@ -28,6 +36,8 @@ import secrets
 from typing import Final, TypeAlias
 
 from .._errors import AuthenticationError as AuthenticationError
+from .._errors import ProtocolVersionError
+from ._messages import PROTOCOL_VERSION
 
 __all__ = [
     "HELLO_LEN",
@@ -38,6 +48,7 @@ __all__ = [
     "Handshake",
     "check_client",
     "check_server",
+    "check_version",
     "client_response",
     "new_secret",
     "secret_from_text",
@@ -48,9 +59,10 @@ __all__ = [
 SECRET_LEN: Final = 32
 NONCE_LEN: Final = 32
 MAC_LEN: Final = 32
-MAGIC: Final = b"actorrt\x01"  # protocol name and version: a mismatch fails the handshake
+NAME: Final = b"actorrt"  # the protocol's name, at the start of both ends' first message
+MAGIC: Final = NAME + bytes([PROTOCOL_VERSION])  # name and version
 HELLO_LEN: Final = len(MAGIC) + NONCE_LEN
-RESPONSE_LEN: Final = NONCE_LEN + MAC_LEN
+RESPONSE_LEN: Final = len(MAGIC) + NONCE_LEN + MAC_LEN
 PROOF_LEN: Final = MAC_LEN
 
 _CLIENT_LABEL: Final = b"actorrt client"
@@ -85,40 +97,77 @@ def _mac(secret: bytes, label: bytes, first: bytes, second: bytes) -> bytes:
     return hmac.digest(secret, label + first + second, "sha256")
 
 
-def server_hello() -> tuple[bytes, bytes]:
+def _magic(version: int) -> bytes:
+    return NAME + bytes([version])
+
+
+def check_version(magic: _Bytes, peer: str) -> None:
+    """Check the name and version a peer stated (the first :data:`MAGIC` bytes it sent).
+
+    Args:
+        magic: the bytes the peer sent where its magic belongs.
+        peer: who the peer is, for the message (``"the server"``, ``"the client"``).
+
+    Raises:
+        AuthenticationError: the bytes are not an actorrt magic at all.
+        ProtocolVersionError: the peer speaks another protocol version; the message names
+            both versions.
+    """
+    magic = bytes(magic[: len(MAGIC)])
+    if magic[: len(NAME)] != NAME or len(magic) != len(MAGIC):
+        raise AuthenticationError(
+            f"{peer} is not an actorrt peer (expected its first bytes to be {NAME!r} and a "
+            f"version, got {magic!r})"
+        )
+    version = magic[-1]
+    if version != PROTOCOL_VERSION:
+        raise ProtocolVersionError(
+            f"{peer} speaks actorrt wire protocol version {version}, this end version "
+            f"{PROTOCOL_VERSION}: both ends must run the same actorrt release (upgrade or "
+            "downgrade one of them; worker processes import actorrt from where their runtime "
+            "did, so a mismatch there means the installed package changed under a running "
+            "program)"
+        )
+
+
+def server_hello(version: int = PROTOCOL_VERSION) -> tuple[bytes, bytes]:
     """Start a handshake on the server side.
+
+    Args:
+        version: the protocol version to state (another one only to test a mismatch).
 
     Returns:
         ``(message, server_nonce)``: the hello to send and the nonce to keep for
         :func:`check_client`.
     """
     nonce = os.urandom(NONCE_LEN)
-    return MAGIC + nonce, nonce
+    return _magic(version) + nonce, nonce
 
 
-def client_response(secret: bytes, hello: _Bytes) -> tuple[bytes, bytes]:
+def client_response(
+    secret: bytes, hello: _Bytes, version: int = PROTOCOL_VERSION
+) -> tuple[bytes, bytes]:
     """Answer a server's hello.
 
     Args:
         secret: the runtime's secret.
         hello: the :data:`HELLO_LEN` bytes the server sent.
+        version: the protocol version to state (another one only to test a mismatch).
 
     Returns:
         ``(message, expected_proof)``: the response to send and the proof the server must send
         back (for :func:`check_server`).
 
     Raises:
-        AuthenticationError: the hello is not from an actorrt server of this version.
+        AuthenticationError: the hello is not from an actorrt server.
+        ProtocolVersionError: the server speaks another protocol version.
     """
-    if hello[: len(MAGIC)] != MAGIC:
-        raise AuthenticationError(
-            "the socket's server is not an actorrt runtime of this version "
-            f"(expected hello {MAGIC!r}, got {bytes(hello[: len(MAGIC)])!r})"
-        )
+    check_version(hello, "the server")
     server_nonce = bytes(hello[len(MAGIC) : HELLO_LEN])
     client_nonce = os.urandom(NONCE_LEN)
     mac = _mac(secret, _CLIENT_LABEL, server_nonce, client_nonce)
-    return client_nonce + mac, _mac(secret, _SERVER_LABEL, client_nonce, server_nonce)
+    response = _magic(version) + client_nonce + mac
+    return response, _mac(secret, _SERVER_LABEL, client_nonce, server_nonce)
 
 
 def check_client(secret: bytes, server_nonce: bytes, response: _Bytes) -> bytes:
@@ -134,10 +183,13 @@ def check_client(secret: bytes, server_nonce: bytes, response: _Bytes) -> bytes:
 
     Raises:
         AuthenticationError: the client does not know the secret.
+        ProtocolVersionError: the client speaks another protocol version.
     """
-    client_nonce = bytes(response[:NONCE_LEN])
+    check_version(response, "the client")
+    client_nonce = bytes(response[len(MAGIC) : len(MAGIC) + NONCE_LEN])
     expected = _mac(secret, _CLIENT_LABEL, server_nonce, client_nonce)
-    if not hmac.compare_digest(expected, bytes(response[NONCE_LEN:RESPONSE_LEN])):
+    mac = bytes(response[len(MAGIC) + NONCE_LEN : RESPONSE_LEN])
+    if not hmac.compare_digest(expected, mac):
         raise AuthenticationError("the client failed authentication (wrong runtime secret)")
     return _mac(secret, _SERVER_LABEL, client_nonce, server_nonce)
 
@@ -191,8 +243,11 @@ class Handshake:
 
         Raises:
             AuthenticationError: the peer failed the handshake.
+            ProtocolVersionError: the peer speaks another protocol version.
         """
         if self._server:
+            if len(data) >= len(MAGIC):
+                check_version(data, "the client")  # at once: an older client sends less
             if len(data) < RESPONSE_LEN:
                 return 0, b""
             self.started = True

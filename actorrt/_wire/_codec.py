@@ -24,6 +24,9 @@ native msgpack. Everything else is a msgpack extension type (codes in :data:`EXT
   pickle is not allowed on this codec) it builds a :class:`RemoteError` from the name and the
   message. Either way the remote traceback text is attached as a note (``__notes__``) and as a
   ``remote_traceback`` attribute where the exception accepts attributes.
+* **typed messages** (the classes of :mod:`actorrt._wire._messages`) at the top level are
+  arrays ``[tag, *fields]`` flagged :data:`FLAG_MESSAGE`, decoded back into their class;
+  their fields are values like any other.
 * **actor references** go through the ``encode_ref``/``decode_ref`` hooks given to the codec,
   for instances of ``ref_types``; the hooks also apply to refs nested inside pickled objects
   (pickle's persistent ids).
@@ -64,10 +67,12 @@ from msgpack import ExtType
 
 from .._errors import PickleRefusedError as PickleRefusedError
 from .._errors import RemoteError
+from ._messages import from_wire, tag_of
 
 __all__ = [
     "EXT_CODES",
     "FLAG_BUFFERS",
+    "FLAG_MESSAGE",
     "FLAG_TOP_TUPLE",
     "FLAG_TUPLES",
     "Codec",
@@ -95,7 +100,8 @@ EXT_CODES: Final = {
 FLAG_TUPLES: Final = 0x10  # the body holds marked arrays: decode with the list hook
 FLAG_BUFFERS: Final = 0x20  # out-of-band buffers follow the body
 FLAG_TOP_TUPLE: Final = 0x40  # the value is a tuple, sent as a plain array
-FLAG_MASK: Final = FLAG_TUPLES | FLAG_BUFFERS | FLAG_TOP_TUPLE
+FLAG_MESSAGE: Final = 0x80  # the value is a typed message: an array [tag, *fields]
+FLAG_MASK: Final = FLAG_TUPLES | FLAG_BUFFERS | FLAG_TOP_TUPLE | FLAG_MESSAGE
 
 #: Buffers at least this large travel out of band.
 DEFAULT_BUFFER_THRESHOLD: Final = 64 * 1024
@@ -213,12 +219,13 @@ class Codec:
 
     # -- encoding -------------------------------------------------------------------------
 
-    def pack(self, obj: object, context: str = "value") -> tuple[int, bytes, list[Any]]:
+    def pack(self, obj: object, context: object = "value") -> tuple[int, bytes, list[Any]]:
         """Encode ``obj`` into its parts.
 
         Args:
             obj: the value to encode.
-            context: what the value is, for the error message (``"argument 2 of W.train"``).
+            context: what the value is, for the error message (``"argument 2 of W.train"``);
+                any object whose ``str()`` says so, taken only when the value cannot be sent.
 
         Returns:
             ``(flags, head, buffers)``: the flag bits (:data:`FLAG_TUPLES`,
@@ -238,10 +245,15 @@ class Codec:
                 decode_ref=self._decode_ref,
                 buffer_threshold=self._buffer_threshold,
             ).pack(obj, context)
-        if type(obj) is tuple:
+        cls = type(obj)
+        if cls is tuple:
             # The top level needs no marker: a flag says "tuple", and the body is a plain array.
-            top: object = list(obj)
+            top: object = list(obj)  # type: ignore[call-overload]  # cls is tuple
             self._flags = FLAG_TOP_TUPLE
+        elif (tag := tag_of(cls)) is not None:
+            # A typed message (actorrt._wire._messages): its tag, then its fields, flagged.
+            top = [tag, *obj]  # type: ignore[misc]
+            self._flags = FLAG_MESSAGE
         else:
             top = obj
             self._flags = 0
@@ -262,7 +274,7 @@ class Codec:
         self._buffers_out, self._nbytes_out = [], 0
         return self._flags | FLAG_BUFFERS, _U64.pack(len(body)) + body, buffers
 
-    def encode(self, obj: object, context: str = "value") -> bytes:
+    def encode(self, obj: object, context: object = "value") -> bytes:
         """Encode ``obj`` as one self-describing payload (flag byte, then :meth:`pack`'s parts).
 
         Args:
@@ -278,7 +290,7 @@ class Codec:
         flags, head, buffers = self.pack(obj, context)
         return b"".join([bytes((flags,)), head, *buffers])
 
-    def _pack_failed(self, obj: object, exc: Exception, context: str) -> Exception:
+    def _pack_failed(self, obj: object, exc: Exception, context: object) -> Exception:
         """The error to raise when packing failed: a TypeError naming the culprit and context."""
         self._buffers_out, self._nbytes_out = [], 0
         if isinstance(exc, _Unsendable):
@@ -397,7 +409,8 @@ class Codec:
 
         Raises:
             PickleRefusedError: a pickled value arrived and ``allow_pickle`` is false.
-            ValueError: the payload is malformed.
+            ValueError: the payload is malformed (a malformed message:
+                :class:`~actorrt._wire._messages.MalformedMessage`).
         """
         if flags & FLAG_BUFFERS:
             return self._unpack_with_buffers(flags, data, owned)
@@ -407,6 +420,8 @@ class Codec:
             )
         else:
             value = _unpackb(data, ext_hook=self._ext_hook, strict_map_key=False)
+        if flags & FLAG_MESSAGE:
+            return from_wire(value)
         if flags & FLAG_TOP_TUPLE:
             return tuple(value)
         return value

@@ -32,8 +32,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any, Final, cast
+from typing import Any, Final, Protocol, cast
 
+from .._errors import ProtocolVersionError
 from . import _auth
 from ._codec import Codec
 from ._frames import AFTER_LENGTH, HEADER, HEADER_LEN, KIND_MASK, MIN_LENGTH
@@ -43,7 +44,6 @@ from ._frames import REPLY as REPLY
 from ._frames import REQUEST as REQUEST
 from ._frames import ConnectionLostError as ConnectionLostError
 from ._frames import FrameTooLargeError as FrameTooLargeError
-from ._frames import Handler as Handler
 
 __all__ = [
     "DEFAULT_HANDSHAKE_TIMEOUT",
@@ -75,6 +75,26 @@ _BIG_FRAME: Final = 1 << 16  # frames above this get a buffer of their own (zero
 _JOIN_LIMIT: Final = 1 << 20  # queued writes above this are not joined into one bytes
 _EAGER_FLUSH: Final = 1 << 12  # a burst is written at least every 4 KiB (see _send)
 
+class Handler(Protocol):
+    """What a connection calls with each incoming request or notification.
+
+    It runs on the event loop, inside the protocol callback, in the order the peer sent the
+    messages; it must not block. For a request (``request_id`` is an ``int``) it must arrange
+    exactly one :meth:`Connection.reply` or :meth:`Connection.reply_error`, now or later (from
+    a task it owns); until then the request counts against the incoming watermark. For a
+    notification ``request_id`` is ``None``. If it raises, the exception goes back to the
+    requester as the reply (for a notification it is logged). The runtime's handlers are
+    :class:`~actorrt._wire._dispatcher.Dispatcher` tables of typed messages.
+    """
+
+    def __call__(self, conn: Connection, request_id: int | None, payload: Any) -> None: ...
+
+
+# What a Dispatcher exposes so that the connection hands a typed message straight to its
+# route (one call less per message); anything not in them goes to the handler itself.
+_Routes = dict[type[Any], Callable[..., None]]
+_NO_ROUTES: Final[_Routes] = {}
+
 _HANDSHAKE: Final = 0
 _OPEN: Final = 3
 _CLOSING: Final = 4
@@ -104,11 +124,13 @@ class Connection(asyncio.BufferedProtocol):
         "_big",
         "_big_done",
         "_big_filled",
+        "_call_soon",
         "_close_error",
         "_close_reason",
         "_closed",
         "_codec",
         "_drain_waiters",
+        "_flush_at_tick_end",
         "_flush_scheduled",
         "_halted",
         "_handler",
@@ -120,6 +142,7 @@ class Connection(asyncio.BufferedProtocol):
         "_loop",
         "_max_frame",
         "_next_id",
+        "_notification_routes",
         "_on_close",
         "_on_open",
         "_own_codec",
@@ -129,6 +152,7 @@ class Connection(asyncio.BufferedProtocol):
         "_rbuf",
         "_read_paused",
         "_rend",
+        "_request_routes",
         "_rstart",
         "_rview",
         "_state",
@@ -160,6 +184,10 @@ class Connection(asyncio.BufferedProtocol):
             )
         self._loop = asyncio.get_running_loop()
         self._handler: Handler = _refuse if handler is None else handler
+        routes: _Routes | None = getattr(handler, "request_routes", None)
+        self._request_routes = _NO_ROUTES if routes is None else routes
+        routes = getattr(handler, "notification_routes", None)
+        self._notification_routes = _NO_ROUTES if routes is None else routes
         self._handshake = _auth.Handshake(secret, server)
         self._own_codec = codec is None
         self._codec = Codec(allow_pickle=False) if codec is None else codec
@@ -180,6 +208,9 @@ class Connection(asyncio.BufferedProtocol):
         self._wbuf: list[Any] = []
         self._wsize = 0
         self._flush_scheduled = False
+        # Bound once: every loop tick that sends schedules this (speed).
+        self._call_soon = self._loop.call_soon
+        self._flush_at_tick_end = self._flush
         self._write_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
         self._rbuf = bytearray(_READ_BUFFER)
@@ -202,12 +233,13 @@ class Connection(asyncio.BufferedProtocol):
 
     # -- sending ------------------------------------------------------------------------
 
-    def request(self, payload: object, *, context: str = "request") -> asyncio.Future[Any]:
+    def request(self, payload: object, *, context: object = "request") -> asyncio.Future[Any]:
         """Send a request now and return a future for its reply.
 
         Args:
             payload: the request; anything the codec can send.
-            context: what the payload is, for the error message if it cannot be sent.
+            context: what the payload is, for the error message if it cannot be sent (any
+                object whose ``str()`` says so: it is formatted only then).
 
         Returns:
             A future that gets the peer's reply, or its exception, or a
@@ -226,11 +258,11 @@ class Connection(asyncio.BufferedProtocol):
         self._pending[request_id] = future
         return future
 
-    def notify(self, payload: object, *, context: str = "notification") -> None:
+    def notify(self, payload: object, *, context: object = "notification") -> None:
         """Send a message that gets no reply. Raises as :meth:`request` does."""
         self._send(NOTIFY, 0, payload, context)
 
-    def reply(self, request_id: int, value: object, *, context: str = "reply") -> None:
+    def reply(self, request_id: int, value: object, *, context: object = "reply") -> None:
         """Answer an incoming request with a value.
 
         If the value cannot be sent, the requester gets the :class:`TypeError` instead. A reply
@@ -260,7 +292,7 @@ class Connection(asyncio.BufferedProtocol):
         except (TypeError, FrameTooLargeError):  # a huge message or an unencodable str()
             self._send(ERROR, request_id, RuntimeError(repr(exc)[:10000]), "exception")
 
-    def _send(self, kind: int, request_id: int, payload: object, context: str) -> None:
+    def _send(self, kind: int, request_id: int, payload: object, context: object) -> None:
         if self._state is not _OPEN:
             raise self._unusable()
         flags, head, buffers = self._codec.pack(payload, context)
@@ -276,14 +308,14 @@ class Connection(asyncio.BufferedProtocol):
             # The first frame of this tick leaves at once, so a lone message costs no extra
             # loop iteration; what follows in the same tick waits for the tick-end flush.
             self._flush_scheduled = True
-            self._loop.call_soon(self._flush)
+            self._call_soon(self._flush_at_tick_end)
             self._write_queued()
         elif wsize >= _EAGER_FLUSH:
             # A long burst: let the peer start on it rather than wait for the end of the tick.
             self._write_queued()
 
     def _send_large(
-        self, kind_flags: int, request_id: int, head: bytes, buffers: list[Any], context: str
+        self, kind_flags: int, request_id: int, head: bytes, buffers: list[Any], context: object
     ) -> None:
         size = len(head) + sum(map(len, buffers))
         if size + HEADER_LEN > self._max_frame:
@@ -438,57 +470,75 @@ class Connection(asyncio.BufferedProtocol):
             self._handshake_step()
 
     def _process(self) -> None:
-        """Dispatch every complete frame received, unless reading is paused.
+        """Decode and hand on every complete frame received, unless reading is paused.
 
-        Replies and requests, the hot kinds, are dispatched inline (this loop runs per frame);
-        everything else goes through :meth:`_dispatch`. Replies the handler sends while the
-        frames of one read are dispatched leave in one write at the end.
+        The one place every frame goes through: a reply or error to its pending future, a
+        request or notification to the handler. A frame above ``_BIG_FRAME`` that was read
+        into a buffer of its own (:meth:`_partial_frame`) comes first, then the frames in
+        the shared buffer. Replies the handler sends while the frames of one read are
+        handled leave in one write at the end.
         """
-        if self._big_done:
-            if self._halted:
-                return
-            big, self._big, self._big_done = self._big, None, False
-            view = memoryview(big)  # type: ignore[arg-type]
-            request_id, kind_flags = AFTER_LENGTH.unpack_from(view)
-            self._dispatch(kind_flags, request_id, view[9:], True)
         buf, view = self._rbuf, self._rview
         pos, end = self._rstart, self._rend
         max_length = self._max_frame - 8
         unpack = self._codec.unpack
         pending = self._pending
-        while end - pos >= HEADER_LEN and not self._halted:
-            length, request_id, kind_flags = _unpack_header(buf, pos)
-            frame_end = pos + 8 + length
-            if frame_end > end or length > max_length or length < MIN_LENGTH:
-                pos = self._partial_frame(pos, end, length)
+        request_routes, notification_routes = self._request_routes, self._notification_routes
+        while not self._halted:
+            if end - pos >= HEADER_LEN and not self._big_done:
+                length, request_id, kind_flags = _unpack_header(buf, pos)
+                frame_end = pos + 8 + length
+                if frame_end > end or length > max_length or length < MIN_LENGTH:
+                    pos = self._partial_frame(pos, end, length)
+                    break
+                body = view[pos + HEADER_LEN : frame_end]
+                self._rstart = pos = frame_end  # the handler may pause reading and reenter
+                owned = False
+            elif self._big_done:
+                big, self._big, self._big_done = self._big, None, False
+                frame = memoryview(big)  # type: ignore[arg-type]
+                request_id, kind_flags = AFTER_LENGTH.unpack_from(frame)
+                body = frame[9:]
+                owned = True  # a buffer of its own: decoded arrays may be views on it
+            else:
                 break
-            body = view[pos + HEADER_LEN : frame_end]
-            self._rstart = pos = frame_end  # the handler may pause reading and reenter later
             kind = kind_flags & KIND_MASK
+            try:
+                value = unpack(kind_flags, body, owned)
+            except Exception as exc:
+                self._undecodable(kind, request_id, exc)
+                continue
             if kind == REPLY:
-                try:
-                    value = unpack(kind_flags, body)
-                except Exception as exc:
-                    self._undecodable(kind, request_id, exc)
-                    continue
                 future = pending.pop(request_id, None)
                 if future is not None and not future.done():
                     future.set_result(value)
             elif kind == REQUEST:
-                try:
-                    value = unpack(kind_flags, body)
-                except Exception as exc:
-                    self._undecodable(kind, request_id, exc)
-                    continue
-                self._incoming += 1
-                if self._incoming >= self._incoming_high:
+                incoming = self._incoming = self._incoming + 1
+                if incoming >= self._incoming_high:
                     self._over_watermark()
+                route = request_routes.get(type(value))
                 try:
-                    self._handler(self, request_id, value)
+                    if route is not None:
+                        route(self, request_id, value)
+                    else:
+                        self._handler(self, request_id, value)
                 except Exception as exc:
                     self.reply_error(request_id, exc)
+            elif kind == NOTIFY:
+                route = notification_routes.get(type(value))
+                try:
+                    if route is not None:
+                        route(self, value)
+                    else:
+                        self._handler(self, None, value)
+                except Exception:
+                    logger.exception("the handler failed on a notification")
+            elif kind == ERROR:
+                future = pending.pop(request_id, None)
+                if future is not None and not future.done():
+                    future.set_exception(value)
             else:
-                self._dispatch(kind_flags, request_id, body, False)
+                self._protocol_error(f"the peer sent a frame of unknown kind {kind}")
         self._rstart = pos
         if self._wbuf:
             self._write_queued()  # the replies to this read, together
@@ -514,38 +564,6 @@ class Connection(asyncio.BufferedProtocol):
         if not self._paused_by_watermark:
             self._paused_by_watermark = True
             self._update_reading()
-
-    def _dispatch(self, kind_flags: int, request_id: int, body: memoryview, owned: bool) -> None:
-        """Dispatch one frame of any kind (the slow path of :meth:`_process`)."""
-        kind = kind_flags & KIND_MASK
-        try:
-            value = self._codec.unpack(kind_flags, body, owned)
-        except Exception as exc:
-            self._undecodable(kind, request_id, exc)
-            return
-        if kind == REPLY:
-            future = self._pending.pop(request_id, None)
-            if future is not None and not future.done():
-                future.set_result(value)
-        elif kind == REQUEST:
-            self._incoming += 1
-            if self._incoming >= self._incoming_high:
-                self._over_watermark()
-            try:
-                self._handler(self, request_id, value)
-            except Exception as exc:
-                self.reply_error(request_id, exc)
-        elif kind == NOTIFY:
-            try:
-                self._handler(self, None, value)
-            except Exception:
-                logger.exception("the handler failed on a notification")
-        elif kind == ERROR:
-            future = self._pending.pop(request_id, None)
-            if future is not None and not future.done():
-                future.set_exception(value)
-        else:
-            self._protocol_error(f"the peer sent a frame of unknown kind {kind}")
 
     def _undecodable(self, kind: int, request_id: int, exc: Exception) -> None:
         logger.debug("cannot decode a frame of kind %d: %r", kind, exc)
@@ -573,7 +591,7 @@ class Connection(asyncio.BufferedProtocol):
         data = self._rview[self._rstart : self._rend]
         try:
             consumed, reply = self._handshake.feed(data)
-        except _auth.AuthenticationError as exc:
+        except (_auth.AuthenticationError, ProtocolVersionError) as exc:
             logger.warning("refused a connection: %s", exc)
             if not self.ready.done():
                 self.ready.set_exception(exc)
