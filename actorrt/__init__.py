@@ -1,13 +1,29 @@
 """actorrt: a lightweight asyncio actor runtime with a gang-scheduling resource broker.
 
-Layers, bottom to top; a layer imports only the layers below it:
+Layers, bottom to top. A module imports only its own layer and the layers below it
+(TYPE_CHECKING imports included); tests/test_layering.py checks this and that the import
+graph has no cycle. docs/architecture.md draws the layers and the path of a call.
 
-- wire: ``_codec``, ``_transport``, ``_auth``: msgpack frames over Unix sockets.
-- resources: ``actorrt.resources``: pure resource logic (specs, nodes, GPUs, placement
-  groups, the broker), driven by events; no actors, no processes.
-- actors: ``_mailbox``, ``_handle``, ``_ref``, ``_cell``, ``_actor``, ``_runtime``, ``_sync``:
-  mailboxes, refs, supervision, the runtime and its facade.
-- libraries: ``actorrt.tune``, ``actorrt.train``: built only on the names exported here.
+0. errors: ``_errors``: every exception of the package, in one tree, and ``DeathReason``.
+1. wire: ``_wire``: frames, connections, the codec, authentication, transports and the
+   typed, versioned messages. resources: ``actorrt.resources``: the pure broker (specs,
+   nodes, GPUs, placement groups, deadlock detection), driven by events; probing the
+   machine is one module of it. Neither imports the other.
+2. core: ``_core``: mailboxes, the actor lifecycle and its supervision, cells, refs,
+   handles, options, context, placement-group handles; it reaches the running runtime
+   through a protocol (``_core._current``), never by importing it, and never imports the
+   wire.
+3. placement: ``_placement``: the scheduler that owns the broker, the worker pool and
+   worker main, process actors, proxies, the router and the dispatch of messages.
+4. control: ``_control``: status snapshots, the status socket, runtime discovery.
+5. api: ``_runtime`` (the composition root: it picks its role, ``_roles``, and wires the
+   layers), ``_runtime_api``, ``_sync``, ``_lookup``, ``_ray_init``, ``_ray_names`` and this
+   module.
+6. shared: ``_shared``: what the libraries share (one ``Checkpoint``, the enclosing-trial
+   hook), built only on the names exported here.
+7. libraries: ``actorrt.tune``, ``actorrt.train``: built only on the names exported here
+   (and ``_shared``); neither imports the other.
+8. applications: ``actorrt.air``, ``actorrt.examples``, ``actorrt.testing``, the CLI.
 """
 
 from ._core._actor import ActorClass as ActorClass
