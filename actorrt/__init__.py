@@ -51,6 +51,7 @@ from ._errors import DeathReason as DeathReason
 from ._errors import FrameTooLargeError as FrameTooLargeError
 from ._errors import InfeasibleResourceError as InfeasibleResourceError
 from ._errors import MailboxFullError as MailboxFullError
+from ._errors import MalformedMessageError as MalformedMessageError
 from ._errors import NoRuntimeError as NoRuntimeError
 from ._errors import NvmlUnavailableError as NvmlUnavailableError
 from ._errors import PickleRefusedError as PickleRefusedError
@@ -94,6 +95,7 @@ __all__ = [
     "FrameTooLargeError",
     "InfeasibleResourceError",
     "MailboxFullError",
+    "MalformedMessageError",
     "MethodRef",
     "NoRuntimeError",
     "NvmlUnavailableError",

@@ -25,6 +25,7 @@
         ├── AuthenticationError         the peer did not prove the secret (a ConnectionError)
         ├── ProtocolVersionError        the peer speaks another wire protocol version
         ├── FrameTooLargeError          a frame over the connection's limit (a ValueError)
+        ├── MalformedMessageError       a message of an unknown type or shape (a ValueError)
         └── PickleRefusedError          pickled data from an unauthenticated peer (a ValueError)
 
 The libraries add their leaves under the same root: ``actorrt.tune.TuneError`` and
@@ -53,6 +54,7 @@ __all__ = [
     "FrameTooLargeError",
     "InfeasibleResourceError",
     "MailboxFullError",
+    "MalformedMessageError",
     "NoRuntimeError",
     "NvmlUnavailableError",
     "PickleRefusedError",
@@ -240,6 +242,11 @@ class ProtocolVersionError(WireError, ConnectionError):
 
 class FrameTooLargeError(WireError, ValueError):
     """A frame is larger than the connection's ``max_frame_size``."""
+
+
+class MalformedMessageError(WireError, ValueError):
+    """A message arrived with an unknown type, the wrong number of fields, or a field of the
+    wrong type; the error names what arrived and what was expected."""
 
 
 class PickleRefusedError(WireError, ValueError):

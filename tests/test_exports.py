@@ -11,6 +11,7 @@ EXPECTED = {
     "MailboxFullError", "MethodRef", "NoRuntimeError", "RemoteError", "ResourceDeadlockError",
     "DeadlockError", "DeathReason", "WireError", "ConnectionLostError", "AuthenticationError",
     "ProtocolVersionError", "FrameTooLargeError", "PickleRefusedError", "NvmlUnavailableError",
+    "MalformedMessageError",
     "ResourceError", "Runtime", "RuntimeAlreadyRunningError", "RuntimeClosedError",
     "RuntimeContext", "RuntimeStateError", "actor", "get", "get_actor", "get_context",
     "init", "is_initialized", "run", "shutdown", "spawn",

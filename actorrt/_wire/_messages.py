@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple, TypeAlias
 
+from .._errors import MalformedMessageError
+
 __all__ = [
     "PROTOCOL_VERSION",
     "AskDeadlock",
@@ -60,9 +62,9 @@ __all__ = [
 PROTOCOL_VERSION: Final = 2
 
 
-class MalformedMessage(ValueError):
-    """A message that arrived with an unknown type, the wrong number of fields, or a field
-    of the wrong type. The message names what arrived and what was expected."""
+# A message that arrived with an unknown type, the wrong number of fields, or a field of the
+# wrong type (one exception tree: it lives in actorrt._errors).
+MalformedMessage = MalformedMessageError
 
 
 # ------------------------------------------------------------------------ actor messages
