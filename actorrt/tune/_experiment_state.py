@@ -9,8 +9,10 @@ Three files in the experiment folder, next to the trial folders:
   ``param_space`` that cannot be pickled (an actor ref) is stored as a placeholder, to be
   given again with ``Tuner.restore(..., param_space=...)``.
 - ``experiment_state.jsonl``, the **journal**: one JSON object per line, appended and
-  flushed as things happen (``fsync``-ed at each trial end and checkpoint, so a machine
-  crash loses at most the lines after the last of those), never rewritten. ``trial`` (a
+  flushed as things happen (so a killed process loses none), never rewritten. A checkpoint's
+  line is ``fsync``-ed before the controller goes on (it may delete an older checkpoint
+  next); a trial's end is ``fsync``-ed by a helper thread right after, off the controller's
+  loop, so that a machine crash loses at most the lines of the last moment. ``trial`` (a
   trial was created: id, name, folder, config, resources), ``checkpoint`` (a checkpoint was
   recorded, with the sizes of the trial's result logs at that moment), ``config`` (a
   scheduler changed a trial's config),
@@ -33,11 +35,13 @@ checkpoints, ``params.pkl``); a trial folder the journal lost is recovered from 
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import contextlib
 import dataclasses
 import fcntl
 import json
 import os
+import threading
 import time
 from collections.abc import Mapping
 from typing import IO, Any
@@ -251,14 +255,19 @@ class Journal:
         self._base = elapsed
         self._started = time.monotonic()
         self.lines = 0 if fresh else lines
+        self._syncer = _Syncer(self._file.fileno())
 
     def elapsed(self) -> float:
         """The experiment's running time, over every run, in seconds."""
         return self._base + time.monotonic() - self._started
 
-    def append(self, event: str, *, durable: bool = False, **fields: Any) -> None:
-        """Write one event as one line and flush it; with ``durable``, also ``fsync`` it, so
-        that a machine crash cannot take it back (trial ends and checkpoints)."""
+    def append(
+        self, event: str, *, durable: bool = False, durable_soon: bool = False, **fields: Any
+    ) -> None:
+        """Write one event as one line and flush it (a killed process loses none). With
+        ``durable``, also ``fsync`` it now, so that a machine crash cannot take it back
+        (checkpoints: an older one may be deleted next); with ``durable_soon``, a helper
+        thread ``fsync``-s it right after, off the caller's loop (trial ends)."""
         if self._file is None:
             return
         line = {"event": event, "t": round(self.elapsed(), 3), **fields}
@@ -266,14 +275,57 @@ class Journal:
         self._file.flush()
         if durable:
             os.fsync(self._file.fileno())
+        elif durable_soon:
+            self._syncer.request()
         self.lines += 1
 
     def close(self) -> None:
         if self._file is not None:
+            self._syncer.close()  # no fsync of this descriptor is left running
             with contextlib.suppress(OSError):
                 os.fsync(self._file.fileno())
             self._file.close()
             self._file = None
+
+
+class _Syncer:
+    """``fsync``-s one file on a helper thread, as often as asked but never twice at once:
+    requests made while one runs are served together by the next."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._lock = threading.Lock()
+        self._wanted = False
+        self._running = False
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+    def request(self) -> None:
+        with self._lock:
+            self._wanted = True
+            if self._running:
+                return  # the running one syncs again before it ends
+            self._running = True
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(
+                1, thread_name_prefix="actorrt-tune-journal-sync"
+            )
+        self._pool.submit(self._run)
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                if not self._wanted:
+                    self._running = False
+                    return
+                self._wanted = False
+            with contextlib.suppress(OSError):
+                os.fsync(self._fd)
+
+    def close(self) -> None:
+        """Wait for a running ``fsync`` to end."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
 
 def _lock(file: IO[str], experiment_path: str) -> None:
