@@ -35,13 +35,11 @@ checkpoints, ``params.pkl``); a trial folder the journal lost is recovered from 
 from __future__ import annotations
 
 import base64
-import concurrent.futures
 import contextlib
 import dataclasses
 import fcntl
 import json
 import os
-import threading
 import time
 from collections.abc import Mapping
 from typing import IO, Any
@@ -49,6 +47,7 @@ from typing import IO, Any
 import cloudpickle
 
 from ._storage import trim_torn_tail, write_bytes_atomic
+from ._syncer import Syncer
 
 __all__ = [
     "HEADER_FILE",
@@ -255,7 +254,7 @@ class Journal:
         self._base = elapsed
         self._started = time.monotonic()
         self.lines = 0 if fresh else lines
-        self._syncer = _Syncer(self._file.fileno())
+        self._syncer = Syncer(self._file.fileno())
 
     def elapsed(self) -> float:
         """The experiment's running time, over every run, in seconds."""
@@ -286,46 +285,6 @@ class Journal:
                 os.fsync(self._file.fileno())
             self._file.close()
             self._file = None
-
-
-class _Syncer:
-    """``fsync``-s one file on a helper thread, as often as asked but never twice at once:
-    requests made while one runs are served together by the next."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._lock = threading.Lock()
-        self._wanted = False
-        self._running = False
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-
-    def request(self) -> None:
-        with self._lock:
-            self._wanted = True
-            if self._running:
-                return  # the running one syncs again before it ends
-            self._running = True
-        if self._pool is None:
-            self._pool = concurrent.futures.ThreadPoolExecutor(
-                1, thread_name_prefix="actorrt-tune-journal-sync"
-            )
-        self._pool.submit(self._run)
-
-    def _run(self) -> None:
-        while True:
-            with self._lock:
-                if not self._wanted:
-                    self._running = False
-                    return
-                self._wanted = False
-            with contextlib.suppress(OSError):
-                os.fsync(self._fd)
-
-    def close(self) -> None:
-        """Wait for a running ``fsync`` to end."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
 
 
 def _lock(file: IO[str], experiment_path: str) -> None:

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from actorrt import tune
-from actorrt.tune import _experiment_state
 from actorrt.tune._experiment_state import Journal, read_journal
 from actorrt.tune._storage import ExperimentStorage
 from actorrt.tune.search import BasicVariantGenerator
@@ -69,7 +68,7 @@ def test_a_trial_end_is_synced_by_a_helper_thread_and_close_waits_for_it(
             assert release.wait(10)  # a slow disk: the caller must not wait for it
         real_fsync(fd)
 
-    monkeypatch.setattr(_experiment_state.os, "fsync", fsync)
+    monkeypatch.setattr(os, "fsync", fsync)
     journal = Journal(str(tmp_path), fresh=True)
     journal.append("trial", id="t1")
     assert synced == []  # a plain line is flushed, never synced
