@@ -51,7 +51,7 @@ SPECS: dict[tuple[str, str], Spec] = {
     ("tune_overhead", "100 trials x 10 reports"): Spec(
         "Tune 100 trials x 10 reports, {cpu: 0.5} on 4 CPUs (s)", DESIGN, "tune seconds"),
     ("tune_overhead", "100 trials x 10 reports, warm"): Spec(
-        "Tune 100 x 10 again, warm worker pool (s)"),
+        "Tune 100 x 10 again, warm worker pool (s)", "module"),
     ("tune_overhead", "1000 trials x 10 reports"): Spec(
         "Tune 1,000 trials x 10 reports (s)", "module"),
     ("deadlock", "Modin-style deadlock: time to ResourceDeadlockError"): Spec(

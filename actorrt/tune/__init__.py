@@ -23,7 +23,7 @@ and no two modules import each other:
 
 1. Types, per-trial settings, search space: ``_errors``, ``_checkpoint``,
    ``_placement_group_factory``, ``_trial_config``, ``_sample``, ``_variants``,
-   ``_storage``, ``_experiment_state``, ``_trainable``, ``_trial``, ``_reporters``,
+   ``_storage``, ``_syncer``, ``_experiment_state``, ``_trainable``, ``_trial``, ``_reporters``,
    ``_stopper``, ``_workdir``, ``_trial_log``; public ``result``, ``stopper``.
 2. Search algorithms and schedulers: ``_search``, ``_repeater``, ``_library_search`` and the
    searchers around optional libraries (``_optuna``, ``_hyperopt``, ``_bayesopt``, ``_bohb``,

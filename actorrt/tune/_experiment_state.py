@@ -9,8 +9,10 @@ Three files in the experiment folder, next to the trial folders:
   ``param_space`` that cannot be pickled (an actor ref) is stored as a placeholder, to be
   given again with ``Tuner.restore(..., param_space=...)``.
 - ``experiment_state.jsonl``, the **journal**: one JSON object per line, appended and
-  flushed as things happen (``fsync``-ed at each trial end and checkpoint, so a machine
-  crash loses at most the lines after the last of those), never rewritten. ``trial`` (a
+  flushed as things happen (so a killed process loses none), never rewritten. A checkpoint's
+  line is ``fsync``-ed before the controller goes on (it may delete an older checkpoint
+  next); a trial's end is ``fsync``-ed by a helper thread right after, off the controller's
+  loop, so that a machine crash loses at most the lines of the last moment. ``trial`` (a
   trial was created: id, name, folder, config, resources), ``checkpoint`` (a checkpoint was
   recorded, with the sizes of the trial's result logs at that moment), ``config`` (a
   scheduler changed a trial's config),
@@ -45,6 +47,7 @@ from typing import IO, Any
 import cloudpickle
 
 from ._storage import trim_torn_tail, write_bytes_atomic
+from ._syncer import Syncer
 
 __all__ = [
     "HEADER_FILE",
@@ -251,14 +254,19 @@ class Journal:
         self._base = elapsed
         self._started = time.monotonic()
         self.lines = 0 if fresh else lines
+        self._syncer = Syncer(self._file.fileno())
 
     def elapsed(self) -> float:
         """The experiment's running time, over every run, in seconds."""
         return self._base + time.monotonic() - self._started
 
-    def append(self, event: str, *, durable: bool = False, **fields: Any) -> None:
-        """Write one event as one line and flush it; with ``durable``, also ``fsync`` it, so
-        that a machine crash cannot take it back (trial ends and checkpoints)."""
+    def append(
+        self, event: str, *, durable: bool = False, durable_soon: bool = False, **fields: Any
+    ) -> None:
+        """Write one event as one line and flush it (a killed process loses none). With
+        ``durable``, also ``fsync`` it now, so that a machine crash cannot take it back
+        (checkpoints: an older one may be deleted next); with ``durable_soon``, a helper
+        thread ``fsync``-s it right after, off the caller's loop (trial ends)."""
         if self._file is None:
             return
         line = {"event": event, "t": round(self.elapsed(), 3), **fields}
@@ -266,10 +274,13 @@ class Journal:
         self._file.flush()
         if durable:
             os.fsync(self._file.fileno())
+        elif durable_soon:
+            self._syncer.request()
         self.lines += 1
 
     def close(self) -> None:
         if self._file is not None:
+            self._syncer.close()  # no fsync of this descriptor is left running
             with contextlib.suppress(OSError):
                 os.fsync(self._file.fileno())
             self._file.close()

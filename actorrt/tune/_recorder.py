@@ -125,12 +125,12 @@ class ExperimentRecorder:
         if trial.status == ERROR:
             error = trial.error
             self.journal.append(
-                "end", durable=True, id=trial.trial_id, status=ERROR,
+                "end", durable_soon=True, id=trial.trial_id, status=ERROR,
                 error=_error_b64(error) if error is not None else None,
                 error_type=type(error).__name__, error_text=trial.error_text,
             )
         else:
-            self.journal.append("end", durable=True, id=trial.trial_id, status=TERMINATED)
+            self.journal.append("end", durable_soon=True, id=trial.trial_id, status=TERMINATED)
         self.searcher(searcher)
 
     def searcher(self, searcher: Searcher) -> None:

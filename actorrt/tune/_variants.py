@@ -42,13 +42,24 @@ def _walk(space: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
         yield path, space
 
 
-def _copy_structure(value: Any) -> Any:
-    """Copy the dicts and lists, share the leaves (refs and other objects need not copy)."""
+def _copy_structure(value: Any, keep: frozenset[int] = frozenset()) -> Any:
+    """Copy the dicts and lists, share the leaves (refs and other objects need not copy).
+    The objects whose ids are in ``keep`` are shared, not copied (grid markers about to be
+    replaced: copying a long grid's list for every one of its points would cost the
+    square of its length)."""
+    if id(value) in keep:
+        return value
     if isinstance(value, dict):
-        return {k: _copy_structure(v) for k, v in value.items()}
+        return {k: _copy_structure(v, keep) for k, v in value.items()}
     if isinstance(value, list):
-        return [_copy_structure(v) for v in value]
+        return [_copy_structure(v, keep) for v in value]
     return value
+
+
+def _get(config: Any, path: Path) -> Any:
+    for key in path:
+        config = config[key]
+    return config
 
 
 def _set(config: Any, path: Path, value: Any) -> None:
@@ -162,7 +173,8 @@ def in_space_order(config: dict[str, Any], space: dict[str, Any]) -> dict[str, A
 
 def resolve_one(space: dict[str, Any], grid_point: dict[Path, Any], rng: random.Random) -> Any:
     """One config: the grid values given, every domain drawn with ``rng``."""
-    config = _copy_structure(space)
+    replaced = frozenset(id(_get(space, path)) for path in grid_point)
+    config = _copy_structure(space, replaced)
     for path, value in grid_point.items():
         _set(config, path, _copy_structure(value))
     functions: list[tuple[Path, Function]] = []
