@@ -1,10 +1,12 @@
 """max_concurrency, ask timeouts, and the record of who awaits whom."""
 
 import asyncio
+import time
 
 import pytest
 
 import actorrt
+from actorrt._core._handle import EDGE_DELAY
 
 
 async def test_one_message_at_a_time_also_across_awaits(actorrt_runtime: actorrt.Runtime) -> None:
@@ -156,6 +158,10 @@ async def test_waits_are_recorded_while_an_actor_awaits_an_ask(
     caller = await Caller.spawn()
     pending = caller.call(callee)
     await entered.wait()
+    # A wait becomes an edge once it has lasted EDGE_DELAY (most asks are answered sooner).
+    deadline = time.monotonic() + 10
+    while not actorrt_runtime.waits.waiting_on(caller.actor_id) and time.monotonic() < deadline:
+        await asyncio.sleep(EDGE_DELAY)
     assert actorrt_runtime.waits.waiting_on(caller.actor_id) == {callee.actor_id}
     gate.set()
     await pending
@@ -165,6 +171,7 @@ async def test_waits_are_recorded_while_an_actor_awaits_an_ask(
     entered.clear()
     pending = caller.call_with_timeout(callee)
     await entered.wait()
+    await asyncio.sleep(5 * EDGE_DELAY)  # past the time an unbounded wait would be recorded
     assert actorrt_runtime.waits.edges() == []
     gate.set()
     await pending

@@ -28,6 +28,42 @@ class Target(Protocol):
 
 T = TypeVar("T")
 
+# An actor's wait on an ask becomes a wait edge only once it has lasted this long: most asks
+# are answered sooner, and an edge costs a message to the owning runtime when the waiter is
+# in a worker process. The runtime's deadlock check runs this much sooner after an edge
+# (``actorrt._placement._scheduler``), so a deadlock is reported as soon as before.
+EDGE_DELAY = 0.01
+
+
+class _LazyEdge:
+    """A wait edge added after ``EDGE_DELAY`` unless the wait ended first."""
+
+    # __slots__ for speed: one per ask an actor awaits.
+    __slots__ = ("_args", "_graph", "_timer", "added")
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        graph: Any,
+        waiter: str,
+        target: str,
+        answer: asyncio.Future[Any] | concurrent.futures.Future[Any],
+    ) -> None:
+        self._graph = graph
+        self._args = (waiter, target, answer)
+        self.added = False
+        self._timer = loop.call_later(EDGE_DELAY, self._add)
+
+    def _add(self) -> None:
+        self.added = True
+        self._graph.add(*self._args)
+
+    def end(self) -> None:
+        if self.added:
+            self._graph.remove(*self._args)
+        else:
+            self._timer.cancel()
+
 
 def _same(waiter: RunningActor, target: Target) -> bool:
     """Whether the waiting actor is the one it asks (a cell is both)."""
@@ -92,7 +128,11 @@ class AskHandle(Generic[T]):
             assert waiter is not None
             if _same(waiter, self._cell) and waiter.max_concurrency == 1 and not self._fut.done():
                 raise self._self_ask_error()
-            graph.add(waiter.actor_id, self._cell.actor_id, self._fut)
+            if self._fut.done():
+                graph = None  # answered already: it never waits
+            else:
+                target = self._cell.actor_id
+                edge = _LazyEdge(waiter.loop, graph, waiter.actor_id, target, self._fut)
         try:
             try:
                 result: T = yield from self._fut  # type: ignore[misc]
@@ -105,8 +145,7 @@ class AskHandle(Generic[T]):
             return result
         finally:
             if graph is not None:
-                assert waiter is not None
-                graph.remove(waiter.actor_id, self._cell.actor_id, self._fut)
+                edge.end()
 
     async def _await_deadline(self) -> T:
         assert isinstance(self._fut, asyncio.Future) and self._deadline is not None
@@ -163,6 +202,11 @@ class AskHandle(Generic[T]):
         if waiter is not None:
             if _same(waiter, self._cell) and waiter.max_concurrency == 1 and not cf.done():
                 raise self._self_ask_error()
+            # Recorded only once the wait has lasted EDGE_DELAY, as an awaited one is.
+            concurrent.futures.wait((cf,), EDGE_DELAY if timeout is None else 0.0)
+            if cf.done():
+                waiter = None
+        if waiter is not None:
             try:
                 waiter.loop.call_soon_threadsafe(
                     waiter.runtime.waits.add, waiter.actor_id, self._cell.actor_id, cf

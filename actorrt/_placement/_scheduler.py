@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Hashable, Mapping, Sequence
 from typing import Any, Protocol
 
 from .._core._context import PlacementInfo
+from .._core._handle import EDGE_DELAY
 from .._core._waits import bounded_by_awaiter
 from ..resources import (
     AskDeadlocked,
@@ -37,6 +38,9 @@ from ..resources import (
     Revoked,
     Stalled,
 )
+
+# Seconds from a new wait edge to the deadlock check that sees it.
+DEADLOCK_DELAY = 0.15
 
 logger = logging.getLogger("actorrt")
 
@@ -72,7 +76,11 @@ class Scheduler:
     def __init__(self, host: SchedulerHost, node: NodeInventory) -> None:
         self.host = host
         self.loop = host.loop
-        self.broker = Broker([node], now=self.loop.time())
+        # Ask waits reach the broker EDGE_DELAY after they begin (``_core._handle``): the
+        # check runs that much sooner, so every deadlock is reported 150 ms after its edge.
+        self.broker = Broker(
+            [node], now=self.loop.time(), deadlock_delay=DEADLOCK_DELAY - EDGE_DELAY
+        )
         self._waiters: dict[Hashable, asyncio.Future[Granted]] = {}
         # request id -> the actor awaiting it (a spawn inside an actor, a ready()).
         self._requesters: dict[Hashable, Hashable] = {}
