@@ -30,6 +30,7 @@ from typing import Any
 from ._cli_format import render_results, render_status, results_json
 from ._control import _discovery
 from ._control._server import fetch_status
+from ._errors import ActorrtError
 from ._experiment import (
     Experiment,
     NotAnExperimentError,
@@ -46,7 +47,7 @@ DEMO_MODULE = "actorrt.examples.digits"
 _DEFAULT_TIMEOUT = 5.0
 
 
-class CliError(Exception):
+class CliError(ActorrtError):
     """A failure the command reports as one line, with its exit status."""
 
     def __init__(self, message: str, code: int = 1) -> None:

@@ -30,8 +30,11 @@
 
 The libraries add their leaves under the same root: ``actorrt.tune.TuneError`` and
 ``actorrt.train.TrainingFailedError`` (with ``WorkerGroupError`` and ``ControllerError``) are
-``ActorrtError`` subclasses too, so ``except actorrt.ActorrtError`` catches everything the
-package raises on its own account.
+``ActorrtError`` subclasses too, as are ``Checkpoint.from_directory``'s error for a path that
+is no directory (also a ``FileNotFoundError`` and a ``ValueError``) and the CLI's errors, so
+``except actorrt.ActorrtError`` catches everything the package raises on its own account.
+Outside the tree on purpose: ``tune.report``'s stop signal, a ``BaseException`` that user code
+must not catch.
 
 Where each failure goes is decided in one place, ``actorrt._core._supervision``; its module
 docstring draws the routing.

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._error_summary import ErrorSummary, summarise_error
+from ._errors import ActorrtError
 from .tune._storage import flatten
 
 __all__ = [
@@ -72,7 +73,7 @@ JOURNAL_FILE = "experiment_state.jsonl"
 _JOURNAL_STATUS = {"TERMINATED": "terminated", "ERROR": "error"}
 
 
-class NotAnExperimentError(ValueError):
+class NotAnExperimentError(ActorrtError, ValueError):
     """The path is missing, or is not an experiment folder; the message says which."""
 
 

@@ -16,17 +16,19 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any, SupportsIndex
 
+import actorrt
+
 from ._checkpoint_metadata import CheckpointMetadata
 
 __all__ = ["Checkpoint", "NotACheckpointDirectoryError", "local_filesystem"]
 
 
-class NotACheckpointDirectoryError(FileNotFoundError, ValueError):
+class NotACheckpointDirectoryError(actorrt.ActorrtError, FileNotFoundError, ValueError):
     """``Checkpoint.from_directory`` was given a path that is not a directory.
 
     A ``FileNotFoundError`` (what ``train.Checkpoint`` raised) and a ``ValueError`` (what
     ``tune.Checkpoint`` raised before the two became one class), so code catching either
-    keeps working.
+    keeps working; and an ``actorrt.ActorrtError``, as everything the package raises.
     """
 
 
