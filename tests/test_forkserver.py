@@ -2,6 +2,7 @@
 in exactly the environment a fresh interpreter would have had, reaped and reported like any
 worker, and gone with their runtime."""
 
+import asyncio
 import logging
 import os
 import signal
@@ -10,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import eventually, proc_state, wait_until
+from conftest import child_processes, eventually, proc_state, wait_until
 
 import actorrt
 from actorrt._placement import _forkserver
@@ -284,3 +285,22 @@ def test_workers_die_with_their_fork_server_even_when_the_runtime_cannot_act(
         os.kill(driver.pid, signal.SIGKILL)
         os.kill(driver.pid, signal.SIGCONT)
         driver.wait()
+
+
+async def test_a_runtime_that_ends_while_its_fork_server_starts_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "slow_at_import.py").write_text("import time\ntime.sleep(30)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(_forkserver.PRELOAD_VARIABLE, "slow_at_import")
+    started = time.monotonic()
+    async with actorrt.Runtime(num_cpus=2) as rt:
+        spawn = asyncio.ensure_future(Probe.spawn())
+        pool = await rt.workers.pool()
+        assert await eventually(lambda: pool._forks_starting is not None)
+        assert await eventually(lambda: bool(child_processes()))  # the template imports
+    # The spawn waiting for it is killed after the runtime's stop timeout (10 s); the
+    # template is killed at once, not left to finish its 30 s import.
+    with pytest.raises(actorrt.ActorDiedError):
+        await spawn
+    assert time.monotonic() - started < 25

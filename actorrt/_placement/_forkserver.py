@@ -132,9 +132,11 @@ class ForkServer:
                 cwd=self.cwd,
                 start_new_session=True,
             )
-        except OSError as exc:
-            ours.close()
-            raise ForkUnavailable(f"it could not be started: {exc}") from exc
+        except BaseException as exc:
+            ours.close()  # a template already started reads the end of its socket: it exits
+            if isinstance(exc, OSError):
+                raise ForkUnavailable(f"it could not be started: {exc}") from exc
+            raise
         finally:
             theirs.close()
         ours.setblocking(False)
@@ -302,6 +304,10 @@ class ForkServer:
             self._lose(self.lost_reason)
         if self.proc is None:
             return
+        ready = self._ready is not None and self._ready.done() and not self._ready.exception()
+        if not ready:  # still importing: it would read the end of its socket only after
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
         try:
             await asyncio.wait_for(asyncio.shield(self.proc.wait()), 5.0)
         except TimeoutError:

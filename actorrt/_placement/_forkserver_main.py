@@ -164,7 +164,6 @@ class Server:
             os.environ.update(request["env"])
             os.chdir(str(request["cwd"]))
             reseed()
-            gc.unfreeze()
             code = 0
             runpy.run_module(WORKER_MAIN, run_name="__main__", alter_sys=True)
         except SystemExit as exc:

@@ -128,6 +128,9 @@ class WorkerPool:
         except ForkUnavailable as exc:
             self._fork_server_lost(str(exc))
             return
+        except asyncio.CancelledError:  # the runtime shut down meanwhile
+            await forks.close()
+            raise
         forks.on_lost = self._fork_server_lost
         self.forks = forks
 
@@ -244,6 +247,7 @@ class WorkerPool:
             await asyncio.gather(*waits, return_exceptions=True)
         self._idle.clear()
         if self._forks_starting is not None:
+            self._forks_starting.cancel()  # no-op once it has started
             await asyncio.gather(self._forks_starting, return_exceptions=True)
         if self.forks is not None:
             await self.forks.close()
