@@ -30,16 +30,18 @@ runs that reads them.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import importlib
+import importlib.util
 import json
 import os
-import runpy
 import select
 import signal
 import socket
 import sys
 import traceback
+import types
 from typing import Any
 
 from ._bootstrap import START_FAILED, WORKER_MAIN
@@ -62,22 +64,49 @@ def send(ctl: socket.socket, message: dict[str, Any]) -> None:
         ctl.send(json.dumps(message).encode())
 
 
-def preload(sys_path: list[str], runtime_class: str, modules: list[str]) -> None:
+class WorkerMain:
+    """The worker's main module, compiled once, to run as ``__main__`` in each child."""
+
+    def __init__(self) -> None:
+        importlib.import_module(WORKER_MAIN)
+        # Each child runs it as ``__main__``, as a fresh worker does: only what it imports
+        # stays imported here.
+        del sys.modules[WORKER_MAIN]
+        spec = importlib.util.find_spec(WORKER_MAIN)
+        assert spec is not None and spec.loader is not None
+        self.spec = spec
+        self.code = spec.loader.get_code(WORKER_MAIN)  # type: ignore[attr-defined]
+
+    def run(self) -> None:
+        """What ``runpy.run_module(WORKER_MAIN, run_name="__main__", alter_sys=True)`` does,
+        without compiling the module again in every child."""
+        spec = self.spec
+        main = types.ModuleType("__main__")
+        main.__dict__.update(
+            __file__=spec.origin, __cached__=spec.cached, __loader__=spec.loader,
+            __package__=spec.parent, __spec__=spec,
+        )
+        sys.modules["__main__"] = main
+        sys.argv[0] = spec.origin or sys.argv[0]
+        exec(self.code, main.__dict__)
+
+
+def preload(sys_path: list[str], runtime_class: str, modules: list[str]) -> WorkerMain:
     """Import the worker's side of actorrt (and its runtime class) and the user's modules."""
     sys.path[:] = sys_path
-    importlib.import_module(WORKER_MAIN)
-    # Each child runs it as ``__main__``, as a fresh worker does: only what it imports stays.
-    del sys.modules[WORKER_MAIN]
+    worker_main = WorkerMain()
     importlib.import_module(runtime_class.partition(":")[0])
     for name in modules:
         importlib.import_module(name)
+    return worker_main
 
 
 class Server:
     """The template's one loop: fork requests in, exits out."""
 
-    def __init__(self, ctl: socket.socket) -> None:
+    def __init__(self, ctl: socket.socket, worker_main: WorkerMain) -> None:
         self.ctl = ctl
+        self.worker_main = worker_main
         self.children: set[int] = set()
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
@@ -165,7 +194,7 @@ class Server:
             os.chdir(str(request["cwd"]))
             reseed()
             code = 0
-            runpy.run_module(WORKER_MAIN, run_name="__main__", alter_sys=True)
+            self.worker_main.run()
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else 1
         except BaseException:
@@ -187,6 +216,7 @@ def reseed() -> None:
         torch.seed()
 
 
+@functools.cache
 def _libc() -> Any:
     import ctypes
 
@@ -200,21 +230,24 @@ def main() -> None:
     os.close(devnull)
     boot = json.loads(ctl.recv(MAX_MESSAGE))
     try:
-        preload([str(p) for p in boot["sys_path"]], str(boot["runtime_class"]),
-                [str(m) for m in boot["preload"]])
+        worker_main = preload(
+            [str(p) for p in boot["sys_path"]], str(boot["runtime_class"]),
+            [str(m) for m in boot["preload"]],
+        )
         _libc()  # loaded now, not in each child
         threads = thread_count()
         if threads != 1:
             raise RuntimeError(
-                f"after preloading {boot['preload']} the fork server has {threads} threads: "
-                "forking it would be unsafe"
+                f"after preloading {boot['preload']} the fork server has {threads} threads "
+                "(OpenBLAS and OpenMP start theirs at import unless their thread counts, "
+                "OMP_NUM_THREADS and OPENBLAS_NUM_THREADS, are 1): forking it would be unsafe"
             )
     except BaseException as exc:
         send(ctl, {"error": f"{type(exc).__name__}: {exc}"})
         return
     gc.collect()
     gc.freeze()  # what the template imported stays shared with the children
-    server = Server(ctl)
+    server = Server(ctl, worker_main)
     send(ctl, {"ready": os.getpid()})
     server.serve()
 
