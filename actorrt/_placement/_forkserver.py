@@ -44,6 +44,9 @@ START_TIMEOUT = 120.0  # seconds the template may take to import what it preload
 _MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
 
 
+Answer = tuple[int, "asyncio.Future[int]"]  # a fork request's: the pid, the future of its exit
+
+
 class ForkUnavailable(Exception):
     """The fork server cannot start this worker (the pool starts it the plain way)."""
 
@@ -107,7 +110,8 @@ class ForkServer:
         self.on_lost: Callable[[str], None] | None = None
         self._ctl: socket.socket | None = None
         self._ready: asyncio.Future[int] | None = None
-        self._pending: dict[str, tuple[asyncio.Future[int], int, int]] = {}
+        # Per fork request: its answer (the pid and the future of its exit), its pipes' ends.
+        self._pending: dict[str, tuple[asyncio.Future[Answer], int, int]] = {}
         self._exits: dict[int, asyncio.Future[int]] = {}
 
     @property
@@ -184,7 +188,7 @@ class ForkServer:
         loop = asyncio.get_running_loop()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        forked: asyncio.Future[int] = loop.create_future()
+        forked: asyncio.Future[Answer] = loop.create_future()
         self._pending[worker_id] = (forked, out_r, err_r)
         request = {"fork": worker_id, "env": dict(env), "cwd": cwd, "boot": dict(boot)}
         try:
@@ -198,13 +202,13 @@ class ForkServer:
             os.close(out_w)
             os.close(err_w)
         try:
-            pid = await forked
+            pid, exited = await forked
         except BaseException:
             if self._pending.pop(worker_id, None) is not None or not forked.done():
                 for fd in (out_r, err_r):
                     os.close(fd)
             raise
-        return Forked(pid, out_r, err_r, self._exits[pid])
+        return Forked(pid, out_r, err_r, exited)
 
     async def _send(self, ctl: socket.socket, data: bytes, fds: list[int]) -> None:
         loop = asyncio.get_running_loop()
@@ -245,9 +249,9 @@ class ForkServer:
         elif "forked" in message:
             pending = self._pending.pop(str(message["forked"]), None)
             pid = int(message["pid"])
-            self._exits[pid] = asyncio.get_running_loop().create_future()
+            exited = self._exits[pid] = asyncio.get_running_loop().create_future()
             if pending is not None and not pending[0].done():
-                pending[0].set_result(pid)
+                pending[0].set_result((pid, exited))
             elif pending is None or pending[0].cancelled():
                 with contextlib.suppress(OSError):  # its requester gave up: end it
                     os.killpg(pid, signal.SIGKILL)

@@ -30,6 +30,7 @@ runs that reads them.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import gc
 import importlib
@@ -107,6 +108,7 @@ class Server:
     def __init__(self, ctl: socket.socket, worker_main: WorkerMain) -> None:
         self.ctl = ctl
         self.worker_main = worker_main
+        self.pid = os.getpid()
         self.children: set[int] = set()
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_r, False)
@@ -173,18 +175,20 @@ class Server:
         """In the child: set it up as a worker, then run the worker's main."""
         code = START_FAILED
         try:
-            server = os.getppid()
             os.setsid()  # its own session and process group, killed as a whole
             _libc().prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
-            if os.getppid() != server:
+            if os.getppid() != self.pid:
                 os._exit(1)  # the fork server died before the line above
             signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             for fd in (self.wake_r, self.wake_w):
                 os.close(fd)
             self.ctl.close()
+            boot = json.dumps(request["boot"]).encode() + b"\n"
             boot_r, boot_w = os.pipe()
-            os.write(boot_w, json.dumps(request["boot"]).encode() + b"\n")
+            if len(boot) > 1 << 16:  # it must fit the pipe: nobody reads it yet
+                fcntl.fcntl(boot_w, fcntl.F_SETPIPE_SZ, len(boot))
+            os.write(boot_w, boot)
             os.close(boot_w)
             for source, target in ((boot_r, 0), (fds[0], 1), (fds[1], 2)):
                 os.dup2(source, target)

@@ -138,7 +138,11 @@ class WorkerProcess:
                 self._pid = forked.pid
                 self._exit_code = forked.exited
                 self._watch_exit()
-                stdout = await _pipe_reader(forked.stdout)
+                try:
+                    stdout = await _pipe_reader(forked.stdout)
+                except BaseException:
+                    os.close(forked.stderr)
+                    raise
                 stderr = await _pipe_reader(forked.stderr)
                 self._begin(stdout, stderr)
                 return
