@@ -42,7 +42,7 @@ SPECS: dict[tuple[str, str], Spec] = {
     ("processes", "start+stop, warm worker"): Spec(
         "actor start+stop on a warm worker process (per s)", DESIGN, "actor start+stop/s"),
     ("processes", "cold worker start"): Spec(
-        "actor start on a new worker process (ms)", None, "actor start ms"),
+        "actor start on a new worker process (ms)", "module", "actor start ms"),
     ("processes", "raw echo, sequential"): Spec(""),
     ("processes", "raw echo, pipelined window 1000"): Spec(""),
     ("broker", "placement group reserve+release"): Spec(

@@ -33,7 +33,10 @@ def test_processes_benchmark_runs_and_writes_json(tmp_path: Path) -> None:
     assert figures["start+stop, warm worker"]["median"] > 0
     assert figures["start+stop, warm worker"]["target_value"] == 500
     assert figures["cold worker start"]["median"] > 0
-    assert figures["cold worker start"]["met"] is None  # report only
+    assert figures["cold worker start"]["target_value"] == 30
+    assert figures["cold worker start"]["met"] in (True, False)
+    assert len(machine_samples := data["machine"]["first_start_ms_samples"]) == 1
+    assert machine_samples[0] > 0
     machine = data["machine"]
     assert machine["window"] == 1000 and machine["reps"] == 1
     assert set(machine["actorrt_over_ray"]) == set(machine["ray_2_60"])

@@ -1,4 +1,5 @@
-"""The worker process, started by a runtime's pool (see :data:`actorrt._placement._pool.BOOTSTRAP`).
+"""The worker process's main, run by a runtime's pool: in a child of its fork server, or in a
+fresh interpreter (see :mod:`actorrt._placement._bootstrap`).
 
 It reads one JSON line from stdin (the socket path, the secret, the owner's pid, its own id,
 the owner's ``sys.path``, the owner's runtime id and the import path of the owner's runtime
@@ -18,8 +19,8 @@ Nothing it runs may outlive the owner:
   killed owner leaves behind.
 
 A worker that cannot connect (its runtime gone, its backlog full past the retry time) says
-why on stderr and exits with :data:`~actorrt._placement._pool.START_FAILED`, never with a signal, so
-its owner does not mistake the failure for a kill.
+why on stderr and exits with :data:`~actorrt._placement._bootstrap.START_FAILED`, never with a
+signal, so its owner does not mistake the failure for a kill.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from .._wire import _auth
 from .._wire._messages import Hello
 from .._wire._refs import RefAddress
 from .._wire._transport import connect_unix
-from ._pool import START_FAILED
+from ._bootstrap import START_FAILED
 from ._services import WorkerRuntimeFactory
 
 
