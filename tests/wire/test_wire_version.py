@@ -172,7 +172,7 @@ async def test_a_worker_of_another_release_fails_to_start_and_the_spawn_says_why
     both versions, instead of anything being decoded."""
     import shutil
 
-    from actorrt._placement import _pool
+    from actorrt._placement import _bootstrap
 
     copy = tmp_path / "other-release"
     shutil.copytree(
@@ -185,7 +185,7 @@ async def test_a_worker_of_another_release_fails_to_start_and_the_spawn_says_why
     messages.write_text(text.replace(
         f"PROTOCOL_VERSION: Final = {PROTOCOL_VERSION}\n", f"PROTOCOL_VERSION: Final = {OTHER}\n"
     ))  # fmt: skip
-    monkeypatch.setattr(_pool, "PACKAGE_PARENT", str(copy))  # workers import the copy
+    monkeypatch.setattr(_bootstrap, "PACKAGE_PARENT", str(copy))  # workers import the copy
     async with actorrt.Runtime(num_cpus=1):
         with pytest.raises(ConnectionError) as caught:
             await Probe.spawn()
