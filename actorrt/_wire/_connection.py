@@ -159,6 +159,8 @@ class Connection(FrameReader):
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._wbuf: list[Any] = []
         self._wsize = 0
+        self._batch_at = -1
+        self._batch_flags = self._batch_start = 0
         self._flush_scheduled = False
         # Bound once: every loop tick that sends schedules this (speed).
         self._call_soon = self._loop.call_soon
@@ -168,6 +170,8 @@ class Connection(FrameReader):
         self._rbuf = bytearray(READ_BUFFER)
         self._rview = memoryview(self._rbuf)
         self._rstart = self._rend = 0
+        self._batch: list[Any] | None = None
+        self._batch_next = 0
         self._big: bytearray | None = None
         self._big_filled = 0
         self._big_done = False
@@ -356,6 +360,7 @@ class Connection(FrameReader):
         self._hs_timer.cancel()
         self._wbuf.clear()
         self._wsize = 0
+        self._batch_at = -1
         if not self.ready.done():
             failure: ConnectionError = error
             if self._handshake.started:  # refused mid-handshake

@@ -24,8 +24,12 @@ import logging
 from collections.abc import Callable
 from typing import Any, Final
 
+import msgpack
+
+from ._codec import FLAG_MESSAGE, FLAG_TOP_TUPLE, FLAG_TUPLES
 from ._frames import (
     AFTER_LENGTH,
+    BATCH,
     ERROR,
     HEADER,
     HEADER_LEN,
@@ -35,6 +39,7 @@ from ._frames import (
     REPLY,
     REQUEST,
 )
+from ._messages import from_wire
 from ._writer import BIG_FRAME, CLOSED, OPEN, FrameWriter
 
 __all__ = ["FrameReader", "Routes"]
@@ -44,6 +49,8 @@ logger = logging.getLogger("actorrt")
 _unpack_header = HEADER.unpack_from
 
 READ_BUFFER: Final = 1 << 18  # the shared receive buffer
+# A batched value still to be made a message or a tuple.
+_FINISH: Final = FLAG_MESSAGE | FLAG_TOP_TUPLE
 
 # What a Dispatcher exposes so that the connection hands a typed message straight to its
 # route (one call less per message); anything not in them goes to the handler itself.
@@ -55,6 +62,8 @@ class FrameReader(FrameWriter):
 
     # __slots__ for speed: touched per frame.
     __slots__ = (
+        "_batch",
+        "_batch_next",
         "_big",
         "_big_done",
         "_big_filled",
@@ -93,6 +102,10 @@ class FrameReader(FrameWriter):
     _paused_by_watermark: bool
     _read_paused: bool
     _halted: bool
+    # The decoded messages of the batch being handed on (request id, kind_flags, value,
+    # ...), and where the next one starts; ``None`` between batches.
+    _batch: list[Any] | None
+    _batch_next: int
 
     # Defined by the connection.
     def reply_error(self, request_id: int, exc: BaseException) -> None:
@@ -192,8 +205,9 @@ class FrameReader(FrameWriter):
         """Decode and hand on every complete frame received, unless reading is paused.
 
         A reply or error to its pending future, a request or notification to the handler.
-        A frame above ``BIG_FRAME`` that was read into a buffer of its own
-        (:meth:`_partial_frame`) comes first, then the frames in the shared buffer. Replies
+        The messages of a batch frame, decoded in one go, come first (what is left of one
+        when reading paused); then a frame above ``BIG_FRAME`` that was read into a buffer
+        of its own (:meth:`_partial_frame`), then the frames in the shared buffer. Replies
         the handler sends while the frames of one read are handled leave in one write at
         the end.
         """
@@ -204,29 +218,48 @@ class FrameReader(FrameWriter):
         pending = self._pending
         request_routes, notification_routes = self._request_routes, self._notification_routes
         while not self._halted:
-            if end - pos >= HEADER_LEN and not self._big_done:
-                length, request_id, kind_flags = _unpack_header(buf, pos)
-                frame_end = pos + 8 + length
-                if frame_end > end or length > max_length or length < MIN_LENGTH:
-                    pos = self._partial_frame(pos, end, length)
-                    break
-                body = view[pos + HEADER_LEN : frame_end]
-                self._rstart = pos = frame_end  # the handler may pause reading and reenter
-                owned = False
-            elif self._big_done:
-                big, self._big, self._big_done = self._big, None, False
-                frame = memoryview(big)  # type: ignore[arg-type]
-                request_id, kind_flags = AFTER_LENGTH.unpack_from(frame)
-                body = frame[9:]
-                owned = True  # a buffer of its own: decoded arrays may be views on it
+            batch = self._batch
+            if batch is not None:
+                at = self._batch_next
+                if at >= len(batch):
+                    self._batch = None
+                    continue
+                request_id, kind_flags, value = batch[at], batch[at + 1], batch[at + 2]
+                self._batch_next = at + 3  # the handler may pause reading and reenter
+                kind = kind_flags & KIND_MASK
+                if kind_flags & _FINISH:
+                    try:
+                        value = from_wire(value) if kind_flags & FLAG_MESSAGE else tuple(value)
+                    except Exception as exc:
+                        self._undecodable(kind, request_id, exc)
+                        continue
             else:
-                break
-            kind = kind_flags & KIND_MASK
-            try:
-                value = unpack(kind_flags, body, owned)
-            except Exception as exc:
-                self._undecodable(kind, request_id, exc)
-                continue
+                if end - pos >= HEADER_LEN and not self._big_done:
+                    length, request_id, kind_flags = _unpack_header(buf, pos)
+                    frame_end = pos + 8 + length
+                    if frame_end > end or length > max_length or length < MIN_LENGTH:
+                        pos = self._partial_frame(pos, end, length)
+                        break
+                    body = view[pos + HEADER_LEN : frame_end]
+                    self._rstart = pos = frame_end  # the handler may pause reading and reenter
+                    owned = False
+                elif self._big_done:
+                    big, self._big, self._big_done = self._big, None, False
+                    frame = memoryview(big)  # type: ignore[arg-type]
+                    request_id, kind_flags = AFTER_LENGTH.unpack_from(frame)
+                    body = frame[9:]
+                    owned = True  # a buffer of its own: decoded arrays may be views on it
+                else:
+                    break
+                kind = kind_flags & KIND_MASK
+                if kind == BATCH:
+                    self._start_batch(kind_flags, body)
+                    continue
+                try:
+                    value = unpack(kind_flags, body, owned)
+                except Exception as exc:
+                    self._undecodable(kind, request_id, exc)
+                    continue
             if kind == REPLY:
                 future = pending.pop(request_id, None)
                 if future is not None and not future.done():
@@ -261,6 +294,49 @@ class FrameReader(FrameWriter):
         self._rstart = pos
         if self._wbuf:
             self._write_queued()  # the replies to this read, together
+
+    def _start_batch(self, kind_flags: int, body: Any) -> None:
+        """Decode a batch frame in one go; its messages are handed on from ``_batch``."""
+        try:
+            items = self._codec.unpack(kind_flags & FLAG_TUPLES, body)
+        except Exception:
+            items = self._split_batch(kind_flags & FLAG_TUPLES, body)
+        if type(items) is not list or len(items) % 3:
+            self._protocol_error("the peer sent a malformed batch frame")
+            return
+        self._batch, self._batch_next = items, 0
+
+    def _split_batch(self, flags: int, body: Any) -> list[Any]:
+        """A batch that does not decode as a whole: decode its messages one by one, and
+        answer each that does not decode (:meth:`_undecodable`) at once."""
+        unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
+        unpacker.feed(body)
+        items: list[Any] = []
+        try:
+            count = unpacker.read_array_header()
+            for _ in range(count // 3):
+                request_id, kind_flags = unpacker.unpack(), unpacker.unpack()
+                start = unpacker.tell()
+                unpacker.skip()
+                value_body = body[start : unpacker.tell()]
+                kind = kind_flags & KIND_MASK
+                try:
+                    value = self._finish(kind_flags, self._codec.unpack(flags, value_body))
+                except Exception as exc:
+                    self._undecodable(kind, request_id, exc)
+                    continue
+                items += (request_id, kind_flags & ~_FINISH, value)
+        except Exception:
+            return []  # not even its frame decodes: nothing to hand on
+        return items
+
+    @staticmethod
+    def _finish(kind_flags: int, value: Any) -> Any:
+        if kind_flags & FLAG_MESSAGE:
+            return from_wire(value)
+        if kind_flags & FLAG_TOP_TUPLE:
+            return tuple(value)
+        return value
 
     def _partial_frame(self, pos: int, end: int, length: int) -> int:
         """The frame at ``pos`` is incomplete or invalid; return where parsing stops."""

@@ -4,9 +4,11 @@
 the slots and the transport). What it does:
 
 * **Write coalescing.** The first frame of a loop tick is written at once and schedules one
-  ``call_soon`` tick-end flush; frames queued after it in the tick leave together, in one
-  ``transport.write``, when it runs, or earlier once 4 KiB have queued (so a long burst keeps
-  the peer busy) or when the frames of one read have been dispatched (their replies).
+  ``call_soon`` tick-end flush; the messages sent after it in the tick join one
+  :data:`~actorrt._wire._frames.BATCH` frame (each message encoded when it is sent, the
+  batch framed once; the peer decodes it in one go), which leaves, in one ``transport.write``,
+  when the flush runs, or earlier once 4 KiB have queued (so a long burst keeps the peer
+  busy) or when the frames of one read have been dispatched (their replies).
 * **Flow control.** The transport's ``pause_writing``/``resume_writing`` are honoured:
   :meth:`FrameWriter.drain` blocks while the peer is not reading. A producer that sends
   without awaiting replies awaits ``drain()`` between sends, and then neither the queue nor
@@ -21,12 +23,25 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, Final
 
-from ._codec import Codec
-from ._frames import HEADER, HEADER_LEN, MIN_LENGTH, ConnectionLostError, FrameTooLargeError
+from ._codec import FLAG_TUPLES, Codec
+from ._frames import (
+    BATCH,
+    BATCH_ARRAY,
+    BATCH_ITEM,
+    BATCH_ITEM_LEN,
+    HEADER,
+    HEADER_LEN,
+    MIN_LENGTH,
+    ConnectionLostError,
+    FrameTooLargeError,
+)
 
 __all__ = ["BIG_FRAME", "FrameWriter"]
 
 _pack_header = HEADER.pack
+_pack_item = BATCH_ITEM.pack
+_pack_array = BATCH_ARRAY.pack
+_BATCH_HEAD: Final = HEADER_LEN + BATCH_ARRAY.size
 
 BIG_FRAME: Final = 1 << 16  # frames above this travel (and are read) as buffers of their own
 _JOIN_LIMIT: Final = 1 << 20  # queued writes above this are not joined into one bytes
@@ -45,6 +60,9 @@ class FrameWriter(asyncio.BufferedProtocol):
     # __slots__ for speed: touched per frame. The first five are the connection's, shared
     # by both halves; this root class holds them.
     __slots__ = (
+        "_batch_at",
+        "_batch_flags",
+        "_batch_start",
         "_call_soon",
         "_codec",
         "_drain_waiters",
@@ -73,6 +91,11 @@ class FrameWriter(asyncio.BufferedProtocol):
     _flush_at_tick_end: Callable[[], None]
     _write_paused: bool
     _drain_waiters: list[asyncio.Future[None]]
+    # The batch of this tick: where its header goes in _wbuf (-1: none open), the union of
+    # its messages' flags, and _wsize where its messages begin.
+    _batch_at: int
+    _batch_flags: int
+    _batch_start: int
 
     def _unusable(self) -> ConnectionLostError:
         raise NotImplementedError
@@ -86,18 +109,40 @@ class FrameWriter(asyncio.BufferedProtocol):
             self._send_large(kind | flags, request_id, head, buffers, context)
             return
         wbuf = self._wbuf
-        wbuf.append(_pack_header(size + MIN_LENGTH, request_id, kind | flags))
-        wbuf.append(head)
-        wsize = self._wsize = self._wsize + size + HEADER_LEN
         if not self._flush_scheduled:
-            # The first frame of this tick leaves at once, so a lone message costs no extra
-            # loop iteration; what follows in the same tick waits for the tick-end flush.
+            # The first frame of this tick leaves at once, as a frame of its own, so a lone
+            # message costs no extra loop iteration; what follows in the same tick joins
+            # the tick's batch, written by the tick-end flush.
             self._flush_scheduled = True
             self._call_soon(self._flush_at_tick_end)
+            wbuf.append(_pack_header(size + MIN_LENGTH, request_id, kind | flags))
+            wbuf.append(head)
+            self._wsize += size + HEADER_LEN
             self._write_queued()
-        elif wsize >= _EAGER_FLUSH:
+            return
+        if self._batch_at < 0:
+            self._batch_at = len(wbuf)
+            wbuf.append(b"")  # the batch's header, once it is sealed (_seal_batch)
+            self._batch_flags = 0
+            self._batch_start = self._wsize = self._wsize + _BATCH_HEAD
+        wbuf.append(_pack_item(0xCF, request_id, 0xCC, kind | flags))
+        wbuf.append(head)
+        self._batch_flags |= flags
+        wsize = self._wsize = self._wsize + size + BATCH_ITEM_LEN
+        if wsize >= _EAGER_FLUSH:
             # A long burst: let the peer start on it rather than wait for the end of the tick.
             self._write_queued()
+
+    def _seal_batch(self) -> None:
+        """Put the header of the open batch in front of its messages."""
+        # The batch is the last thing queued: its messages, two chunks each, follow ``at``.
+        at, self._batch_at = self._batch_at, -1
+        wbuf = self._wbuf
+        wbuf[at] = _pack_header(
+            MIN_LENGTH + BATCH_ARRAY.size + self._wsize - self._batch_start,
+            0,
+            BATCH | (self._batch_flags & FLAG_TUPLES),
+        ) + _pack_array(0xDD, 3 * ((len(wbuf) - at - 1) // 2))
 
     def _send_large(
         self, kind_flags: int, request_id: int, head: bytes, buffers: list[Any], context: object
@@ -108,6 +153,8 @@ class FrameWriter(asyncio.BufferedProtocol):
                 f"cannot send {context}: its frame of {size + HEADER_LEN} bytes exceeds "
                 f"max_frame_size={self._max_frame}"
             )
+        if self._batch_at >= 0:
+            self._seal_batch()  # what was sent before it goes first
         self._wbuf += [_pack_header(size + MIN_LENGTH, request_id, kind_flags), head, *buffers]
         self._wsize += size + HEADER_LEN
         self._write_queued()  # large: no point waiting for the end of the tick
@@ -124,6 +171,8 @@ class FrameWriter(asyncio.BufferedProtocol):
         transport = self._transport
         if not wbuf or transport is None:
             return
+        if self._batch_at >= 0:
+            self._seal_batch()
         self._wbuf = []
         size, self._wsize = self._wsize, 0
         if size <= _JOIN_LIMIT:
