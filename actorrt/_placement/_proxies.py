@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING, Any
 
 from .._core._handle import AskHandle, ThreadWait
 from .._errors import ActorDiedError, DeathReason, MailboxFullError, RuntimeClosedError
-from .._wire._connection import DEFAULT_WRITE_LIMITS, Connection, ConnectionLostError
+from .._wire._connection import (
+    DEFAULT_WRITE_LIMITS,
+    ERROR,
+    REPLY,
+    Connection,
+    ConnectionLostError,
+)
 from .._wire._messages import Call, Kill, Stop, Tell, WaitStopped
 from .._wire._refs import RefAddress
 
@@ -80,6 +86,22 @@ class WireReply:
     def set_exception(self, exc: BaseException) -> None:
         self._done = True
         self._conn.reply_error(self._request_id, exc)
+
+    def settle_run(self, batch: list[Any], outcomes: list[tuple[bool, Any]]) -> bool:
+        """Answer the run of envelopes ``batch`` ran as, when every one of them came over
+        this connection: one frame for all of them (``_serving``'s ``settle_run``)."""
+        conn = self._conn
+        answers: list[Any] = []
+        for envelope, (ok, value) in zip(batch, outcomes, strict=True):
+            reply = envelope[3]
+            if type(reply) is not WireReply or reply._conn is not conn or reply._done:
+                return False
+            answers += (reply._request_id, REPLY if ok else ERROR, value)
+        if not conn.reply_run(answers):
+            return False
+        for envelope in batch:
+            envelope[3]._done = True
+        return True
 
 
 class RemoteActor:

@@ -236,6 +236,21 @@ class Connection(FrameReader):
             logger.debug("reply to request %d cannot be sent: %s", request_id, exc)
             self._send_error(request_id, exc)
 
+    def reply_run(self, answers: list[Any]) -> bool:
+        """Answer several incoming requests at once, in one frame: ``answers`` holds
+        ``request_id, REPLY, value`` or ``request_id, ERROR, exception`` for each.
+
+        Returns ``False``, having sent nothing, when they cannot go together (a value that
+        cannot be sent, or one that needs a frame of its own): answer each alone then.
+        """
+        if self._state is OPEN and not self._send_run(answers):
+            return False
+        incoming = self._incoming = self._incoming - len(answers) // 3
+        if self._paused_by_watermark and incoming <= self._incoming_low:
+            self._paused_by_watermark = False
+            self._update_reading()
+        return True
+
     def reply_error(self, request_id: int, exc: BaseException) -> None:
         """Answer an incoming request with an exception, raised again at the requester."""
         self._replied()

@@ -133,6 +133,31 @@ class FrameWriter(asyncio.BufferedProtocol):
             # A long burst: let the peer start on it rather than wait for the end of the tick.
             self._write_queued()
 
+    def _send_run(self, items: list[Any]) -> bool:
+        """Send ``items`` (``request_id, kind_flags, value`` for each message) as one batch
+        frame, encoded in one go. ``False``, having sent nothing, when they
+        cannot go so (a value that cannot be sent, out-of-band buffers, above 1 MiB)."""
+        try:
+            flags, head, buffers = self._codec.pack(items)
+        except Exception:
+            return False
+        size = len(head)
+        if buffers or flags & ~FLAG_TUPLES or size > min(_JOIN_LIMIT, self._max_frame - 64):
+            return False
+        if self._batch_at >= 0:
+            self._seal_batch()  # what was sent before them goes first
+        wbuf = self._wbuf
+        wbuf.append(_pack_header(size + MIN_LENGTH, 0, BATCH | flags))
+        wbuf.append(head)
+        wsize = self._wsize = self._wsize + size + HEADER_LEN
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._call_soon(self._flush_at_tick_end)
+            self._write_queued()
+        elif wsize >= _EAGER_FLUSH:
+            self._write_queued()
+        return True
+
     def _seal_batch(self) -> None:
         """Put the header of the open batch in front of its messages."""
         # The batch is the last thing queued: its messages, two chunks each, follow ``at``.
