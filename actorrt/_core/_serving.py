@@ -157,7 +157,7 @@ class MailboxServing:
         except asyncio.CancelledError:
             self._orphans.extend(envelope[3] for envelope in batch)
             raise
-        if len(outcomes) == len(batch):  # every message ran: no failing tell cut it short
+        if len(outcomes) == len(batch) > 1:  # a run, and no failing tell cut it short
             # Replies that can answer a whole run at once do (the wire's: one frame).
             settle_run = getattr(batch[0][3], "settle_run", None)
             if settle_run is not None and settle_run(batch, outcomes):
