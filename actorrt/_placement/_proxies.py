@@ -26,7 +26,7 @@ import concurrent.futures
 import logging
 import time
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from .._core._handle import AskHandle, ThreadWait
 from .._errors import ActorDiedError, DeathReason, MailboxFullError, RuntimeClosedError
@@ -37,7 +37,7 @@ from .._wire._connection import (
     Connection,
     ConnectionLostError,
 )
-from .._wire._messages import Call, Kill, Stop, Tell, WaitStopped
+from .._wire._messages import Call, Kill, Stop, Tell, WaitStopped, tag_of
 from .._wire._refs import RefAddress
 
 if TYPE_CHECKING:
@@ -185,9 +185,10 @@ class RemoteActor:
             context = self._contexts[method] = f"the arguments of {self.cls_name}.{method}()"
         try:
             # Arguments travel as a list: msgpack packs lists natively, a tuple costs a hook.
-            # tuple.__new__ builds the message without NamedTuple's Python-level __new__.
-            payload = _new(Call, [self.actor_id, method, list(args), kwargs])
-            return conn.request(payload, context=context)
+            # The Call goes in its wire form, [tag, *fields]: no message object to build.
+            return conn.request(
+                [_CALL, self.actor_id, method, list(args), kwargs], context=context, tagged=True
+            )
         except ConnectionLostError as exc:
             lost: asyncio.Future[Any] = self.loop.create_future()
             lost.set_exception(exc)
@@ -225,8 +226,9 @@ class RemoteActor:
             )
         try:
             conn.notify(
-                _new(Tell, (self.actor_id, method, list(args), kwargs)),
+                [_TELL, self.actor_id, method, list(args), kwargs],
                 context=f"the arguments of {self.cls_name}.{method}()",
+                tagged=True,
             )
         except ConnectionLostError as exc:
             raise ActorDiedError(
@@ -247,8 +249,9 @@ class RemoteActor:
         if conn is None:
             raise self.death_error()
         conn.notify(
-            _new(Tell, (self.actor_id, method, list(args), kwargs)),
+            [_TELL, self.actor_id, method, list(args), kwargs],
             context=f"the arguments of {self.cls_name}.{method}()",
+            tagged=True,
         )
         return conn.drain()
 
@@ -268,7 +271,8 @@ class RemoteActor:
 TELL_HIGH_WATER = DEFAULT_WRITE_LIMITS[0]
 
 
-_new = tuple.__new__
+_CALL: Final = tag_of(Call)
+_TELL: Final = tag_of(Tell)
 
 
 class RelayTarget(RemoteActor):

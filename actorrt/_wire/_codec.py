@@ -202,6 +202,26 @@ class Codec(Records):
             return self._finish_large(body)
         return self._flags, body, _NO_BUFFERS
 
+    def pack_tagged(self, items: Any, context: object = "value") -> tuple[int, bytes, list[Any]]:
+        """:meth:`pack` for a typed message already in its wire form, the list
+        ``[tag, *fields]`` (``tag`` from :func:`~actorrt._wire._messages.tag_of`): no message
+        object to build, no type to look up."""
+        if self._packing:  # reentered (see pack): a fresh codec
+            return Codec(
+                ref_types=self._ref_types,
+                encode_ref=self._encode_ref,
+                decode_ref=self._decode_ref,
+                buffer_threshold=self._buffer_threshold,
+            ).pack_tagged(items, context)
+        self._flags = FLAG_MESSAGE
+        try:
+            body = self._packer.pack(items)
+        except Exception as exc:
+            raise self._pack_failed(items, exc, context) from exc
+        if self._buffers_out or len(body) > _PACKER_SHRINK_ABOVE:
+            return self._finish_large(body)
+        return FLAG_MESSAGE | self._flags, body, _NO_BUFFERS
+
     def _finish_large(self, body: bytes) -> tuple[int, bytes, list[Any]]:
         if len(body) > _PACKER_SHRINK_ABOVE:
             self._packer = self._new_packer()  # let go of its grown buffer

@@ -189,13 +189,18 @@ class Connection(FrameReader):
 
     # -- sending ------------------------------------------------------------------------
 
-    def request(self, payload: object, *, context: object = "request") -> asyncio.Future[Any]:
+    def request(
+        self, payload: object, *, context: object = "request", tagged: bool = False
+    ) -> asyncio.Future[Any]:
         """Send a request now and return a future for its reply.
 
         Args:
             payload: the request; anything the codec can send.
             context: what the payload is, for the error message if it cannot be sent (any
                 object whose ``str()`` says so: it is formatted only then).
+            tagged: ``payload`` is a typed message already in its wire form, the list
+                ``[tag, *fields]`` (what a sender on the hot path builds instead of the
+                message object; the peer decodes it as the message).
 
         Returns:
             A future that gets the peer's reply, or its exception, or a
@@ -209,14 +214,16 @@ class Connection(FrameReader):
         """
         request_id = self._next_id
         self._next_id = request_id + 1
-        self._send(REQUEST, request_id, payload, context)
+        self._send(REQUEST, request_id, payload, context, tagged)
         future: asyncio.Future[Any] = self._loop.create_future()
         self._pending[request_id] = future
         return future
 
-    def notify(self, payload: object, *, context: object = "notification") -> None:
-        """Send a message that gets no reply. Raises as :meth:`request` does."""
-        self._send(NOTIFY, 0, payload, context)
+    def notify(
+        self, payload: object, *, context: object = "notification", tagged: bool = False
+    ) -> None:
+        """Send a message that gets no reply. Takes and raises what :meth:`request` does."""
+        self._send(NOTIFY, 0, payload, context, tagged)
 
     def reply(self, request_id: int, value: object, *, context: object = "reply") -> None:
         """Answer an incoming request with a value.

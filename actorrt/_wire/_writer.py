@@ -100,10 +100,15 @@ class FrameWriter(asyncio.BufferedProtocol):
     def _unusable(self) -> ConnectionLostError:
         raise NotImplementedError
 
-    def _send(self, kind: int, request_id: int, payload: object, context: object) -> None:
+    def _send(
+        self, kind: int, request_id: int, payload: object, context: object, tagged: bool = False
+    ) -> None:
         if self._state is not OPEN:
             raise self._unusable()
-        flags, head, buffers = self._codec.pack(payload, context)
+        if tagged:  # a typed message already in its wire form: [tag, *fields]
+            flags, head, buffers = self._codec.pack_tagged(payload, context)
+        else:
+            flags, head, buffers = self._codec.pack(payload, context)
         size = len(head)
         if buffers or size > BIG_FRAME:
             self._send_large(kind | flags, request_id, head, buffers, context)

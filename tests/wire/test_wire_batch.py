@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 
 from actorrt._wire import _auth
 from actorrt._wire._frames import BATCH, HEADER, KIND_MASK, REQUEST
-from actorrt._wire._messages import Call
+from actorrt._wire._messages import Call, tag_of
 from actorrt._wire._transport import (
     Connection,
     WireServer,
@@ -163,3 +164,18 @@ async def test_a_large_message_inside_a_tick_keeps_its_place(
     client.notify("after")
     assert await client.request("done") == "done"
     assert seen == ["first", "second", big, "after", "done"]
+
+
+async def test_a_message_sent_in_its_wire_form_arrives_as_the_message(
+    ends: tuple[WireServer, Connection, list[Any]],
+) -> None:
+    _server, client, seen = ends
+    call = [tag_of(Call), "a1", "echo", [(1, "x")], {"k": 2}]
+    assert await client.request(call, tagged=True) == Call("a1", "echo", [(1, "x")], {"k": 2})
+    client.notify([tag_of(Call), "a2", "m", [], {}], tagged=True)
+    assert await client.request("sync") == "sync"
+    assert seen[1] == Call("a2", "m", [], {}) and type(seen[1]) is Call
+    with pytest.raises(TypeError, match="cannot send the arguments: a value of type"):
+        client.request(
+            [tag_of(Call), "a1", "m", [threading.Lock()], {}], tagged=True, context="the arguments"
+        )
