@@ -26,11 +26,15 @@ reference, as an actor class in an importable module is):
    ``first_start_ms_samples`` and is printed below the table.
 
 Each repetition runs the raw baseline (its own uvloop loop and echo child) and then the actorrt
-figures, so drift hits both alike. Ray 2.60's figures on this machine class (docs/benchmarks.md) are
-printed beside the table for reference and the actorrt/Ray ratios go into the JSON.
+figures, so drift hits both alike. Beside each rate, the CPU time per call of each process
+(user + system, all threads: ``time.process_time`` here, ``/proc/PID/stat`` for the child or
+worker), which a shared, loaded machine disturbs far less than wall time. Ray 2.60's figures
+on this machine class (docs/benchmarks.md) are printed beside the table for reference and the
+actorrt/Ray ratios go into the JSON.
 
-``--check`` exits 1 when sequential is under 60% of raw, pipelined under 30% of raw,
-start+stop under 500 cycles/s, or the cold worker start's median over 30 ms.
+``--check`` exits 1 when the sequential ask to a sync method is under 60% of raw sequential,
+pipelined calls under 30% of raw pipelined, start+stop under 500 cycles/s, or the cold worker
+start's median over 30 ms.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ SIZES = {  # n_seq, n_pipe, cycles, cold, reps
 }
 WARMUP = 200
 COLD_START_MS = 30.0  # median of the starts on a new worker process
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _cold_keys = itertools.count()
 _SOCKET_BASE = "/tmp" if os.path.isdir("/tmp") else None  # short socket paths, as wire.py
 
@@ -89,24 +94,49 @@ def _echo_class() -> Any:
     return importlib.import_module("benchmarks.processes").Echo
 
 
+# ------------------------------------------------------------------------------- CPU time
+
+
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system, all threads) process ``pid`` has used; 0.0 without /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICK
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+async def with_cpu(run: Any, n: int, peer: int) -> tuple[float, float, float]:
+    """``(rate, µs of CPU per call here, µs of CPU per call in process peer)`` of ``run``."""
+    here, there = time.process_time(), process_cpu(peer)
+    rate = await run
+    return (
+        rate,
+        1e6 * (time.process_time() - here) / n,
+        1e6 * (process_cpu(peer) - there) / n,
+    )
+
+
 # ------------------------------------------------------------------------------- baseline
 
 
-async def raw_rep(n_seq: int, n_pipe: int) -> tuple[float, float]:
-    """One repetition of the raw echo baseline: (sequential/s, pipelined/s)."""
+async def raw_rep(n_seq: int, n_pipe: int) -> dict[str, tuple[float, float, float]]:
+    """One repetition of the raw echo baseline: sequential and pipelined, each as
+    ``(rate, CPU µs per call here, CPU µs per call in the echo child)``."""
     directory = make_private_dir(base=_SOCKET_BASE)
     path = os.path.join(directory, "raw")
     proc = await start_server("raw", path, new_secret())
     try:
         _, client = await asyncio.get_running_loop().create_unix_connection(RawClient, path)
         await raw_sequential(client, WARMUP)
-        seq = await raw_sequential(client, n_seq)
-        pipe = await raw_pipelined(client, n_pipe)
+        seq = await with_cpu(raw_sequential(client, n_seq), n_seq, proc.pid)
+        pipe = await with_cpu(raw_pipelined(client, n_pipe), n_pipe, proc.pid)
         client.transport.close()
     finally:
         await stop_server(proc)
         shutil.rmtree(directory, ignore_errors=True)
-    return seq, pipe
+    return {"raw_seq": seq, "raw_pipe": pipe}
 
 
 # -------------------------------------------------------------------------------- actorrt
@@ -153,11 +183,11 @@ async def actor_rep(n_seq: int, n_pipe: int, cycles: int, cold: int) -> dict[str
     started = time.perf_counter()
     ref = await cls.spawn()  # starts the fork server and a worker: warms the pool
     first = (time.perf_counter() - started) * 1000
-    await actor_sequential(ref, WARMUP)
-    seq = await actor_sequential(ref, n_seq)
-    aseq = await actor_sequential(ref, n_seq, "aecho")
-    pipe = await actor_pipelined(ref, n_pipe)
     pid = await ref.pid()
+    await actor_sequential(ref, WARMUP)
+    seq = await with_cpu(actor_sequential(ref, n_seq), n_seq, pid)
+    aseq = await with_cpu(actor_sequential(ref, n_seq, "aecho"), n_seq, pid)
+    pipe = await with_cpu(actor_pipelined(ref, n_pipe), n_pipe, pid)
     await ref.stop()
     cps = await start_stop_cycles(cls, cycles)
     last = await cls.spawn()
@@ -176,23 +206,25 @@ async def actor_rep(n_seq: int, n_pipe: int, cycles: int, cold: int) -> dict[str
 
 
 def measure(n_seq: int, n_pipe: int, cycles: int, cold: int, reps: int) -> dict[str, Any]:
+    timed = ("raw_seq", "raw_pipe", "seq", "aseq", "pipe")
     samples: dict[str, list[Any]] = {
-        k: []
-        for k in (
-            "raw_seq", "raw_pipe", "seq", "aseq", "pipe", "cycles", "same_worker", "cold",
-            "first",
-        )
+        k: [] for k in (*timed, "cycles", "same_worker", "cold", "first")
     }
+    for key in timed:  # CPU µs per call: here, and in the child or worker
+        samples[key + "_cpu"], samples[key + "_peer_cpu"] = [], []
     for _ in range(reps):
-        raw_seq, raw_pipe = uvloop.run(raw_rep(n_seq, n_pipe))
-        samples["raw_seq"].append(raw_seq)
-        samples["raw_pipe"].append(raw_pipe)
+        rep: dict[str, Any] = uvloop.run(raw_rep(n_seq, n_pipe))
 
         async def one() -> dict[str, Any]:
             return await actor_rep(n_seq, n_pipe, cycles, cold)
 
-        rep = actorrt.run(one)
-        for key in ("seq", "aseq", "pipe", "cycles", "same_worker", "first"):
+        rep |= actorrt.run(one)
+        for key in timed:
+            rate, here, there = rep[key]
+            samples[key].append(rate)
+            samples[key + "_cpu"].append(here)
+            samples[key + "_peer_cpu"].append(there)
+        for key in ("cycles", "same_worker", "first"):
             samples[key].append(rep[key])
         samples["cold"].extend(rep["cold"])
     return samples
@@ -236,8 +268,25 @@ def main() -> None:
     # Ray's start starts a new process each time: the like-for-like figure is a cold start.
     cold_per_s = 1000 / statistics.median(s["cold"])
     vs_ray_cold = cold_per_s / RAY["actor starts/s"]
+    cpu_rows = {
+        "process ask, sequential": "seq",
+        "process ask, sequential, async method": "aseq",
+        "process calls, pipelined 1000": "pipe",
+        "raw echo, sequential": "raw_seq",
+        "raw echo, pipelined window 1000": "raw_pipe",
+    }
+    cpu = {
+        name: {
+            "here_median": statistics.median(s[key + "_cpu"]),
+            "there_median": statistics.median(s[key + "_peer_cpu"]),
+            "here_samples": s[key + "_cpu"],
+            "there_samples": s[key + "_peer_cpu"],
+        }
+        for name, key in cpu_rows.items()
+    }
     extra = {
         "loop": "uvloop",
+        "cpu_us_per_call": cpu,
         **sizes,
         "window": WINDOW,
         "pipelined_shape": "actorrt: issue 1,000 calls, await them in order, repeat; "
@@ -251,6 +300,11 @@ def main() -> None:
     }
     ok = report("benchmarks.processes: worker-process actors vs raw echo", figures,
                 "processes", extra)
+    print("\nCPU time per call, medians (µs; here: this process; there: the worker, or the "
+          "raw echo child):")
+    print(f"{'figure':<42} {'here':>8} {'there':>8}")
+    for name, row in cpu.items():
+        print(f"{name:<42} {row['here_median']:>8.1f} {row['there_median']:>8.1f}")
     print("\nRay 2.60 on this machine class (docs/benchmarks.md), for reference:")
     print(f"{'figure':<24} {'Ray 2.60':>10} {'actorrt':>12} {'actorrt/Ray':>12}")
     for (name, ray), mine in zip(RAY.items(), (seq, pipe, cycles), strict=True):

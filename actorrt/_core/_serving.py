@@ -5,6 +5,11 @@ methods handed to the actor's thread in runs (actors in worker processes), and u
 ``max_concurrency`` messages as concurrent tasks. None of them checks the lifecycle per
 message: a stop arrives as the ``STOP`` envelope, a kill as the cancellation of the task.
 A failing tell raises :class:`~actorrt._core._lifecycle.Crash` for the supervisor.
+
+A reply (the fourth item of an envelope) has the part of the future interface that
+:func:`settle` uses; it may also have ``settle_run(batch, outcomes) -> bool``, which answers
+every envelope of a run handed to the actor's thread at once (the replies of a connection
+leave as one frame) and returns ``False`` when it cannot (then each is settled alone).
 """
 
 from __future__ import annotations
@@ -152,6 +157,11 @@ class MailboxServing:
         except asyncio.CancelledError:
             self._orphans.extend(envelope[3] for envelope in batch)
             raise
+        if len(outcomes) == len(batch) > 1:  # a run, and no failing tell cut it short
+            # Replies that can answer a whole run at once do (the wire's: one frame).
+            settle_run = getattr(batch[0][3], "settle_run", None)
+            if settle_run is not None and settle_run(batch, outcomes):
+                return
         for (name, _args, _kwargs, reply), (ok, value) in zip(batch, outcomes, strict=False):
             if ok:
                 settle(reply, value, None)

@@ -26,12 +26,18 @@ import concurrent.futures
 import logging
 import time
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from .._core._handle import AskHandle, ThreadWait
 from .._errors import ActorDiedError, DeathReason, MailboxFullError, RuntimeClosedError
-from .._wire._connection import DEFAULT_WRITE_LIMITS, Connection, ConnectionLostError
-from .._wire._messages import Call, Kill, Stop, Tell, WaitStopped
+from .._wire._connection import (
+    DEFAULT_WRITE_LIMITS,
+    ERROR,
+    REPLY,
+    Connection,
+    ConnectionLostError,
+)
+from .._wire._messages import Call, Kill, Stop, Tell, WaitStopped, tag_of
 from .._wire._refs import RefAddress
 
 if TYPE_CHECKING:
@@ -80,6 +86,22 @@ class WireReply:
     def set_exception(self, exc: BaseException) -> None:
         self._done = True
         self._conn.reply_error(self._request_id, exc)
+
+    def settle_run(self, batch: list[Any], outcomes: list[tuple[bool, Any]]) -> bool:
+        """Answer the run of envelopes ``batch`` ran as, when every one of them came over
+        this connection: one frame for all of them (``_serving``'s ``settle_run``)."""
+        conn = self._conn
+        answers: list[Any] = []
+        for envelope, (ok, value) in zip(batch, outcomes, strict=True):
+            reply = envelope[3]
+            if type(reply) is not WireReply or reply._conn is not conn or reply._done:
+                return False
+            answers += (reply._request_id, REPLY if ok else ERROR, value)
+        if not conn.reply_run(answers):
+            return False
+        for envelope in batch:
+            envelope[3]._done = True
+        return True
 
 
 class RemoteActor:
@@ -163,9 +185,10 @@ class RemoteActor:
             context = self._contexts[method] = f"the arguments of {self.cls_name}.{method}()"
         try:
             # Arguments travel as a list: msgpack packs lists natively, a tuple costs a hook.
-            # tuple.__new__ builds the message without NamedTuple's Python-level __new__.
-            payload = _new(Call, [self.actor_id, method, list(args), kwargs])
-            return conn.request(payload, context=context)
+            # The Call goes in its wire form, [tag, *fields]: no message object to build.
+            return conn.request(
+                [_CALL, self.actor_id, method, list(args), kwargs], context=context, tagged=True
+            )
         except ConnectionLostError as exc:
             lost: asyncio.Future[Any] = self.loop.create_future()
             lost.set_exception(exc)
@@ -203,8 +226,9 @@ class RemoteActor:
             )
         try:
             conn.notify(
-                _new(Tell, (self.actor_id, method, list(args), kwargs)),
+                [_TELL, self.actor_id, method, list(args), kwargs],
                 context=f"the arguments of {self.cls_name}.{method}()",
+                tagged=True,
             )
         except ConnectionLostError as exc:
             raise ActorDiedError(
@@ -225,8 +249,9 @@ class RemoteActor:
         if conn is None:
             raise self.death_error()
         conn.notify(
-            _new(Tell, (self.actor_id, method, list(args), kwargs)),
+            [_TELL, self.actor_id, method, list(args), kwargs],
             context=f"the arguments of {self.cls_name}.{method}()",
+            tagged=True,
         )
         return conn.drain()
 
@@ -246,7 +271,8 @@ class RemoteActor:
 TELL_HIGH_WATER = DEFAULT_WRITE_LIMITS[0]
 
 
-_new = tuple.__new__
+_CALL: Final = tag_of(Call)
+_TELL: Final = tag_of(Tell)
 
 
 class RelayTarget(RemoteActor):

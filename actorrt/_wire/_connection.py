@@ -2,24 +2,19 @@
 
 A :class:`Connection` is an :class:`asyncio.BufferedProtocol` that speaks the frames of
 :mod:`actorrt._wire._frames` once the handshake of :mod:`actorrt._wire._auth` has succeeded.
+This module is its multiplexing and its life: requests and their pending replies, the
+handshake, closing and loss. Its two halves are mixins of their own:
+
+* :mod:`actorrt._wire._writer`: encoding, framing, write coalescing per loop tick, the
+  sending side's flow control (``drain``);
+* :mod:`actorrt._wire._reader`: reading, decoding, handing each frame on (replies to their
+  futures, requests and notifications to the handler), the receiving side's flow control.
 
 * **Multiplexing.** :meth:`Connection.request` sends at once and returns a future for the
   reply; replies may come in any order. :meth:`Connection.notify` expects none. Incoming
   requests and notifications go, in the order they were sent, to the connection's handler,
   which replies later (:meth:`Connection.reply`, :meth:`Connection.reply_error`), from anywhere
   on the loop.
-* **Write coalescing.** The first frame of a loop tick is written at once and schedules one
-  ``call_soon`` tick-end flush; frames queued after it in the tick leave together, in one
-  ``transport.write``, when it runs, or earlier once 4 KiB have queued (so a long burst keeps
-  the peer busy) or when the frames of one read have been dispatched (their replies).
-* **Flow control, sending.** The transport's ``pause_writing``/``resume_writing`` are honoured:
-  :meth:`Connection.drain` blocks while the peer is not reading. A producer that sends without
-  awaiting replies awaits ``drain()`` between sends, and then neither the queue nor the
-  transport's buffer grows beyond its high-water mark plus one frame.
-* **Flow control, receiving.** Requests handed to the handler and not yet replied to are
-  counted; above ``incoming_limits[0]`` the connection stops reading the socket, and it resumes
-  at ``incoming_limits[1]``. :meth:`Connection.pause_reading` lets the owner stop reading too
-  (a full mailbox behind notifications).
 * **Loss.** When the connection ends, every pending request fails at once with a
   :class:`ConnectionLostError` that carries the reason.
 
@@ -37,13 +32,15 @@ from typing import Any, Final, Protocol, cast
 from .._errors import ProtocolVersionError
 from . import _auth
 from ._codec import Codec
-from ._frames import AFTER_LENGTH, HEADER, HEADER_LEN, KIND_MASK, MIN_LENGTH
 from ._frames import ERROR as ERROR
+from ._frames import HEADER as HEADER
 from ._frames import NOTIFY as NOTIFY
 from ._frames import REPLY as REPLY
 from ._frames import REQUEST as REQUEST
 from ._frames import ConnectionLostError as ConnectionLostError
 from ._frames import FrameTooLargeError as FrameTooLargeError
+from ._reader import READ_BUFFER, FrameReader, Routes
+from ._writer import CLOSED, CLOSING, HANDSHAKE, OPEN
 
 __all__ = [
     "DEFAULT_HANDSHAKE_TIMEOUT",
@@ -62,18 +59,11 @@ __all__ = [
 
 logger = logging.getLogger("actorrt")
 
-_pack_header = HEADER.pack
-_unpack_header = HEADER.unpack_from
-
 DEFAULT_MAX_FRAME_SIZE: Final = 1 << 31
 DEFAULT_WRITE_LIMITS: Final = (1 << 20, 1 << 18)
 DEFAULT_INCOMING_LIMITS: Final = (4096, 1024)
 DEFAULT_HANDSHAKE_TIMEOUT: Final = 10.0
 
-_READ_BUFFER: Final = 1 << 18  # the shared receive buffer
-_BIG_FRAME: Final = 1 << 16  # frames above this get a buffer of their own (zero-copy decode)
-_JOIN_LIMIT: Final = 1 << 20  # queued writes above this are not joined into one bytes
-_EAGER_FLUSH: Final = 1 << 12  # a burst is written at least every 4 KiB (see _send)
 
 class Handler(Protocol):
     """What a connection calls with each incoming request or notification.
@@ -90,18 +80,10 @@ class Handler(Protocol):
     def __call__(self, conn: Connection, request_id: int | None, payload: Any) -> None: ...
 
 
-# What a Dispatcher exposes so that the connection hands a typed message straight to its
-# route (one call less per message); anything not in them goes to the handler itself.
-_Routes = dict[type[Any], Callable[..., None]]
-_NO_ROUTES: Final[_Routes] = {}
-
-_HANDSHAKE: Final = 0
-_OPEN: Final = 3
-_CLOSING: Final = 4
-_CLOSED: Final = 5
+_NO_ROUTES: Final[Routes] = {}
 
 
-class Connection(asyncio.BufferedProtocol):
+class Connection(FrameReader):
     """One authenticated, multiplexed connection. Made by ``serve_unix`` and ``connect_unix``.
 
     Args:
@@ -120,47 +102,17 @@ class Connection(asyncio.BufferedProtocol):
     """
 
     # __slots__ for speed: every attribute here is touched per frame.
+    # __slots__ for speed (the halves own theirs: _writer, _reader).
     __slots__ = (
-        "_big",
-        "_big_done",
-        "_big_filled",
-        "_call_soon",
         "_close_error",
         "_close_reason",
         "_closed",
-        "_codec",
-        "_drain_waiters",
-        "_flush_at_tick_end",
-        "_flush_scheduled",
-        "_halted",
-        "_handler",
         "_handshake",
         "_hs_timer",
-        "_incoming",
-        "_incoming_high",
-        "_incoming_low",
-        "_loop",
-        "_max_frame",
         "_next_id",
-        "_notification_routes",
         "_on_close",
         "_on_open",
         "_own_codec",
-        "_paused_by_owner",
-        "_paused_by_watermark",
-        "_pending",
-        "_rbuf",
-        "_read_paused",
-        "_rend",
-        "_request_routes",
-        "_rstart",
-        "_rview",
-        "_state",
-        "_transport",
-        "_wbuf",
-        "_write_limits",
-        "_write_paused",
-        "_wsize",
         "ready",
     )
 
@@ -184,7 +136,7 @@ class Connection(asyncio.BufferedProtocol):
             )
         self._loop = asyncio.get_running_loop()
         self._handler: Handler = _refuse if handler is None else handler
-        routes: _Routes | None = getattr(handler, "request_routes", None)
+        routes: Routes | None = getattr(handler, "request_routes", None)
         self._request_routes = _NO_ROUTES if routes is None else routes
         routes = getattr(handler, "notification_routes", None)
         self._notification_routes = _NO_ROUTES if routes is None else routes
@@ -197,7 +149,7 @@ class Connection(asyncio.BufferedProtocol):
         self._on_open = on_open
         self._on_close = on_close
         self._transport: asyncio.Transport | None = None
-        self._state = _HANDSHAKE
+        self._state = HANDSHAKE
         self._hs_timer = self._loop.call_later(handshake_timeout, self._handshake_timed_out)
         self.ready: asyncio.Future[None] = self._loop.create_future()
         self._closed: asyncio.Future[None] = self._loop.create_future()
@@ -207,15 +159,19 @@ class Connection(asyncio.BufferedProtocol):
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._wbuf: list[Any] = []
         self._wsize = 0
+        self._batch_at = -1
+        self._batch_flags = self._batch_start = 0
         self._flush_scheduled = False
         # Bound once: every loop tick that sends schedules this (speed).
         self._call_soon = self._loop.call_soon
         self._flush_at_tick_end = self._flush
         self._write_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
-        self._rbuf = bytearray(_READ_BUFFER)
+        self._rbuf = bytearray(READ_BUFFER)
         self._rview = memoryview(self._rbuf)
         self._rstart = self._rend = 0
+        self._batch: list[Any] | None = None
+        self._batch_next = 0
         self._big: bytearray | None = None
         self._big_filled = 0
         self._big_done = False
@@ -226,20 +182,25 @@ class Connection(asyncio.BufferedProtocol):
         self._halted = True  # no frame is dispatched until the handshake succeeds
 
     def __repr__(self) -> str:
-        state = {_HANDSHAKE: "handshake", _OPEN: "open", _CLOSING: "closing"}.get(
+        state = {HANDSHAKE: "handshake", OPEN: "open", CLOSING: "closing"}.get(
             self._state, "closed"
         )
         return f"<actorrt Connection {state}, {len(self._pending)} pending>"
 
     # -- sending ------------------------------------------------------------------------
 
-    def request(self, payload: object, *, context: object = "request") -> asyncio.Future[Any]:
+    def request(
+        self, payload: object, *, context: object = "request", tagged: bool = False
+    ) -> asyncio.Future[Any]:
         """Send a request now and return a future for its reply.
 
         Args:
             payload: the request; anything the codec can send.
             context: what the payload is, for the error message if it cannot be sent (any
                 object whose ``str()`` says so: it is formatted only then).
+            tagged: ``payload`` is a typed message already in its wire form, the list
+                ``[tag, *fields]`` (what a sender on the hot path builds instead of the
+                message object; the peer decodes it as the message).
 
         Returns:
             A future that gets the peer's reply, or its exception, or a
@@ -253,14 +214,16 @@ class Connection(asyncio.BufferedProtocol):
         """
         request_id = self._next_id
         self._next_id = request_id + 1
-        self._send(REQUEST, request_id, payload, context)
+        self._send(REQUEST, request_id, payload, context, tagged)
         future: asyncio.Future[Any] = self._loop.create_future()
         self._pending[request_id] = future
         return future
 
-    def notify(self, payload: object, *, context: object = "notification") -> None:
-        """Send a message that gets no reply. Raises as :meth:`request` does."""
-        self._send(NOTIFY, 0, payload, context)
+    def notify(
+        self, payload: object, *, context: object = "notification", tagged: bool = False
+    ) -> None:
+        """Send a message that gets no reply. Takes and raises what :meth:`request` does."""
+        self._send(NOTIFY, 0, payload, context, tagged)
 
     def reply(self, request_id: int, value: object, *, context: object = "reply") -> None:
         """Answer an incoming request with a value.
@@ -272,7 +235,7 @@ class Connection(asyncio.BufferedProtocol):
         if self._paused_by_watermark and incoming <= self._incoming_low:
             self._paused_by_watermark = False
             self._update_reading()
-        if self._state is not _OPEN:
+        if self._state is not OPEN:
             return
         try:
             self._send(REPLY, request_id, value, context)
@@ -280,10 +243,25 @@ class Connection(asyncio.BufferedProtocol):
             logger.debug("reply to request %d cannot be sent: %s", request_id, exc)
             self._send_error(request_id, exc)
 
+    def reply_run(self, answers: list[Any]) -> bool:
+        """Answer several incoming requests at once, in one frame: ``answers`` holds
+        ``request_id, REPLY, value`` or ``request_id, ERROR, exception`` for each.
+
+        Returns ``False``, having sent nothing, when they cannot go together (a value that
+        cannot be sent, or one that needs a frame of its own): answer each alone then.
+        """
+        if self._state is OPEN and not self._send_run(answers):
+            return False
+        incoming = self._incoming = self._incoming - len(answers) // 3
+        if self._paused_by_watermark and incoming <= self._incoming_low:
+            self._paused_by_watermark = False
+            self._update_reading()
+        return True
+
     def reply_error(self, request_id: int, exc: BaseException) -> None:
         """Answer an incoming request with an exception, raised again at the requester."""
         self._replied()
-        if self._state is _OPEN:
+        if self._state is OPEN:
             self._send_error(request_id, exc)
 
     def _send_error(self, request_id: int, exc: BaseException) -> None:
@@ -291,291 +269,6 @@ class Connection(asyncio.BufferedProtocol):
             self._send(ERROR, request_id, exc, "exception")
         except (TypeError, FrameTooLargeError):  # a huge message or an unencodable str()
             self._send(ERROR, request_id, RuntimeError(repr(exc)[:10000]), "exception")
-
-    def _send(self, kind: int, request_id: int, payload: object, context: object) -> None:
-        if self._state is not _OPEN:
-            raise self._unusable()
-        flags, head, buffers = self._codec.pack(payload, context)
-        size = len(head)
-        if buffers or size > _BIG_FRAME:
-            self._send_large(kind | flags, request_id, head, buffers, context)
-            return
-        wbuf = self._wbuf
-        wbuf.append(_pack_header(size + MIN_LENGTH, request_id, kind | flags))
-        wbuf.append(head)
-        wsize = self._wsize = self._wsize + size + HEADER_LEN
-        if not self._flush_scheduled:
-            # The first frame of this tick leaves at once, so a lone message costs no extra
-            # loop iteration; what follows in the same tick waits for the tick-end flush.
-            self._flush_scheduled = True
-            self._call_soon(self._flush_at_tick_end)
-            self._write_queued()
-        elif wsize >= _EAGER_FLUSH:
-            # A long burst: let the peer start on it rather than wait for the end of the tick.
-            self._write_queued()
-
-    def _send_large(
-        self, kind_flags: int, request_id: int, head: bytes, buffers: list[Any], context: object
-    ) -> None:
-        size = len(head) + sum(map(len, buffers))
-        if size + HEADER_LEN > self._max_frame:
-            raise FrameTooLargeError(
-                f"cannot send {context}: its frame of {size + HEADER_LEN} bytes exceeds "
-                f"max_frame_size={self._max_frame}"
-            )
-        self._wbuf += [_pack_header(size + MIN_LENGTH, request_id, kind_flags), head, *buffers]
-        self._wsize += size + HEADER_LEN
-        self._write_queued()  # large: no point waiting for the end of the tick
-
-    def _flush(self) -> None:
-        """The tick-end callback: write what was queued since the tick's first frame."""
-        self._flush_scheduled = False
-        if self._wbuf:
-            self._write_queued()
-
-    def _write_queued(self) -> None:
-        """Hand everything queued to the transport, joined into one write when small."""
-        wbuf = self._wbuf
-        transport = self._transport
-        if not wbuf or transport is None:
-            return
-        self._wbuf = []
-        size, self._wsize = self._wsize, 0
-        if size <= _JOIN_LIMIT:
-            transport.write(b"".join(wbuf))
-            return
-        # Large buffers are written on their own (no join copy); small frames around them
-        # are still joined, so a burst of small frames stays one write.
-        small: list[Any] = []
-        for chunk in wbuf:
-            if len(chunk) < _BIG_FRAME:
-                small.append(chunk)
-                continue
-            if small:
-                transport.write(b"".join(small))
-                small = []
-            transport.write(chunk)
-        if small:
-            transport.write(b"".join(small))
-
-    async def drain(self) -> None:
-        """Wait until the peer has read enough that sending more is reasonable.
-
-        Returns at once unless the write buffers are above their high-water mark.
-
-        Raises:
-            ConnectionLostError: the connection ended.
-        """
-        if self._wsize >= self._write_limits[0]:
-            self._write_queued()  # may make the transport call pause_writing
-        if self._state >= _CLOSING:
-            raise self._unusable()
-        if not self._write_paused:
-            return
-        waiter: asyncio.Future[None] = self._loop.create_future()
-        self._drain_waiters.append(waiter)
-        await waiter
-
-    def pause_writing(self) -> None:
-        """Called by the transport when its buffer is above the high-water mark."""
-        self._write_paused = True
-
-    def resume_writing(self) -> None:
-        """Called by the transport when its buffer is back under the low-water mark."""
-        self._write_paused = False
-        waiters, self._drain_waiters = self._drain_waiters, []
-        for waiter in waiters:
-            if not waiter.done():
-                waiter.set_result(None)
-
-    @property
-    def write_buffer_size(self) -> int:
-        """Bytes queued for this tick plus bytes in the transport's buffer."""
-        transport = self._transport
-        return self._wsize + (transport.get_write_buffer_size() if transport else 0)
-
-    # -- receiving ----------------------------------------------------------------------
-
-    def pause_reading(self) -> None:
-        """Stop reading from the peer until a matching :meth:`resume_reading` (they nest)."""
-        self._paused_by_owner += 1
-        self._update_reading()
-
-    def resume_reading(self) -> None:
-        """Undo one :meth:`pause_reading`."""
-        if self._paused_by_owner <= 0:
-            raise RuntimeError("resume_reading() without a matching pause_reading()")
-        self._paused_by_owner -= 1
-        self._update_reading()
-
-    @property
-    def unreplied(self) -> int:
-        """Incoming requests handed to the handler and not yet replied to."""
-        return self._incoming
-
-    def _replied(self) -> None:
-        incoming = self._incoming = self._incoming - 1
-        if self._paused_by_watermark and incoming <= self._incoming_low:
-            self._paused_by_watermark = False
-            self._update_reading()
-
-    def _update_reading(self) -> None:
-        pause = self._paused_by_owner > 0 or self._paused_by_watermark
-        if pause == self._read_paused:
-            return
-        self._read_paused = pause
-        self._halted = pause or self._state is not _OPEN
-        transport = self._transport
-        if transport is None or self._state is _CLOSED:
-            return
-        if pause:
-            transport.pause_reading()
-        else:
-            transport.resume_reading()
-            self._loop.call_soon(self._process)  # frames read before the pause
-
-    def get_buffer(self, sizehint: int) -> memoryview:
-        """Called by the transport: where to put the next bytes read."""
-        big = self._big
-        if big is not None:
-            return memoryview(big)[self._big_filled :]
-        start, end = self._rstart, self._rend
-        if start == end:
-            self._rstart = self._rend = 0
-            return self._rview
-        size = len(self._rbuf)
-        if end > size - _BIG_FRAME:  # move what is left to the front
-            tail = bytes(self._rview[start:end])
-            end -= start
-            if end > size - _BIG_FRAME:
-                # Only when reading was paused with frames still undispatched: grow.
-                self._rbuf = bytearray(2 * size)
-                self._rview = memoryview(self._rbuf)
-            self._rview[:end] = tail
-            self._rstart, self._rend = 0, end
-        return self._rview[end:]
-
-    def buffer_updated(self, nbytes: int) -> None:
-        """Called by the transport after ``nbytes`` were written into :meth:`get_buffer`."""
-        if self._big is not None:
-            self._big_filled += nbytes
-            if self._big_filled == len(self._big):
-                self._big_done = True
-                self._process()
-            return
-        self._rend += nbytes
-        if self._state is _OPEN:
-            self._process()
-        else:
-            self._handshake_step()
-
-    def _process(self) -> None:
-        """Decode and hand on every complete frame received, unless reading is paused.
-
-        The one place every frame goes through: a reply or error to its pending future, a
-        request or notification to the handler. A frame above ``_BIG_FRAME`` that was read
-        into a buffer of its own (:meth:`_partial_frame`) comes first, then the frames in
-        the shared buffer. Replies the handler sends while the frames of one read are
-        handled leave in one write at the end.
-        """
-        buf, view = self._rbuf, self._rview
-        pos, end = self._rstart, self._rend
-        max_length = self._max_frame - 8
-        unpack = self._codec.unpack
-        pending = self._pending
-        request_routes, notification_routes = self._request_routes, self._notification_routes
-        while not self._halted:
-            if end - pos >= HEADER_LEN and not self._big_done:
-                length, request_id, kind_flags = _unpack_header(buf, pos)
-                frame_end = pos + 8 + length
-                if frame_end > end or length > max_length or length < MIN_LENGTH:
-                    pos = self._partial_frame(pos, end, length)
-                    break
-                body = view[pos + HEADER_LEN : frame_end]
-                self._rstart = pos = frame_end  # the handler may pause reading and reenter
-                owned = False
-            elif self._big_done:
-                big, self._big, self._big_done = self._big, None, False
-                frame = memoryview(big)  # type: ignore[arg-type]
-                request_id, kind_flags = AFTER_LENGTH.unpack_from(frame)
-                body = frame[9:]
-                owned = True  # a buffer of its own: decoded arrays may be views on it
-            else:
-                break
-            kind = kind_flags & KIND_MASK
-            try:
-                value = unpack(kind_flags, body, owned)
-            except Exception as exc:
-                self._undecodable(kind, request_id, exc)
-                continue
-            if kind == REPLY:
-                future = pending.pop(request_id, None)
-                if future is not None and not future.done():
-                    future.set_result(value)
-            elif kind == REQUEST:
-                incoming = self._incoming = self._incoming + 1
-                if incoming >= self._incoming_high:
-                    self._over_watermark()
-                route = request_routes.get(type(value))
-                try:
-                    if route is not None:
-                        route(self, request_id, value)
-                    else:
-                        self._handler(self, request_id, value)
-                except Exception as exc:
-                    self.reply_error(request_id, exc)
-            elif kind == NOTIFY:
-                route = notification_routes.get(type(value))
-                try:
-                    if route is not None:
-                        route(self, value)
-                    else:
-                        self._handler(self, None, value)
-                except Exception:
-                    logger.exception("the handler failed on a notification")
-            elif kind == ERROR:
-                future = pending.pop(request_id, None)
-                if future is not None and not future.done():
-                    future.set_exception(value)
-            else:
-                self._protocol_error(f"the peer sent a frame of unknown kind {kind}")
-        self._rstart = pos
-        if self._wbuf:
-            self._write_queued()  # the replies to this read, together
-
-    def _partial_frame(self, pos: int, end: int, length: int) -> int:
-        """The frame at ``pos`` is incomplete or invalid; return where parsing stops."""
-        if length > self._max_frame - 8 or length < MIN_LENGTH:
-            self._protocol_error(
-                f"the peer sent a frame of {length + 8} bytes; max_frame_size is {self._max_frame}"
-                if length >= MIN_LENGTH
-                else f"the peer sent a malformed frame header (length {length})"
-            )
-            return pos
-        if length + 8 > _BIG_FRAME:  # read the rest straight into a buffer of its own
-            big = self._big = bytearray(length)
-            have = end - pos - 8
-            big[:have] = self._rview[pos + 8 : end]
-            self._big_filled = have
-            return end
-        return pos
-
-    def _over_watermark(self) -> None:
-        if not self._paused_by_watermark:
-            self._paused_by_watermark = True
-            self._update_reading()
-
-    def _undecodable(self, kind: int, request_id: int, exc: Exception) -> None:
-        logger.debug("cannot decode a frame of kind %d: %r", kind, exc)
-        if kind == REQUEST:
-            self._incoming += 1
-            self.reply_error(request_id, exc)
-        elif kind in (REPLY, ERROR):
-            future = self._pending.pop(request_id, None)
-            if future is not None and not future.done():
-                future.set_exception(exc)
-        else:
-            logger.error("dropped a notification that cannot be decoded: %r", exc)
 
     # -- handshake ----------------------------------------------------------------------
 
@@ -608,7 +301,7 @@ class Connection(asyncio.BufferedProtocol):
             self._open()
 
     def _open(self) -> None:
-        self._state = _OPEN
+        self._state = OPEN
         self._halted = self._read_paused
         self._hs_timer.cancel()
         if self._own_codec:
@@ -622,7 +315,7 @@ class Connection(asyncio.BufferedProtocol):
         self._process()  # frames the peer sent right behind the handshake
 
     def _handshake_timed_out(self) -> None:
-        if self._state < _OPEN:
+        if self._state < OPEN:
             self._protocol_error("the peer did not complete the handshake in time")
 
     # -- closing ------------------------------------------------------------------------
@@ -635,8 +328,8 @@ class Connection(asyncio.BufferedProtocol):
     def _begin_close(self, reason: str) -> None:
         if self._close_reason is None:
             self._close_reason = reason
-        if self._state < _CLOSING:
-            self._state = _CLOSING
+        if self._state < CLOSING:
+            self._state = CLOSING
         self._halted = True
 
     def _protocol_error(self, reason: str) -> None:
@@ -658,7 +351,7 @@ class Connection(asyncio.BufferedProtocol):
 
     def is_closing(self) -> bool:
         """Whether the connection is closed or closing."""
-        return self._state >= _CLOSING
+        return self._state >= CLOSING
 
     async def wait_closed(self) -> None:
         """Wait until the connection has ended."""
@@ -683,12 +376,13 @@ class Connection(asyncio.BufferedProtocol):
         error = self._close_error = ConnectionLostError(reason)
         if exc is not None:
             error.__cause__ = exc
-        self._state = _CLOSED
+        self._state = CLOSED
         self._halted = True
         self._transport = None
         self._hs_timer.cancel()
         self._wbuf.clear()
         self._wsize = 0
+        self._batch_at = -1
         if not self.ready.done():
             failure: ConnectionError = error
             if self._handshake.started:  # refused mid-handshake

@@ -58,8 +58,9 @@ __all__ = [
 
 #: The version of the message set and its encoding. Stated in the handshake; a peer with
 #: another version is refused. Version 1 was the positional-tuple protocol of earlier
-#: releases (its handshake magic was ``b"actorrt\x01"``). At most 255.
-PROTOCOL_VERSION: Final = 2
+#: releases (its handshake magic was ``b"actorrt\x01"``); version 2 had no batch frames. At
+#: most 255.
+PROTOCOL_VERSION: Final = 3
 
 
 # A message that arrived with an unknown type, the wrong number of fields, or a field of the

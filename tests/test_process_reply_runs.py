@@ -1,0 +1,47 @@
+"""Pipelined asks to a worker-process actor: the sync messages handed to its thread together
+are answered in one frame, and each caller still gets its own answer: a value, a tuple, its
+own exception, or, for a value that cannot be sent, its own TypeError."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import actorrt
+
+
+@actorrt.actor(process=True)
+class Mixed:
+    def answer(self, i: int) -> object:
+        if i % 7 == 3:
+            raise KeyError(f"no {i}")
+        if i == 50:
+            return threading.Lock()  # cannot be sent back
+        if i == 60:
+            return np.arange(20_000, dtype=np.float64)  # 160 KB: a frame of its own
+        if i % 2:
+            return (i, "odd", {"k": (i,)})
+        return {"i": i, 1: [i]}
+
+
+
+async def test_each_pipelined_caller_gets_its_own_answer(
+    actorrt_runtime: actorrt.Runtime,
+) -> None:
+    ref = await Mixed.spawn()
+    handles = [ref.answer(i) for i in range(200)]
+    for i, handle in enumerate(handles):
+        if i % 7 == 3:
+            with pytest.raises(KeyError, match=f"no {i}"):
+                await handle
+        elif i == 50:
+            with pytest.raises(TypeError, match="cannot be serialized"):
+                await handle
+        elif i == 60:
+            assert (await handle).tolist() == list(range(20_000))
+        elif i % 2:
+            assert await handle == (i, "odd", {"k": (i,)})
+        else:
+            assert await handle == {"i": i, 1: [i]}
+    assert await ref.answer(2) == {"i": 2, 1: [2]}  # still serving
+
