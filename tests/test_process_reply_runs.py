@@ -45,3 +45,24 @@ async def test_each_pipelined_caller_gets_its_own_answer(
             assert await handle == {"i": i, 1: [i]}
     assert await ref.answer(2) == {"i": 2, 1: [2]}  # still serving
 
+
+
+@actorrt.actor(process=True)
+class Growing:
+    def __init__(self) -> None:
+        self.items: list[int] = []
+
+    def add(self, i: int) -> list[int]:
+        self.items.append(i)
+        return self.items  # the same list each time; later messages grow it
+
+
+async def test_an_answer_is_sent_as_it_was_when_its_method_returned(
+    actorrt_runtime: actorrt.Runtime,
+) -> None:
+    # Pipelined, these run on the actor's thread together; each answer must still be the
+    # list as its own call left it, not as the last call of the run did.
+    ref = await Growing.spawn()
+    handles = [ref.add(i) for i in range(300)]
+    for i, handle in enumerate(handles):
+        assert await handle == list(range(i + 1))

@@ -157,6 +157,11 @@ class MailboxServing:
         except asyncio.CancelledError:
             self._orphans.extend(envelope[3] for envelope in batch)
             raise
+        if len(outcomes) < len(batch) and outcomes[-1][0]:
+            # Cut short after an answer a later message could change: the rest runs on the
+            # next trip, once this answer has been sent.
+            self.mailbox.queue.extendleft(reversed(batch[len(outcomes) :]))
+            batch = batch[: len(outcomes)]
         if len(outcomes) == len(batch) > 1:  # a run, and no failing tell cut it short
             # Replies that can answer a whole run at once do (the wire's: one frame).
             settle_run = getattr(batch[0][3], "settle_run", None)
@@ -262,16 +267,34 @@ BATCH_LIMIT = 512  # sync messages handed to an actor's thread in one trip
 def _run_sync_batch(
     instance: Any, methods: MethodTable, batch: list[Envelope]
 ) -> list[tuple[bool, Any]]:
-    """On the actor's thread: run each message; stop after a failing tell (a crash)."""
+    """On the actor's thread: run each message; stop after a failing tell (a crash), and
+    after an answer that a later message could still change (a list, a dict, an object):
+    an answer is sent as it was when its method returned, so it is encoded before the next
+    message runs. What is not run goes back to the mailbox's front, in order."""
     outcomes: list[tuple[bool, Any]] = []
     for name, args, kwargs, reply in batch:
         try:
-            outcomes.append((True, methods[name][0](instance, *args, **kwargs)))
+            result = methods[name][0](instance, *args, **kwargs)
         except Exception as exc:
             outcomes.append((False, exc))
             if reply is None:
                 break
+        else:
+            outcomes.append((True, result))
+            if reply is not None and not _unchangeable(result):
+                break
     return outcomes
+
+
+_SCALARS = frozenset({type(None), bool, int, float, complex, str, bytes})
+
+
+def _unchangeable(value: Any) -> bool:
+    """Whether no later message can change ``value`` (a scalar, or a tuple of scalars)."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return True
+    return kind is tuple and all(type(item) in _SCALARS for item in value)
 
 
 def settle(reply: Any, result: Any, error: BaseException | None) -> None:
