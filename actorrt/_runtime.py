@@ -19,7 +19,7 @@ import logging
 import math
 import secrets
 import time
-from collections.abc import Awaitable, Coroutine, Mapping
+from collections.abc import Coroutine, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -32,7 +32,7 @@ from ._core._waits import WaitGraph
 from ._errors import ActorDiedError, ActorNotFoundError, DeathReason, RuntimeClosedError
 from ._placement._router import Workers
 from ._roles._driver import DriverRole
-from ._roles._role import Role, within_spawn_timeout
+from ._roles._role import Role, SpawnRequest, within_spawn_timeout
 from ._roles._worker import WorkerRole
 from ._runtime_role import RoleDelegation
 from .resources import NodeInventory, detect_local_node
@@ -215,44 +215,28 @@ class Runtime(RoleDelegation):
         """Start an actor and wait for its constructor and ``on_start``."""
         parent = current_cell.get()
         if asyncio.get_running_loop() is not self.loop:
-            return await self.call_on_loop(self.spawn_child(actor_class, args, kwargs, None))
+            request = SpawnRequest(actor_class, args, kwargs)
+            return await self.call_on_loop(self.spawn_child(request))
         if parent is not None and parent.runtime is not self:
             parent = None
-        return await self.spawn_child(actor_class, args, kwargs, parent)
+        return await self.spawn_child(SpawnRequest(actor_class, args, kwargs, parent))
 
-    async def spawn_child(
-        self,
-        actor_class: ActorClass[A],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        parent: Any,
-        requester: str | None = None,
-        bounded: bool = False,
-    ) -> ActorRef[A]:
-        """Start an actor as ``parent``'s child: one that needs a grant or a process through
-        the role, any other inline here. ``requester``: the actor that awaits the spawn when
-        it is not ``parent`` itself; ``bounded``: the caller bounds its wait."""
+    async def spawn_child(self, request: SpawnRequest[A]) -> ActorRef[A]:
+        """Start an actor as ``request.parent``'s child: one that needs a grant or a process
+        through the role, any other inline here."""
+        parent = request.parent
         if self._closing:
             raise RuntimeClosedError("the runtime is shutting down; no new actors start")
         if parent is not None and not parent.accepting and parent.died.done():
             raise RuntimeClosedError(f"{parent.describe()} has ended; it cannot spawn")
-        options = actor_class.actor_options
+        options = request.actor_class.actor_options
         if options.runs_in_process() or options.needs_grant():
-            return await self._role.spawn(actor_class, args, kwargs, parent, requester, bounded)
+            return await self._role.spawn(request)
+        return await within_spawn_timeout(request, self._spawn_inline)
 
-        def start(_bounded: bool) -> Awaitable[ActorRef[A]]:
-            return self._spawn_inline(actor_class, args, kwargs, parent, requester)
-
-        return await within_spawn_timeout(actor_class, start, bounded)
-
-    async def _spawn_inline(
-        self,
-        actor_class: ActorClass[A],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        parent: Any,
-        requester: str | None,
-    ) -> ActorRef[A]:
+    async def _spawn_inline(self, request: SpawnRequest[A]) -> ActorRef[A]:
+        actor_class, parent = request.actor_class, request.parent
+        args, kwargs, requester = request.args, request.kwargs, request.requester
         actor_id = self.new_id()
         if parent is not None:
             self.may_start_child_of(parent, actor_class.cls.__name__)

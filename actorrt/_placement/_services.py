@@ -80,7 +80,40 @@ class WaitReports(Protocol):
         ...
 
 
-class PlacementServices(Protocol):
+class OwnerServices(Protocol):
+    """What workers ask of the runtime that owns them (over their connections)."""
+
+    async def spawn_for_worker(
+        self,
+        actor_class: ActorClass[Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        chain: list[tuple[str, str]] | None,
+        bounded: bool = False,
+    ) -> ActorRef[Any]:
+        """In the owner: a worker's actor spawns a worker-process actor."""
+        ...
+
+    async def reserve_for_worker(
+        self, group_id: str, specs: list[dict[str, float]], strategy: str, holder: str | None
+    ) -> None:
+        """In the owner: a worker's ``placement_group()``."""
+        ...
+
+    async def ready_for_worker(self, group_id: str, requester: str | None) -> None:
+        """In the owner: wait until a worker's group is reserved."""
+        ...
+
+    async def remove_for_worker(self, group_id: str) -> None:
+        """In the owner: remove a worker's group."""
+        ...
+
+    def edge_reported(self, waiter: Any, conn: Connection, added: bool) -> None:
+        """In the owner: a worker's actor began or ended awaiting an ask."""
+        ...
+
+
+class PlacementServices(OwnerServices, Protocol):
     """The runtime's services that the placement layer uses."""
 
     @property
@@ -137,8 +170,6 @@ class PlacementServices(Protocol):
         """Run ``coro`` on the runtime's loop from another thread's loop."""
         ...
 
-    # ------------------------------------------------- what workers ask of their owner
-
     async def host_actor(
         self,
         actor_id: str,
@@ -150,36 +181,6 @@ class PlacementServices(Protocol):
     ) -> None:
         """In a worker: construct the actor the owner placed here."""
         ...
-
-    async def spawn_for_worker(
-        self,
-        actor_class: ActorClass[Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        chain: list[tuple[str, str]] | None,
-        bounded: bool = False,
-    ) -> ActorRef[Any]:
-        """In the owner: a worker's actor spawns a worker-process actor."""
-        ...
-
-    async def reserve_for_worker(
-        self, group_id: str, specs: list[dict[str, float]], strategy: str, holder: str | None
-    ) -> None:
-        """In the owner: a worker's ``placement_group()``."""
-        ...
-
-    async def ready_for_worker(self, group_id: str, requester: str | None) -> None:
-        """In the owner: wait until a worker's group is reserved."""
-        ...
-
-    async def remove_for_worker(self, group_id: str) -> None:
-        """In the owner: remove a worker's group."""
-        ...
-
-    def edge_reported(self, waiter: Any, conn: Connection, added: bool) -> None:
-        """In the owner: a worker's actor began or ended awaiting an ask."""
-        ...
-
 
 class WorkerRuntime(PlacementServices, Protocol):
     """The runtime a worker process runs: entered with ``async with``, not discoverable."""

@@ -22,7 +22,7 @@ from .._placement._scheduler import DRIVER, Scheduler
 from .._wire._messages import AskDeadlock
 from ..resources import NodeInventory, PendingRequest, Resources, parse_bundles
 from ._granting import GrantedSpawns
-from ._role import RuntimeHost, within_spawn_timeout
+from ._role import RuntimeHost, SpawnRequest, within_spawn_timeout
 
 if TYPE_CHECKING:
     from .._core._actor import ActorClass
@@ -77,19 +77,8 @@ class DriverRole:
             await self._status_server.close()
         self.scheduler.close()
 
-    async def spawn(
-        self,
-        actor_class: ActorClass[A],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        parent: Any,
-        requester: str | None,
-        bounded: bool,
-    ) -> ActorRef[A]:
-        def start(bounded: bool) -> Any:
-            return self.spawns.spawn(actor_class, args, kwargs, parent, requester, bounded)
-
-        return await within_spawn_timeout(actor_class, start, bounded)
+    async def spawn(self, request: SpawnRequest[A]) -> ActorRef[A]:
+        return await within_spawn_timeout(request, self.spawns.spawn)
 
     def registered(self, actor_id: str, parent_id: str) -> None:
         self.scheduler.set_parent(actor_id, parent_id)
@@ -190,7 +179,7 @@ class DriverRole:
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         chain: list[tuple[str, str]] | None,
-        bounded: bool,
+        bounded: bool = False,
     ) -> ActorRef[Any]:
         """A worker's actor spawns a worker-process actor: it becomes that actor's child.
         ``bounded``: the worker bounds the wait (``asyncio.wait_for``): no wait edge.
@@ -219,7 +208,9 @@ class DriverRole:
                 above = actor_id
             requester = helpers[0][0]
         return await self.host.spawn_child(
-            actor_class.options(process=True), args, kwargs, parent, requester, bounded
+            SpawnRequest(
+                actor_class.options(process=True), args, kwargs, parent, requester, bounded
+            )
         )
 
     def edge_reported(self, waiter: Any, conn: Any, added: bool) -> None:

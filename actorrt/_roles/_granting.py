@@ -17,10 +17,10 @@ from .._core._options import ActorOptions
 from .._core._ref import ActorRef
 from .._placement._scheduler import Scheduler, gpu_ids
 from ..resources import Granted, GroupTarget
-from ._role import RuntimeHost
+from ._role import RuntimeHost, SpawnRequest
 
 if TYPE_CHECKING:
-    from .._core._actor import ActorClass
+    pass
 
 A = TypeVar("A")
 
@@ -36,18 +36,10 @@ class GrantedSpawns:
         # Requests of spawns that wait for resources, by the parent they will be children of.
         self._child_requests: dict[str, set[str]] = {}
 
-    async def spawn(
-        self,
-        actor_class: ActorClass[A],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        parent: Any,
-        requester: str | None,
-        bounded: bool,
-    ) -> ActorRef[A]:
-        """``requester``: the actor that awaits this spawn, when it is not ``parent`` itself
-        (an inline actor inside ``parent``'s worker process, which the broker knows as a
-        child of ``parent``). ``bounded``: the spawn's caller bounds its wait."""
+    async def spawn(self, request: SpawnRequest[A]) -> ActorRef[A]:
+        """Reserve what ``request`` needs, then start its actor (see ``SpawnRequest``)."""
+        actor_class, args, kwargs = request.actor_class, request.args, request.kwargs
+        parent, requester, bounded = request.parent, request.requester, request.bounded
         host = self.host
         options = actor_class.actor_options
         actor_id = host.new_id()

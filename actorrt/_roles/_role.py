@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from .._core._placement_group import PlacementService
 from .._core._ref import ActorRef
 from .._core._waits import WaitGraph
+from .._placement._services import OwnerServices
 from ..resources import PendingRequest
 
 if TYPE_CHECKING:
@@ -17,6 +19,29 @@ if TYPE_CHECKING:
     from .._placement._scheduler import Scheduler
 
 A = TypeVar("A")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SpawnRequest(Generic[A]):
+    """One spawn, as the runtime hands it to its role.
+
+    Attributes:
+        actor_class: what to start, with its options.
+        args, kwargs: the constructor's arguments.
+        parent: the actor it will be a child of (a cell or a process actor), or ``None``.
+        requester: the actor that awaits the spawn when it is not ``parent`` itself (an
+            inline actor inside ``parent``'s worker process, which the broker knows as a
+            child of ``parent``).
+        bounded: the caller bounds its wait (``spawn_timeout``, ``asyncio.wait_for``): it
+            ends by itself, so it is no wait edge.
+    """
+
+    actor_class: ActorClass[A]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    parent: Any = None
+    requester: str | None = None
+    bounded: bool = False
 
 
 class ResourceViews(Protocol):
@@ -29,30 +54,11 @@ class ResourceViews(Protocol):
     def pending(self) -> list[PendingRequest]: ...
 
 
-class OwnerSide(Protocol):
+class OwnerSide(OwnerServices, Protocol):
     """What the runtime that owns worker processes serves them (over their connections)."""
 
     @property
     def scheduler(self) -> Scheduler: ...
-
-    async def reserve_for_worker(
-        self, group_id: str, specs: list[dict[str, float]], strategy: str, holder: str | None
-    ) -> None: ...
-
-    async def ready_for_worker(self, group_id: str, requester: str | None) -> None: ...
-
-    async def remove_for_worker(self, group_id: str) -> None: ...
-
-    async def spawn_for_worker(
-        self,
-        actor_class: ActorClass[Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        chain: list[tuple[str, str]] | None,
-        bounded: bool,
-    ) -> ActorRef[Any]: ...
-
-    def edge_reported(self, waiter: Any, conn: Any, added: bool) -> None: ...
 
 
 class Role(Protocol):
@@ -81,15 +87,7 @@ class Role(Protocol):
         """Called last in the runtime's shutdown, after every actor ended."""
         ...
 
-    async def spawn(
-        self,
-        actor_class: ActorClass[A],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        parent: Any,
-        requester: str | None,
-        bounded: bool,
-    ) -> ActorRef[A]:
+    async def spawn(self, request: SpawnRequest[A]) -> ActorRef[A]:
         """Start an actor that needs a resource grant or a worker process."""
         ...
 
@@ -139,15 +137,7 @@ class RuntimeHost(Protocol):
 
     async def start(self, cell: Any) -> ActorRef[Any]: ...
 
-    async def spawn_child(
-        self,
-        actor_class: ActorClass[A],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        parent: Any,
-        requester: str | None,
-        bounded: bool,
-    ) -> ActorRef[A]: ...
+    async def spawn_child(self, request: SpawnRequest[A]) -> ActorRef[A]: ...
 
     def may_start_child_of(self, parent: Any, what: str) -> None:
         """Raise if ``parent`` ended or is ending (a child never outlives its parent)."""
@@ -159,15 +149,17 @@ class RuntimeHost(Protocol):
 
 
 async def within_spawn_timeout(
-    actor_class: ActorClass[A], start: Callable[[bool], Awaitable[ActorRef[A]]], bounded: bool
+    request: SpawnRequest[A], start: Callable[[SpawnRequest[A]], Awaitable[ActorRef[A]]]
 ) -> ActorRef[A]:
-    """``start(bounded)``, bounded by the class's ``spawn_timeout`` option when it has one."""
+    """``start(request)``, bounded by the class's ``spawn_timeout`` option when it has one
+    (the request it then starts is marked bounded)."""
+    actor_class = request.actor_class
     options = actor_class.actor_options
     timeout = options.spawn_timeout
     if timeout is None:
-        return await start(bounded)
+        return await start(request)
     try:
-        return await asyncio.wait_for(start(True), timeout)
+        return await asyncio.wait_for(start(dataclasses.replace(request, bounded=True)), timeout)
     except TimeoutError:
         name = f" name={options.name!r}" if options.name else ""
         raise TimeoutError(

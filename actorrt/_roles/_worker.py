@@ -19,10 +19,10 @@ from .._placement._scheduler import DRIVER
 from .._wire._connection import Connection
 from .._wire._messages import GroupReady, GroupRemove, ReserveGroup
 from ..resources import Resources
-from ._role import OwnerSide, ResourceViews, RuntimeHost
+from ._role import OwnerSide, ResourceViews, RuntimeHost, SpawnRequest
 
 if TYPE_CHECKING:
-    from .._core._actor import ActorClass
+    pass
 
 A = TypeVar("A")
 
@@ -64,17 +64,11 @@ class WorkerRole:
     async def close(self) -> None:
         return None
 
-    async def spawn(
-        self,
-        actor_class: ActorClass[A],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        parent: Any,
-        requester: str | None,
-        bounded: bool,
-    ) -> ActorRef[A]:
+    async def spawn(self, request: SpawnRequest[A]) -> ActorRef[A]:
         # The owning runtime grants it and applies the spawn_timeout option, if any.
-        ref: ActorRef[A] = await self.host.workers.spawn_via_owner(actor_class, args, kwargs)
+        ref: ActorRef[A] = await self.host.workers.spawn_via_owner(
+            request.actor_class, request.args, request.kwargs
+        )
         return ref
 
     def registered(self, actor_id: str, parent_id: str) -> None:
