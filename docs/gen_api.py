@@ -29,21 +29,24 @@ OUT = Path(__file__).resolve().parent / "api.md"
 SECTIONS = {"Args", "Arguments", "Attributes", "Raises", "Returns", "Yields", "Example",
             "Examples", "Note", "Notes"}
 LISTED = {"Args", "Arguments", "Attributes", "Raises"}
+# Classes whose members users call are a few among many the package's own layers use
+# (the runtime's hooks for its roles, worker processes and the broker): only these are listed.
+SHOWN = {
+    "actorrt.Runtime": {
+        "loop", "shutdown", "cluster_resources", "available_resources", "pending_requests",
+        "get_actor", "live_actors",
+    },
+}
+
 # Members whose names are public because other modules of the package call them, not
-# because users should: the runtime's hooks for worker processes and the broker, and the
-# option plumbing. Users reach the same features through the documented functions.
+# because users should: the option plumbing. Users reach the same features through the
+# documented functions.
 HIDDEN = {
     "actorrt.ActorOptions": {"merged", "own_resources", "portable", "runs_in_process",
                              "needs_grant"},
     "actorrt.AskHandle": {"result_blocking"},
     "actorrt.BundleRef": {"target"},
     "actorrt.PlacementGroup": {"target"},
-    "actorrt.Runtime": {
-        "spawn", "grants", "reserve_group", "reserve_for_worker", "ready_for_worker",
-        "remove_for_worker", "forget_group", "grant_info", "revoked", "wait_revoked",
-        "spawning", "workers", "lookup", "worker_connected", "host_actor",
-        "spawn_for_worker", "forget", "call_on_loop",
-    },
 }
 
 
@@ -164,6 +167,8 @@ def members(cls: type, qualified: str) -> list[tuple[str, Any]]:
             continue
         for key, value in vars(klass).items():
             if key.startswith("_") or key in field_names or key in HIDDEN.get(qualified, ()):
+                continue
+            if qualified in SHOWN and key not in SHOWN[qualified]:
                 continue
             if isinstance(value, property | staticmethod | classmethod) or inspect.isfunction(
                 value
