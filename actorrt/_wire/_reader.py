@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgpack
 
@@ -107,15 +107,13 @@ class FrameReader(FrameWriter):
     _batch: list[Any] | None
     _batch_next: int
 
-    # Defined by the connection.
-    def reply_error(self, request_id: int, exc: BaseException) -> None:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # defined by the connection, which this class is a part of
 
-    def _protocol_error(self, reason: str) -> None:
-        raise NotImplementedError
+        def reply_error(self, request_id: int, exc: BaseException) -> None: ...
 
-    def _handshake_step(self) -> None:
-        raise NotImplementedError
+        def _protocol_error(self, reason: str) -> None: ...
+
+        def _handshake_step(self) -> None: ...
 
     # -- the owner's flow control ----------------------------------------------------
 

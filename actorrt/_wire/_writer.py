@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._codec import FLAG_TUPLES, Codec
 from ._frames import (
@@ -97,8 +97,9 @@ class FrameWriter(asyncio.BufferedProtocol):
     _batch_flags: int
     _batch_start: int
 
-    def _unusable(self) -> ConnectionLostError:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # defined by the connection, which this class is a part of
+
+        def _unusable(self) -> ConnectionLostError: ...
 
     def _send(
         self, kind: int, request_id: int, payload: object, context: object, tagged: bool = False
