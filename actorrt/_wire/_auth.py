@@ -16,6 +16,17 @@ proven it either:
    ``HMAC(secret, b"actorrt server" + client_nonce + server_nonce)``. A server that rejects the
    client closes the connection instead of answering.
 
+Over TLS the handshake is bound to the channel: both MACs end with ``binding``, the sha256
+fingerprint of the server's certificate as each end sees it (the server its own, the client the
+one presented to it), so the client's MAC covers ``label + server_nonce + client_nonce +
+binding`` and the server's proof likewise. A man in the middle that terminates TLS with its own
+certificate and relays the handshake then fails on both ends: the server's MAC check and the
+client's proof check each use a different fingerprint than the other end. Without TLS the
+binding is empty and the bytes are those of the plain handshake above. A server with a binding
+that refuses a client sends :data:`REFUSAL` and its fingerprint before it closes, so the client
+can say whether the token or the certificate was wrong (see :func:`refused`); nothing is
+trusted from it but the wording of the error.
+
 Each end checks the other's version before anything else: a peer that states another
 version is refused with :class:`~actorrt.ProtocolVersionError` naming both versions (the
 client raises it on the server's hello; the server on the client's response, and closes),
@@ -40,9 +51,11 @@ from .._errors import ProtocolVersionError
 from ._messages import PROTOCOL_VERSION
 
 __all__ = [
+    "BINDING_LEN",
     "HELLO_LEN",
     "MAGIC",
     "PROOF_LEN",
+    "REFUSAL",
     "RESPONSE_LEN",
     "AuthenticationError",
     "Handshake",
@@ -51,6 +64,7 @@ __all__ = [
     "check_version",
     "client_response",
     "new_secret",
+    "refused",
     "secret_from_text",
     "secret_to_text",
     "server_hello",
@@ -67,6 +81,15 @@ PROOF_LEN: Final = MAC_LEN
 
 _CLIENT_LABEL: Final = b"actorrt client"
 _SERVER_LABEL: Final = b"actorrt server"
+
+# What a TLS peer's first bytes are (a handshake record, or an alert) in TLS 1.0 to 1.3.
+_TLS_RECORDS: Final = frozenset({b"\x16\x03", b"\x15\x03"})
+
+# What a server sends instead of its proof when it refuses a client on a TLS connection,
+# followed by its own certificate's fingerprint, so the client can say whether the token or
+# the certificate was wrong. Unauthenticated, hence only ever used to word the error.
+REFUSAL: Final = b"actorrt: client refused".ljust(MAC_LEN, b"\0")
+BINDING_LEN: Final = 32  # a sha256 certificate fingerprint
 
 _Bytes: TypeAlias = bytes | bytearray | memoryview
 
@@ -93,8 +116,8 @@ def secret_from_text(text: str) -> bytes:
     return secret
 
 
-def _mac(secret: bytes, label: bytes, first: bytes, second: bytes) -> bytes:
-    return hmac.digest(secret, label + first + second, "sha256")
+def _mac(secret: bytes, label: bytes, first: bytes, second: bytes, binding: bytes) -> bytes:
+    return hmac.digest(secret, label + first + second + binding, "sha256")
 
 
 def _magic(version: int) -> bytes:
@@ -114,6 +137,11 @@ def check_version(magic: _Bytes, peer: str) -> None:
             both versions.
     """
     magic = bytes(magic[: len(MAGIC)])
+    if magic[:2] in _TLS_RECORDS:
+        raise AuthenticationError(
+            f"{peer} speaks TLS and this end does not: start both ends with TLS (a server "
+            "context on one, a client context on the other) or neither"
+        )
     if magic[: len(NAME)] != NAME or len(magic) != len(MAGIC):
         raise AuthenticationError(
             f"{peer} is not an actorrt peer (expected its first bytes to be {NAME!r} and a "
@@ -145,7 +173,7 @@ def server_hello(version: int = PROTOCOL_VERSION) -> tuple[bytes, bytes]:
 
 
 def client_response(
-    secret: bytes, hello: _Bytes, version: int = PROTOCOL_VERSION
+    secret: bytes, hello: _Bytes, version: int = PROTOCOL_VERSION, binding: bytes = b""
 ) -> tuple[bytes, bytes]:
     """Answer a server's hello.
 
@@ -153,6 +181,7 @@ def client_response(
         secret: the runtime's secret.
         hello: the :data:`HELLO_LEN` bytes the server sent.
         version: the protocol version to state (another one only to test a mismatch).
+        binding: the fingerprint of the certificate the server presented (``b""`` without TLS).
 
     Returns:
         ``(message, expected_proof)``: the response to send and the proof the server must send
@@ -165,33 +194,43 @@ def client_response(
     check_version(hello, "the server")
     server_nonce = bytes(hello[len(MAGIC) : HELLO_LEN])
     client_nonce = os.urandom(NONCE_LEN)
-    mac = _mac(secret, _CLIENT_LABEL, server_nonce, client_nonce)
+    mac = _mac(secret, _CLIENT_LABEL, server_nonce, client_nonce, binding)
     response = _magic(version) + client_nonce + mac
-    return response, _mac(secret, _SERVER_LABEL, client_nonce, server_nonce)
+    return response, _mac(secret, _SERVER_LABEL, client_nonce, server_nonce, binding)
 
 
-def check_client(secret: bytes, server_nonce: bytes, response: _Bytes) -> bytes:
+def check_client(
+    secret: bytes, server_nonce: bytes, response: _Bytes, binding: bytes = b""
+) -> bytes:
     """Verify a client's response on the server side.
 
     Args:
         secret: the runtime's secret.
         server_nonce: the nonce from :func:`server_hello`.
         response: the :data:`RESPONSE_LEN` bytes the client sent.
+        binding: the fingerprint of this server's own certificate (``b""`` without TLS).
 
     Returns:
         The proof to send back to the client.
 
     Raises:
-        AuthenticationError: the client does not know the secret.
+        AuthenticationError: the client does not know the secret (or, with a binding, saw
+            another certificate than this server's).
         ProtocolVersionError: the client speaks another protocol version.
     """
     check_version(response, "the client")
     client_nonce = bytes(response[len(MAGIC) : len(MAGIC) + NONCE_LEN])
-    expected = _mac(secret, _CLIENT_LABEL, server_nonce, client_nonce)
+    expected = _mac(secret, _CLIENT_LABEL, server_nonce, client_nonce, binding)
     mac = bytes(response[len(MAGIC) + NONCE_LEN : RESPONSE_LEN])
     if not hmac.compare_digest(expected, mac):
+        if binding:
+            raise AuthenticationError(
+                "the client failed authentication: it holds another cluster token, or the "
+                f"certificate it saw is not this server's (sha256 {binding.hex()[:16]}...): "
+                "a man in the middle, or a proxy that terminates TLS"
+            )
         raise AuthenticationError("the client failed authentication (wrong runtime secret)")
-    return _mac(secret, _SERVER_LABEL, client_nonce, server_nonce)
+    return _mac(secret, _SERVER_LABEL, client_nonce, server_nonce, binding)
 
 
 def check_server(expected_proof: bytes, proof: _Bytes) -> None:
@@ -204,29 +243,80 @@ def check_server(expected_proof: bytes, proof: _Bytes) -> None:
         raise AuthenticationError("the server failed authentication (wrong runtime secret)")
 
 
+def refused(server_binding: _Bytes, binding: bytes) -> AuthenticationError:
+    """The client's error for a server's :data:`REFUSAL` that states ``server_binding``.
+
+    Args:
+        server_binding: the fingerprint the server stated as its own certificate's.
+        binding: the fingerprint of the certificate this client saw.
+    """
+    server_binding = bytes(server_binding)
+    if hmac.compare_digest(server_binding, binding):
+        return AuthenticationError(
+            "the server refused this client's proof: the cluster token is wrong (the "
+            "certificate matched)"
+        )
+    return AuthenticationError(
+        f"the certificate this client saw (sha256 {binding.hex()[:16]}...) is not the server's "
+        f"own (sha256 {server_binding.hex()[:16]}...): a man in the middle relays the "
+        "connection, or the address leads through a proxy that terminates TLS; the server "
+        "refused the client, and nothing was sent"
+    )
+
+
 class Handshake:
     """One end's side of the handshake, as a state machine fed the bytes it receives.
 
     Args:
         secret: the runtime's secret.
         server: whether this end is the server (it speaks first).
+        binding: the TLS channel binding, the sha256 fingerprint of the server's certificate
+            as this end sees it (the server its own, the client the one presented to it),
+            mixed into both MACs; ``b""`` without TLS (the Unix-socket handshake). Set the
+            attribute before the first :meth:`feed` where it is known only then.
+        announce: the client sends its magic at once instead of with its response (the
+            bytes on the wire are the same, sent earlier), so a TLS server that a plain client
+            reached fails at once instead of both ends waiting for the other to speak.
     """
 
     # __slots__ for speed and size: one per connection.
-    __slots__ = ("_expected_proof", "_server", "_server_nonce", "done", "secret", "started")
+    __slots__ = (
+        "_expected_proof",
+        "_server",
+        "_server_nonce",
+        "announce",
+        "binding",
+        "done",
+        "refusal",
+        "secret",
+        "started",
+    )
 
-    def __init__(self, secret: bytes, server: bool) -> None:
+    def __init__(
+        self, secret: bytes, server: bool, binding: bytes = b"", announce: bool = False
+    ) -> None:
         self.secret = secret
         self._server = server
+        self.binding = binding
+        self.announce = announce
         self._server_nonce = b""
         self._expected_proof = b""
         self.done = False
         self.started = False  # whether the peer has taken part (for the error message)
+        self.refusal = b""  # what a refusing server sends before it closes (TLS only)
+
+    def on_tcp(self, peer_binding: bytes) -> None:
+        """The connection runs over TCP: a client announces itself and binds the handshake to
+        the certificate the server presented (``peer_binding``; ``b""`` without TLS)."""
+        if not self._server:
+            self.announce = True
+            self.binding = peer_binding
 
     def start(self) -> bytes:
-        """Return what to send when the connection is made (the server's hello, or nothing)."""
+        """Return what to send when the connection is made (the server's hello, the client's
+        magic if it announces itself, or nothing)."""
         if not self._server:
-            return b""
+            return MAGIC if self.announce else b""
         hello, self._server_nonce = server_hello()
         return hello
 
@@ -242,7 +332,8 @@ class Handshake:
             after the handshake are left unconsumed: they are frames.
 
         Raises:
-            AuthenticationError: the peer failed the handshake.
+            AuthenticationError: the peer failed the handshake (a refusing server with a
+                binding has then set :attr:`refusal`: send it, then close).
             ProtocolVersionError: the peer speaks another protocol version.
         """
         if self._server:
@@ -251,7 +342,14 @@ class Handshake:
             if len(data) < RESPONSE_LEN:
                 return 0, b""
             self.started = True
-            proof = check_client(self.secret, self._server_nonce, data[:RESPONSE_LEN])
+            try:
+                proof = check_client(
+                    self.secret, self._server_nonce, data[:RESPONSE_LEN], self.binding
+                )
+            except AuthenticationError:
+                if self.binding:
+                    self.refusal = REFUSAL + self.binding
+                raise
             self.done = True
             return RESPONSE_LEN, proof
         consumed, reply = 0, b""
@@ -259,10 +357,20 @@ class Handshake:
             if len(data) < HELLO_LEN:
                 return 0, b""
             self.started = True
-            reply, self._expected_proof = client_response(self.secret, data[:HELLO_LEN])
+            reply, self._expected_proof = client_response(
+                self.secret, data[:HELLO_LEN], binding=self.binding
+            )
+            if self.announce:
+                reply = reply[len(MAGIC) :]  # sent at the start
             consumed = HELLO_LEN
         if len(data) - consumed >= PROOF_LEN:
-            check_server(self._expected_proof, data[consumed : consumed + PROOF_LEN])
+            proof = bytes(data[consumed : consumed + PROOF_LEN])
+            if self.binding and proof == REFUSAL:
+                stated = data[consumed + PROOF_LEN : consumed + PROOF_LEN + BINDING_LEN]
+                if len(stated) < BINDING_LEN:
+                    return consumed, reply
+                raise refused(stated, self.binding)
+            check_server(self._expected_proof, proof)
             consumed += PROOF_LEN
             self.done = True
         return consumed, reply

@@ -40,6 +40,7 @@ from ._frames import REQUEST as REQUEST
 from ._frames import ConnectionLostError as ConnectionLostError
 from ._frames import FrameTooLargeError as FrameTooLargeError
 from ._reader import READ_BUFFER, FrameReader, Routes
+from ._tls import tcp_channel
 from ._writer import CLOSED, CLOSING, HANDSHAKE, OPEN
 
 __all__ = [
@@ -81,6 +82,7 @@ class Handler(Protocol):
 
 
 _NO_ROUTES: Final[Routes] = {}
+_BOUND_HINT: Final = " (or a man in the middle relays the TLS connection)"
 
 
 class Connection(FrameReader):
@@ -99,9 +101,11 @@ class Connection(FrameReader):
         handshake_timeout: seconds the peer has to finish the handshake.
         on_open: called once the handshake has succeeded.
         on_close: called once with the :class:`ConnectionLostError` when the connection ends.
+        binding: a TLS server's channel binding, its own certificate's fingerprint
+            (:func:`~actorrt._wire._tls.cert_fingerprint`); a TLS client takes the one of the
+            certificate presented to it, when the connection is made.
     """
 
-    # __slots__ for speed: every attribute here is touched per frame.
     # __slots__ for speed (the halves own theirs: _writer, _reader).
     __slots__ = (
         "_close_error",
@@ -129,6 +133,7 @@ class Connection(FrameReader):
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         on_open: Callable[[Connection], None] | None = None,
         on_close: Callable[[Connection, ConnectionLostError], None] | None = None,
+        binding: bytes = b"",
     ) -> None:
         if not 0 <= incoming_limits[1] < incoming_limits[0]:
             raise ValueError(
@@ -140,7 +145,7 @@ class Connection(FrameReader):
         self._request_routes = _NO_ROUTES if routes is None else routes
         routes = getattr(handler, "notification_routes", None)
         self._notification_routes = _NO_ROUTES if routes is None else routes
-        self._handshake = _auth.Handshake(secret, server)
+        self._handshake = _auth.Handshake(secret, server, binding)
         self._own_codec = codec is None
         self._codec = Codec(allow_pickle=False) if codec is None else codec
         self._max_frame = max_frame_size
@@ -276,6 +281,9 @@ class Connection(FrameReader):
         """Called by the loop: start the handshake."""
         self._transport = transport = cast(asyncio.Transport, transport)  # uvloop's is no subclass
         transport.set_write_buffer_limits(*self._write_limits)
+        peer_binding = tcp_channel(transport)
+        if peer_binding is not None:
+            self._handshake.on_tcp(peer_binding)
         hello = self._handshake.start()
         if hello:
             transport.write(hello)
@@ -289,7 +297,13 @@ class Connection(FrameReader):
             if not self.ready.done():
                 self.ready.set_exception(exc)
                 self.ready.exception()  # retrieved: whoever awaits it still gets it
-            self._protocol_error(str(exc))
+            refusal = self._handshake.refusal
+            if refusal and self._transport is not None:  # the client learns why, then EOF
+                self._transport.write(refusal)
+                self._begin_close(str(exc))
+                self._transport.close()
+            else:
+                self._protocol_error(str(exc))
             return
         finally:
             data.release()
@@ -388,6 +402,7 @@ class Connection(FrameReader):
             if self._handshake.started:  # refused mid-handshake
                 failure = _auth.AuthenticationError(
                     f"the handshake did not complete ({reason}); is the runtime secret right?"
+                    + _BOUND_HINT * bool(self._handshake.binding)
                 )
             self.ready.set_exception(failure)
             self.ready.exception()  # retrieved: whoever awaits it still gets it
