@@ -49,6 +49,7 @@ from ._errors import ConnectionLostError as ConnectionLostError
 from ._errors import DeadlockError as DeadlockError
 from ._errors import DeathReason as DeathReason
 from ._errors import FrameTooLargeError as FrameTooLargeError
+from ._errors import HeadLostError as HeadLostError
 from ._errors import InfeasibleResourceError as InfeasibleResourceError
 from ._errors import MailboxFullError as MailboxFullError
 from ._errors import MalformedMessageError as MalformedMessageError
@@ -93,6 +94,7 @@ __all__ = [
     "DeadlockError",
     "DeathReason",
     "FrameTooLargeError",
+    "HeadLostError",
     "InfeasibleResourceError",
     "MailboxFullError",
     "MalformedMessageError",

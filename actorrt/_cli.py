@@ -5,6 +5,9 @@
     actorrt status [--pid PID] [--json] [--timeout S]   a running runtime, from another shell
     actorrt results PATH [--metric M] [--mode min|max] [--json]   an experiment folder
     actorrt demo [ARGS ...]                             the demo job (actorrt.examples.digits)
+    actorrt start --head | --address HOST:PORT [...]    a cluster's head, or a node joining it
+    actorrt stop                                        the head and nodes started here
+    actorrt status --address HOST:PORT|auto             a cluster: its nodes and resources
 
 Exit status: 0 when the command did its job; 1 when it could not (no runtime is running,
 the runtime did not answer, the demo cannot be loaded); 2 for bad input (an unknown option,
@@ -27,6 +30,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from . import _cli_cluster
 from ._cli_format import render_results, render_status, results_json
 from ._control import _discovery
 from ._control._server import fetch_status
@@ -68,6 +72,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if command == "demo":
             return _demo(rest)
+        if command == "start":
+            return _cli_cluster.start(namespace, args_list)
+        if command == "stop":
+            return _cli_cluster.stop(namespace)
         if command == "status":
             return _status(namespace)
         return _results(namespace)
@@ -88,6 +96,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_status(commands)
     _add_results(commands)
+    _cli_cluster.add_cluster_commands(commands)
     commands.add_parser(
         "demo",
         add_help=False,
@@ -113,6 +122,12 @@ def _add_status(commands: Any) -> None:
         type=_positive_int,
         metavar="PID",
         help="the process of the runtime to show (needed when several run)",
+    )
+    status.add_argument(
+        "--address",
+        metavar="HOST:PORT",
+        help="show the cluster whose head is there ('auto': the head started on this "
+        "machine): its nodes, drivers and resources",
     )
     status.add_argument("--json", action="store_true", help="print the status as JSON")
     status.add_argument(
@@ -190,7 +205,21 @@ def _width() -> int:
 # ------------------------------------------------------------------------------------- status
 
 
+def _cluster_status(args: argparse.Namespace) -> int:
+    try:
+        data = _cli_cluster.cluster_status(args.address, args.timeout)
+    except (ActorrtError, OSError, TimeoutError) as exc:
+        raise CliError(f"cannot read the cluster's status at {args.address}: {exc}") from None
+    if args.json:
+        print(json.dumps(data, indent=2, sort_keys=True))
+    else:
+        print(_cli_cluster.render_cluster(data))
+    return 0
+
+
 def _status(args: argparse.Namespace) -> int:
+    if args.address is not None:
+        return _cluster_status(args)
     try:
         entries = _discovery.list_runtimes()
     except PermissionError as exc:

@@ -17,7 +17,8 @@
     ├── ResourceError                   the resource broker refused or failed a request
     │   ├── InfeasibleResourceError     can never be granted (also a ValueError)
     │   ├── ResourceDeadlockError       waits on what only its own holder's end would free
-    │   └── NvmlUnavailableError        NVML cannot be loaded or started (also a RuntimeError)
+    │   ├── NvmlUnavailableError        NVML cannot be loaded or started (also a RuntimeError)
+    │   └── HeadLostError               the cluster's head is gone (also a ConnectionError)
     ├── DeadlockError                   a wait that can never end (an ask cycle; the parent of
     │                                   ResourceDeadlockError too)
     └── WireError                       a connection between processes failed
@@ -55,6 +56,7 @@ __all__ = [
     "DeadlockError",
     "DeathReason",
     "FrameTooLargeError",
+    "HeadLostError",
     "InfeasibleResourceError",
     "MailboxFullError",
     "MalformedMessageError",
@@ -182,6 +184,11 @@ class ResourceError(ActorrtError):
 
 class InfeasibleResourceError(ResourceError, ValueError):
     """The request can never be granted: nothing in the cluster (or group) is that large."""
+
+
+class HeadLostError(ResourceError, ConnectionError):
+    """The cluster's head cannot be reached any more: resource requests fail until the
+    program connects to a head again (running actors keep running)."""
 
 
 class DeadlockError(ActorrtError):

@@ -1,8 +1,9 @@
 """Ray's ``ray.init`` arguments, as ``actorrt.init`` takes them.
 
-Each Ray argument is one of: used (``num_cpus``, ``num_gpus``, ``resources``,
-``ignore_reinit_error``, ``logging_level``, ``runtime_env={"env_vars": ...}``, ``_memory``),
-refused with a clear error where going on would mislead (``address`` of a cluster), or
+Each Ray argument is one of: used (``address`` of an actorrt cluster's head, ``num_cpus``,
+``num_gpus``, ``resources``, ``ignore_reinit_error``, ``logging_level``,
+``runtime_env={"env_vars": ...}``, ``_memory``), refused with a clear error where going on
+would mislead (a Ray Client ``ray://`` address), or
 ignored with one warning line naming all the ignored ones (they have no meaning for a
 runtime on one machine without an object store or a dashboard). An argument that is neither Ray's
 nor actorrt's is a ``TypeError``, as any unknown keyword argument is.
@@ -41,7 +42,7 @@ IGNORED = {
     "storage": "experiments choose their storage_path",
     "_system_config": "Ray's internal settings do not apply",
     "_temp_dir": "Ray's internal settings do not apply",
-    "_node_ip_address": "one machine",
+    "_node_ip_address": "a node's address is given to `actorrt start --node-ip-address`",
     "_plasma_directory": "there is no object store",
     "_enable_object_reconstruction": "there is no object store",
     "_metrics_export_port": "there are no metrics",
@@ -49,7 +50,7 @@ IGNORED = {
     "_tracing_startup_hook": "there is no tracing",
     "_redis_max_memory": "there is no Redis",
     "_driver_object_store_memory": "there is no object store",
-    "_node_name": "one machine",
+    "_node_name": "nodes are named by `actorrt start`",
 }
 
 _LOCAL_ADDRESSES = (None, "local")
@@ -58,12 +59,15 @@ _LOCAL_ADDRESSES = (None, "local")
 def ray_init_args(address: Any, kwargs: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     """``actorrt.init``'s arguments split: the runtime's keyword arguments, and whether
     an already running runtime is fine (``ignore_reinit_error``)."""
-    if address not in _LOCAL_ADDRESSES:
+    if isinstance(address, str) and address.startswith("ray://"):
         raise ValueError(
-            f"actorrt.init(address={address!r}): actorrt runs on this machine only; "
-            "leave address unset (or 'local') (see docs/porting.md)"
+            f"actorrt.init(address={address!r}): Ray Client addresses do not apply; give "
+            "the actorrt cluster head's 'HOST:PORT' (`actorrt start --head` prints it), "
+            "'auto', or leave address unset for this machine alone (docs/cluster.md)"
         )
     runtime = {k: v for k, v in kwargs.items() if k in RUNTIME_ARGS}
+    if address not in _LOCAL_ADDRESSES:
+        runtime["address"] = address
     rest = {k: v for k, v in kwargs.items() if k not in RUNTIME_ARGS}
     if "_memory" in rest:  # Ray's hidden spelling of the memory to schedule with
         if "memory" in runtime:

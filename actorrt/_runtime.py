@@ -23,6 +23,8 @@ from collections.abc import Coroutine, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from ._cluster._files import cluster_address
+from ._cluster._link import join_cluster
 from ._core import _current
 from ._core._cell import ActorCell
 from ._core._context import current_cell
@@ -65,6 +67,12 @@ class Runtime(RoleDelegation):
             killed.
         worker_env: environment variables for every worker process (an actor's own
             ``worker_env`` option adds to them).
+        address: the head of an actorrt cluster, ``"HOST:PORT"``, or ``"auto"`` for the head
+            started on this machine (docs/cluster.md). Its broker grants this program's
+            resources and its nodes run its worker-process actors; the cluster's token is
+            read from ``ACTORRT_CLUSTER_TOKEN``, the file ``ACTORRT_CLUSTER_TOKEN_FILE``
+            names, or this machine's cluster directory. ``None`` (default): this machine
+            alone.
 
     While it runs, the runtime can be inspected from another shell with ``actorrt status``:
     entering it opens a status socket and registers it in a per-user directory, and
@@ -87,7 +95,17 @@ class Runtime(RoleDelegation):
         resources: dict[str, float] | None = None,
         shutdown_timeout: float = 10.0,
         worker_env: dict[str, str] | None = None,
+        address: str | None = None,
     ) -> None:
+        self._cluster_address = cluster_address(address)
+        if self._cluster_address is not None and any(
+            value is not None for value in (num_cpus, num_gpus, memory, resources)
+        ):
+            raise ValueError(
+                "a runtime connected to a cluster (address=...) takes its resources from the "
+                "cluster's nodes; give num_cpus, num_gpus, memory and resources to "
+                "`actorrt start` on each node instead"
+            )
         if isinstance(shutdown_timeout, bool) or not isinstance(shutdown_timeout, int | float):
             raise TypeError(f"shutdown_timeout must be a number, got {shutdown_timeout!r}")
         if not math.isfinite(shutdown_timeout) or shutdown_timeout < 0:
@@ -146,6 +164,9 @@ class Runtime(RoleDelegation):
             role: Role
             if self._is_worker:
                 role = WorkerRole(self)
+            elif self._cluster_address is not None:
+                link = await join_cluster(self._cluster_address, self.runtime_id)
+                role = DriverRole(self, None, self.discoverable, cluster=link)
             else:
                 role = DriverRole(self, self._node or detect_local_node(), self.discoverable)
             self._role_ = role

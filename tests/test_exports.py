@@ -5,8 +5,8 @@ import actorrt
 EXPECTED = {
     "ActorClass", "ActorDiedError", "ActorError", "ActorNotFoundError", "ActorOptions",
     "ActorRef", "ActorrtError", "AskHandle", "AskTimeoutError", "BundleRef",
-    "InfeasibleResourceError", "PlacementGroup", "PlacementInfo", "available_resources",
-    "cluster_resources",
+    "HeadLostError", "InfeasibleResourceError", "PlacementGroup", "PlacementInfo",
+    "available_resources", "cluster_resources",
     "get_gpu_ids", "pending_requests", "placement_group",
     "MailboxFullError", "MethodRef", "NoRuntimeError", "RemoteError", "ResourceDeadlockError",
     "DeadlockError", "DeathReason", "WireError", "ConnectionLostError", "AuthenticationError",

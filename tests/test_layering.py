@@ -27,6 +27,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (2, "core", ("actorrt._core",)),
     (3, "placement", ("actorrt._placement",)),
     (4, "control", ("actorrt._control",)),
+    (4, "cluster", ("actorrt._cluster",)),
     (
         5,
         "api",
@@ -54,6 +55,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
             "actorrt.testing",
             "actorrt._cli",
             "actorrt._cli_format",
+            "actorrt._cli_cluster",
             "actorrt._experiment",
             "actorrt._error_summary",
             "actorrt.__main__",

@@ -83,6 +83,10 @@ class Watched(Protocol):
     @property
     def liveness(self) -> Liveness: ...
 
+    def process_state(self) -> str:
+        """Its state in ``/proc`` (``T``: stopped), or ``?`` where it cannot be read."""
+        ...
+
     @property
     def hosted(self) -> Any:
         """The process actor it runs now (told ``frozen()``), or ``None``."""
@@ -120,7 +124,7 @@ class LivenessWatch:
             return
         live = worker.liveness
         now = time.monotonic()
-        state = process_state(worker.pid)
+        state = worker.process_state()
         if state in ("T", "t"):
             why: str | None = "stopped by a signal (SIGSTOP or a debugger)"
         elif live.ping_sent is not None and now - live.ping_sent >= UNRESPONSIVE_AFTER:
@@ -141,7 +145,7 @@ class LivenessWatch:
         if pong.cancelled() or pong.exception() is not None:
             return  # the connection ended: the process's exit is reported elsewhere
         worker.liveness.ping_sent = None
-        if worker.liveness.why is not None and process_state(worker.pid) not in ("T", "t"):
+        if worker.liveness.why is not None and worker.process_state() not in ("T", "t"):
             self._changed(worker, None, time.monotonic())
 
     def _changed(self, worker: Watched, why: str | None, now: float) -> None:

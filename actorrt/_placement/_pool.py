@@ -30,12 +30,14 @@ import errno
 import logging
 import os
 import resource
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from .._wire._connection import Connection
 from ._bootstrap import BOOTSTRAP, PACKAGE_PARENT, START_FAILED
 from ._forkserver import ForkServer, ForkUnavailable, fork_server_enabled, preload_modules
 from ._liveness import LivenessWatch
+from ._remote_worker import NodeStarter, RemoteWorkerProcess
 from ._worker_process import THREAD_VARIABLES, WorkerKey, WorkerProcess, describe_exit
 
 __all__ = [  # what the placement layer imports from here
@@ -103,8 +105,13 @@ class WorkerPool:
         self.forks: ForkServer | None = None
         self._forks_starting: asyncio.Future[None] | None = None
         self._forks_off = not fork_server_enabled()
+        # Cluster mode: the agent of each node, and what a worker there is told to connect
+        # to (this runtime's TCP address) instead of the socket.
+        self.node_starter: Callable[[str], NodeStarter] | None = None
+        self.remote_boot: dict[str, Any] = {}
+        self.remote_secret = ""
 
-    async def _fork_server(self, key: WorkerKey) -> ForkServer | None:
+    async def fork_server_for(self, key: WorkerKey) -> ForkServer | None:
         """The fork server, if it can fork a worker for ``key`` (started on first need)."""
         if self._forks_off:
             return None
@@ -158,13 +165,16 @@ class WorkerPool:
                 worker.uses += 1
                 return worker
         self._count += 1
-        worker = WorkerProcess(key, f"{os.getpid()}.{self._count}")
+        worker_id = f"{os.getpid()}.{self._count}"
+        if key.node is not None:
+            return await self._acquire_remote(key, worker_id, start_timeout)
+        worker = WorkerProcess(key, worker_id)
         self._all[worker.worker_id] = worker
         worker.on_exit = self._exited
         starting = False
         try:
             try:
-                forks = await self._fork_server(key)
+                forks = await self.fork_server_for(key)
                 # Each start in flight still needs a pidfd and its connection: a start is
                 # refused while they might not fit, rather than failing at the connection.
                 if near_fd_limit(2 * self._starting):
@@ -194,6 +204,31 @@ class WorkerPool:
             raise
         finally:
             self._starting -= starting
+        worker.uses = 1
+        self.watch.ensure_running()
+        return worker
+
+    async def _acquire_remote(
+        self, key: WorkerKey, worker_id: str, start_timeout: float
+    ) -> WorkerProcess:
+        """A new worker on another node, started by its agent (``_remote_worker``)."""
+        assert key.node is not None
+        if self.node_starter is None:
+            raise RuntimeError(f"node {key.node} is not reachable: this runtime has no cluster")
+        worker = RemoteWorkerProcess(key, worker_id, self.node_starter(key.node))
+        self._all[worker_id] = worker
+        worker.on_exit = self._exited
+        try:
+            boot = {**self.boot_fields, **self.remote_boot}
+            await worker.start("", self.remote_secret, 0, boot)
+            worker.conn = await asyncio.wait_for(
+                asyncio.shield(worker.connected), start_timeout
+            )
+        except BaseException:
+            worker.kill()
+            worker.exited_there(-9)
+            self._all.pop(worker_id, None)
+            raise
         worker.uses = 1
         self.watch.ensure_running()
         return worker
@@ -231,10 +266,10 @@ class WorkerPool:
         return True
 
     def idle_pids(self) -> list[int]:
-        return [w.pid for ws in self._idle.values() for w in ws]
+        return [w.pid for ws in self._idle.values() for w in ws if not w.remote]
 
     def all_pids(self) -> list[int]:
-        return [w.pid for w in self._all.values() if w.started]
+        return [w.pid for w in self._all.values() if w.started and not w.remote]
 
     async def shutdown(self) -> None:
         """Kill every worker's process group and wait until each is reaped."""

@@ -90,6 +90,7 @@ class ProcessActor(Supervised, RemoteActor):
         self._killing: asyncio.Task[None] | None = None
         self._lost: asyncio.Future[ActorDiedError] = self.loop.create_future()
         self._last_loss: ActorDiedError | None = None
+        self.lost_node: str | None = None  # cluster mode: why the node it ran on is gone
         self._init_supervision(parent, options.max_restarts)
 
     # ----------------------------------------------------------------- sending
@@ -325,6 +326,33 @@ class ProcessActor(Supervised, RemoteActor):
             if self.state is State.RUNNING and self._may_restart():
                 self._to(State.RESTARTING)  # calls made from now on wait for the next
             self._ended.set_result(error)
+
+    def node_lost(self, why: str) -> None:
+        """Cluster mode: the node its worker ran on is lost (``why`` names it). The actor
+        ends with ``DeathReason.NODE_LOST``; what was in flight fails with that error."""
+        self.lost_node = why
+        self.ending_because(DeathReason.NODE_LOST)
+        error = self.died_error(DeathReason.NODE_LOST)
+        self._lose(error)
+        self._fail_held(error)
+        if self._up():
+            assert self._ended is not None
+            self._ended.set_result(error)
+
+    def died_error(
+        self,
+        reason: DeathReason,
+        cause: BaseException | None = None,
+        *,
+        restarting: bool = False,
+        process: ProcessExit | None = None,
+    ) -> ActorDiedError:
+        error = super().died_error(reason, cause, restarting=restarting, process=process)
+        if reason is DeathReason.NODE_LOST and self.lost_node is not None:
+            error = ActorDiedError(
+                f"{error}: {self.lost_node}", actor=error.actor, reason=reason, cause=cause
+            )
+        return error
 
     def frozen(self) -> None:
         """Our worker was found stopped or unresponsive (see ``_liveness``). A stop that

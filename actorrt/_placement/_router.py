@@ -23,7 +23,8 @@ Decoding resolves the address (:meth:`Workers.decode_ref`):
   :class:`~actorrt._placement._proxies.DeadTarget` whose calls say so (for another runtime:
   that its runtime is gone).
 
-Cluster mode will add direct connections between workers; the address is what they need.
+In cluster mode workers on other nodes connect to this runtime over TCP (TLS, the cluster's
+token) and are served as local ones: an actor's calls go straight to the node that runs it.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from .._core._ref import ActorRef
 from .._core._threads import ActorThread, ThreadPoolRunner
 from .._core._waits import bounded_by_awaiter
 from .._errors import ActorDiedError, DeathReason
-from .._wire import _auth
+from .._wire import _auth, _tls
 from .._wire._codec import Codec
 from .._wire._connection import Connection
 from .._wire._dispatcher import Dispatcher
@@ -54,11 +55,12 @@ from .._wire._messages import (
 from .._wire._refs import RefAddress, WireRef
 from .._wire._refs import decode_ref as decode_wire_ref
 from .._wire._refs import encode_ref as encode_wire_ref
-from .._wire._transport import WireServer, make_private_dir, serve_unix
+from .._wire._transport import WireServer, make_private_dir, serve_tcp, serve_unix
 from ._dispatch import Host
 from ._pool import THREAD_VARIABLES, WorkerKey, WorkerPool
 from ._process_actor import ProcessActor
 from ._proxies import DeadTarget, RelayTarget, RemoteActor
+from ._remote_worker import ClusterSide
 
 if TYPE_CHECKING:
     from collections.abc import Hashable
@@ -89,6 +91,10 @@ class Workers:
         self._server: WireServer | None = None
         self._pool: WorkerPool | None = None
         self._opening: asyncio.Future[None] | None = None
+        # Cluster mode: the driver's link to its cluster; workers on other nodes connect
+        # back over TCP (TLS), proving they know the cluster's token.
+        self.cluster: ClusterSide | None = None
+        self._tcp: WireServer | None = None
 
     # ----------------------------------------------------------- the owner side
 
@@ -106,7 +112,25 @@ class Workers:
         secret = _auth.new_secret()
         path = os.path.join(self._dir, "rt.sock")
         self._server = await serve_unix(path, self.dispatcher, secret, codec=self.codec)
-        self._pool = WorkerPool(path, _auth.secret_to_text(secret), self._boot_fields())
+        pool = WorkerPool(path, _auth.secret_to_text(secret), self._boot_fields())
+        if self.cluster is not None:
+            await self._open_tcp(pool, self.cluster)
+        self._pool = pool
+
+    async def _open_tcp(self, pool: WorkerPool, cluster: ClusterSide) -> None:
+        """Listen where the cluster's nodes reach this runtime, for workers started there."""
+        assert self._dir is not None
+        folder = os.path.join(self._dir, "tls")
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        files = _tls.generate_self_signed(folder, [cluster.host])
+        self._tcp = await serve_tcp(
+            cluster.host, 0, self.dispatcher, cluster.token, tls=_tls.server_context(files),
+            binding=_tls.context_fingerprint(files), codec=self.codec,
+        )
+        host, port = self._tcp.address
+        pool.node_starter = cluster.starter
+        pool.remote_boot = {"tcp": [host, port], "tls": True}
+        pool.remote_secret = _auth.secret_to_text(cluster.token)
 
     def _boot_fields(self) -> dict[str, str]:
         """What a new worker is told besides the socket: its owner's runtime id (its refs'
@@ -126,11 +150,19 @@ class Workers:
         assert self._pool is not None
         return self._pool
 
+    @property
+    def has_pool(self) -> bool:
+        return self._pool is not None
+
     def worker_connected(self, worker_id: str, conn: Connection) -> bool:
         return self._pool is not None and self._pool.connected(worker_id, conn)
 
     def worker_key(
-        self, actor_class: ActorClass[Any], gpus: tuple[str, ...], cpus: float
+        self,
+        actor_class: ActorClass[Any],
+        gpus: tuple[str, ...],
+        cpus: float,
+        node: str | None = None,
     ) -> WorkerKey:
         env = dict(self.worker_env)
         env.update(actor_class.actor_options.worker_env)
@@ -141,7 +173,7 @@ class Workers:
                 env[name] = threads
         # The devices of the actor's own grant; "" when it has none, so it sees no GPU.
         cuda = None if os.environ.get(NOSET_CUDA) == "1" else ",".join(gpus)
-        return WorkerKey.current(env, cuda)
+        return WorkerKey.current(env, cuda, node)
 
     def new_process_actor(
         self,
@@ -152,8 +184,9 @@ class Workers:
         actor_id: str,
         gpus: tuple[str, ...],
         cpus: float,
+        node: str | None = None,
     ) -> ProcessActor:
-        key = self.worker_key(actor_class, gpus, cpus)
+        key = self.worker_key(actor_class, gpus, cpus, node)
         runtime = cast(Any, self.runtime)  # process actors still type their runtime concretely
         return ProcessActor(runtime, actor_class, args, kwargs, parent, actor_id, key)
 
@@ -161,9 +194,10 @@ class Workers:
         await self.host.close()
         if self._pool is not None:
             await self._pool.shutdown()
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
+        for server in (self._server, self._tcp):
+            if server is not None:
+                server.close()
+                await server.wait_closed()
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
         if self.head is not None:

@@ -71,16 +71,27 @@ class SchedulerHost(Protocol):
 
 
 class Scheduler:
-    """Requests to the broker, as awaitables on the runtime's loop."""
+    """Requests to the broker, as awaitables on the runtime's loop.
 
-    def __init__(self, host: SchedulerHost, node: NodeInventory) -> None:
+    ``node``: the one node of a runtime on one machine, whose broker this scheduler makes;
+    ``broker``: instead, a broker elsewhere (cluster mode: the head's, reached through a
+    stand-in with the broker's interface that returns its events later, through
+    :meth:`deliver`).
+    """
+
+    def __init__(
+        self, host: SchedulerHost, node: NodeInventory | None, broker: Broker | None = None
+    ) -> None:
         self.host = host
         self.loop = host.loop
-        # Ask waits reach the broker EDGE_DELAY after they begin (``_core._handle``): the
-        # check runs that much sooner, so every deadlock is reported 150 ms after its edge.
-        self.broker = Broker(
-            [node], now=self.loop.time(), deadlock_delay=DEADLOCK_DELAY - EDGE_DELAY
-        )
+        if broker is None:
+            assert node is not None
+            # Ask waits reach the broker EDGE_DELAY after they begin (``_core._handle``): the
+            # check runs that much sooner, so every deadlock is reported 150 ms after its edge.
+            broker = Broker(
+                [node], now=self.loop.time(), deadlock_delay=DEADLOCK_DELAY - EDGE_DELAY
+            )
+        self.broker = broker
         self._waiters: dict[Hashable, asyncio.Future[Granted]] = {}
         # request id -> the actor awaiting it (a spawn inside an actor, a ready()).
         self._requesters: dict[Hashable, Hashable] = {}
@@ -244,6 +255,10 @@ class Scheduler:
         return self.broker.pending(now=self.loop.time())
 
     # ------------------------------------------------------------------ events
+
+    def deliver(self, events: list[Event]) -> None:
+        """Act on events a broker elsewhere sent (cluster mode)."""
+        self._dispatch(events)
 
     def _dispatch(self, events: list[Event]) -> list[asyncio.Future[Any]]:
         """Act on the broker's events; returns the deaths of the actors it revoked."""

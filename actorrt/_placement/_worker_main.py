@@ -39,10 +39,10 @@ from typing import cast
 
 import uvloop
 
-from .._wire import _auth
+from .._wire import _auth, _tls
 from .._wire._messages import Hello
 from .._wire._refs import RefAddress
-from .._wire._transport import connect_unix
+from .._wire._transport import connect_tcp, connect_unix
 from ._bootstrap import START_FAILED
 from ._services import WorkerRuntimeFactory
 
@@ -50,6 +50,8 @@ from ._services import WorkerRuntimeFactory
 def remove_socket(path: str) -> None:
     """Remove a dead owner's socket and its private directory (the owner, killed, could not);
     several workers may race to do it, so every step may already be done."""
+    if not path:
+        return  # a worker on a cluster node connects over TCP: there is no socket
     for remove, target in ((os.unlink, path), (os.rmdir, os.path.dirname(path))):
         try:
             remove(target)
@@ -133,9 +135,16 @@ async def serve(boot: dict[str, object], connected: list[bool]) -> None:
     async with runtime:
         workers = runtime.workers
         secret = _auth.secret_from_text(str(boot["secret"]))
-        conn = await connect_unix(
-            str(boot["socket"]), secret, workers.dispatcher, codec=workers.codec
-        )
+        tcp = boot.get("tcp")
+        if isinstance(tcp, list):  # a worker on a cluster node: its owner is elsewhere
+            conn = await connect_tcp(
+                str(tcp[0]), int(tcp[1]), secret, workers.dispatcher,
+                tls=_tls.client_context() if boot.get("tls") else None, codec=workers.codec,
+            )
+        else:
+            conn = await connect_unix(
+                str(boot["socket"]), secret, workers.dispatcher, codec=workers.codec
+            )
         worker_id = str(boot["worker_id"])
         workers.attach_owner(conn, RefAddress(str(boot["owner_runtime"]), worker_id))
         await conn.request(Hello(worker_id, os.getpid()))
@@ -157,9 +166,10 @@ def main() -> None:
     except BaseException as exc:
         if not connected:  # a start failure: say why, and exit with a code, not a signal
             traceback.print_exc()
+            where = boot.get("tcp") or socket_path
             print(  # last: the owner quotes a failed start's last line
                 f"actorrt worker {os.getpid()} could not connect to its runtime at "
-                f"{socket_path}: {type(exc).__name__}: {exc}",
+                f"{where}: {type(exc).__name__}: {exc}",
                 file=sys.stderr,
                 flush=True,
             )

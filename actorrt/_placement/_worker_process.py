@@ -27,7 +27,7 @@ from typing import Any
 from .._wire._connection import Connection
 from ._bootstrap import WORKER_MAIN, command
 from ._forkserver import ForkServer, ForkUnavailable
-from ._liveness import Liveness
+from ._liveness import Liveness, process_state
 
 logger = logging.getLogger("actorrt")
 
@@ -51,10 +51,17 @@ class WorkerKey:
     cuda_visible_devices: str | None
     thread_variables: tuple[tuple[str, str], ...]
     worker_env: tuple[tuple[str, str], ...]
+    node: str | None = None  # cluster mode: the node it runs on (None: this machine)
 
     @classmethod
-    def current(cls, worker_env: Mapping[str, str], cuda_visible_devices: str | None) -> WorkerKey:
+    def current(
+        cls,
+        worker_env: Mapping[str, str],
+        cuda_visible_devices: str | None,
+        node: str | None = None,
+    ) -> WorkerKey:
         return cls(
+            node=node,
             executable=sys.executable,
             cwd=os.getcwd(),
             sys_path=tuple(sys.path),
@@ -79,6 +86,8 @@ class WorkerKey:
 
 class WorkerProcess:
     """One worker process: its OS process, its connection, who it hosts."""
+
+    remote = False  # started on another node by its agent (``_remote_worker``)
 
     def __init__(self, key: WorkerKey, worker_id: str) -> None:
         self.key = key
@@ -241,6 +250,10 @@ class WorkerProcess:
         self.exited.set_result(code)
         if self.on_exit is not None:
             self.on_exit(self, code)
+
+    def process_state(self) -> str:
+        """Its one-letter state in ``/proc`` (``T``: stopped); ``?`` if unknown."""
+        return process_state(self.pid)
 
     def kill_group(self) -> None:
         """SIGKILL the worker's whole process group."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Hashable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .._control._server import StatusServer
 from .._control._status import snapshot
@@ -20,11 +20,12 @@ from .._core._ref import ActorRef
 from .._errors import ActorNotFoundError, DeathReason
 from .._placement._scheduler import DRIVER, Scheduler
 from .._wire._messages import AskDeadlock
-from ..resources import NodeInventory, PendingRequest, Resources, parse_bundles
+from ..resources import Broker, NodeInventory, PendingRequest, Resources, parse_bundles
 from ._granting import GrantedSpawns
 from ._role import RuntimeHost, SpawnRequest, within_spawn_timeout
 
 if TYPE_CHECKING:
+    from .._cluster._link import ClusterLink
     from .._core._actor import ActorClass
 
 A = TypeVar("A")
@@ -33,11 +34,24 @@ A = TypeVar("A")
 class DriverRole:
     """The role of the runtime that owns the broker (see the module docstring)."""
 
-    def __init__(self, host: RuntimeHost, node: NodeInventory, discoverable: bool) -> None:
+    def __init__(
+        self,
+        host: RuntimeHost,
+        node: NodeInventory | None,
+        discoverable: bool,
+        cluster: ClusterLink | None = None,
+    ) -> None:
         self.host = host
         self.loop = host.loop
         self._discoverable = discoverable
-        self.scheduler = Scheduler(self, node)
+        self.link = cluster
+        if cluster is None:
+            self.scheduler = Scheduler(self, node)
+        else:
+            # The head's broker grants; the nodes' agents start the workers.
+            self.scheduler = Scheduler(self, None, cast(Broker, cluster.broker))
+            cluster.broker.deliver = self.scheduler.deliver
+            host.workers.cluster = cluster
         self.spawns = GrantedSpawns(host, self.scheduler)
         # Inline actors inside a worker that spawned through this runtime (a trial's helper):
         # id -> description, and the worker actor each belongs to (they end with it).
@@ -76,6 +90,8 @@ class DriverRole:
         if self._status_server is not None:
             await self._status_server.close()
         self.scheduler.close()
+        if self.link is not None:
+            await self.link.close()
 
     async def spawn(self, request: SpawnRequest[A]) -> ActorRef[A]:
         return await within_spawn_timeout(request, self.spawns.spawn)

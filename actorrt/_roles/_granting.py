@@ -57,10 +57,12 @@ class GrantedSpawns:
             if parent is not None:
                 host.may_start_child_of(parent, actor_class.cls.__name__)
             cell: Any
-            if options.runs_in_process():
+            # In a cluster, what holds a grant runs on the node of its grant.
+            node = str(grant.placement.node_id) if grant and host.workers.cluster else None
+            if options.runs_in_process() or node is not None:
                 cpus = grant.placement.resources.to_dict().get("CPU", 0.0) if grant else 0.0
                 cell = host.workers.new_process_actor(
-                    actor_class, args, kwargs, parent, actor_id, gpu_ids(grant), cpus
+                    actor_class, args, kwargs, parent, actor_id, gpu_ids(grant), cpus, node
                 )
             else:
                 cell = ActorCell(host, actor_class, args, kwargs, parent, actor_id)  # type: ignore[arg-type]

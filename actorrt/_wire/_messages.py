@@ -31,26 +31,47 @@ from .._errors import MalformedMessageError
 __all__ = [
     "PROTOCOL_VERSION",
     "AskDeadlock",
+    "Beat",
+    "Blocked",
     "Call",
+    "Claim",
+    "ClusterStatus",
+    "Deadlocked",
+    "Deny",
     "Died",
     "GetActor",
+    "Grant",
     "GroupReady",
     "GroupRemove",
     "Hello",
+    "JoinDriver",
+    "JoinNode",
     "Kill",
+    "KillWorker",
     "MalformedMessage",
     "Message",
+    "NodeDown",
+    "NodeUp",
     "Ping",
+    "ReleaseHolder",
     "ReserveGroup",
     "Restarted",
+    "Revoke",
+    "SetParent",
     "Spawn",
     "SpawnCancel",
     "SpawnProcess",
+    "Stall",
+    "StartWorker",
     "Status",
     "Stop",
     "Tell",
+    "View",
     "WaitEdge",
     "WaitStopped",
+    "Withdraw",
+    "WorkerExit",
+    "WorkerOutput",
     "check_fields",
     "from_wire",
     "tag_of",
@@ -58,9 +79,9 @@ __all__ = [
 
 #: The version of the message set and its encoding. Stated in the handshake; a peer with
 #: another version is refused. Version 1 was the positional-tuple protocol of earlier
-#: releases (its handshake magic was ``b"actorrt\x01"``); version 2 had no batch frames. At
-#: most 255.
-PROTOCOL_VERSION: Final = 3
+#: releases (its handshake magic was ``b"actorrt\x01"``); version 2 had no batch frames;
+#: version 3 had no cluster messages. At most 255.
+PROTOCOL_VERSION: Final = 4
 
 
 # A message that arrived with an unknown type, the wrong number of fields, or a field of the
@@ -226,6 +247,186 @@ class Status(NamedTuple):
     status snapshot, as plain data."""
 
 
+# ------------------------------------------------------------------------------ cluster
+#
+# Between a cluster's head (the broker and the name registry), its node agents (which start
+# worker processes on their machine) and the drivers that use it; see docs/cluster.md.
+
+
+class JoinNode(NamedTuple):
+    """A node agent joins the cluster (request, node to head). Reply: the head's
+    ``{"head_id": str, "beat": seconds}``."""
+
+    node_id: str
+    host: str  # the address drivers reach the agent at
+    port: int  # the agent's port
+    resources: dict[str, float]  # CPU, memory and custom totals (GPUs: gpu_ids)
+    gpu_ids: list[str]
+    pid: int
+
+
+class JoinDriver(NamedTuple):
+    """A driver connects to the head (request, driver to head). Reply: the head's
+    ``{"head_id": str, "beat": seconds, "nodes": [node, ...]}``."""
+
+    runtime_id: str
+    host: str
+    pid: int
+
+
+class Beat(NamedTuple):
+    """Still here (notification, both ways between the head and its peers)."""
+
+
+class NodeUp(NamedTuple):
+    """A node joined (notification, head to drivers): ``{"node_id", "host", "port",
+    "resources", "gpu_ids"}``."""
+
+    node: dict[str, Any]
+
+
+class NodeDown(NamedTuple):
+    """A node left or was lost (notification, head to drivers)."""
+
+    node_id: str
+    reason: str
+
+
+class Claim(NamedTuple):
+    """A resource request to the head's broker (request, driver to head). Reply: ``None``
+    once it waits or was granted (its grant arrives as :class:`Grant`); an infeasible
+    request is the error."""
+
+    request_id: str
+    holder: str
+    resources: dict[str, float] | None
+    bundles: list[dict[str, float]] | None
+    strategy: str
+    placement: Any  # "auto", "cluster" or [group id, bundle index]
+    parent: str | None
+    allow_empty_head: bool
+
+
+class Withdraw(NamedTuple):
+    """Withdraw a waiting request, or give back a granted one (notification)."""
+
+    request_id: str
+
+
+class ReleaseHolder(NamedTuple):
+    """Everything ``holder`` holds comes back (notification, driver to head)."""
+
+    holder: str
+
+
+class SetParent(NamedTuple):
+    """Record ``holder``'s parent, for capture and the deadlock check (notification)."""
+
+    holder: str
+    parent: str
+
+
+class Blocked(NamedTuple):
+    """An actor began or stopped awaiting a request or another actor (notification, driver
+    to head), for the deadlock check."""
+
+    waiter: str
+    on_request: str | None
+    on_holder: str | None
+    serial: bool
+    added: bool
+
+
+class Grant(NamedTuple):
+    """A request was granted (notification, head to driver). ``placements``: per bundle
+    ``[node id, resources, [[gpu id, share], ...], group, bundle index]``."""
+
+    request_id: str
+    holder: str
+    placements: list[Any]
+    group: str | None
+
+
+class Deny(NamedTuple):
+    """A waiting request failed and was withdrawn (notification, head to driver)."""
+
+    request_id: str
+    holder: str
+    error: BaseException
+
+
+class Revoke(NamedTuple):
+    """A grant ended: its group was removed or its node lost (notification, head to
+    driver)."""
+
+    request_id: str
+    holder: str
+    group: str | None
+    node: str | None
+
+
+class Deadlocked(NamedTuple):
+    """``waiter``'s ask to ``target`` can never be answered (notification, head to
+    driver)."""
+
+    waiter: str
+    target: str
+    error: BaseException
+
+
+class Stall(NamedTuple):
+    """A request has waited long with no grant (notification, head to driver)."""
+
+    request_id: str
+    holder: str
+    reason: str
+
+
+class View(NamedTuple):
+    """The cluster's resources now, and this driver's waiting requests (notification, head
+    to driver)."""
+
+    total: dict[str, float]
+    available: dict[str, float]
+    pending: list[Any]
+
+
+class ClusterStatus(NamedTuple):
+    """The cluster's status (request, anyone to head). Reply: nodes, resources, drivers."""
+
+
+class StartWorker(NamedTuple):
+    """Start a worker process on this node (request, driver to node agent). Reply: its
+    pid."""
+
+    worker_id: str
+    env: dict[str, str]  # variables set over the node's own environment
+    cwd: str
+    boot: dict[str, Any]  # the worker's boot line (where to connect, its id, sys.path)
+
+
+class KillWorker(NamedTuple):
+    """Kill that worker's process group (notification, driver to node agent)."""
+
+    worker_id: str
+
+
+class WorkerOutput(NamedTuple):
+    """A line a worker wrote (notification, node agent to driver): stream 1 or 2."""
+
+    worker_id: str
+    stream: int
+    text: str
+
+
+class WorkerExit(NamedTuple):
+    """A worker exited, with its exit code, minus the signal (notification, node agent to
+    driver)."""
+
+    worker_id: str
+    code: int
+
+
 Message: TypeAlias = (
     Call
     | Tell
@@ -246,6 +447,27 @@ Message: TypeAlias = (
     | GroupReady
     | GroupRemove
     | Status
+    | JoinNode
+    | JoinDriver
+    | Beat
+    | NodeUp
+    | NodeDown
+    | Claim
+    | Withdraw
+    | ReleaseHolder
+    | SetParent
+    | Blocked
+    | Grant
+    | Deny
+    | Revoke
+    | Deadlocked
+    | Stall
+    | View
+    | ClusterStatus
+    | StartWorker
+    | KillWorker
+    | WorkerOutput
+    | WorkerExit
 )
 
 # Tags are part of the protocol: never reuse or renumber one without a new PROTOCOL_VERSION.
@@ -269,6 +491,27 @@ _TAGS: Final[dict[type[Any], int]] = {
     GroupReady: 17,
     GroupRemove: 18,
     Status: 19,
+    JoinNode: 20,
+    JoinDriver: 21,
+    Beat: 22,
+    NodeUp: 23,
+    NodeDown: 24,
+    Claim: 25,
+    Withdraw: 26,
+    ReleaseHolder: 27,
+    SetParent: 28,
+    Blocked: 29,
+    Grant: 30,
+    Deny: 31,
+    Revoke: 32,
+    Deadlocked: 33,
+    Stall: 34,
+    View: 35,
+    ClusterStatus: 36,
+    StartWorker: 37,
+    KillWorker: 38,
+    WorkerOutput: 39,
+    WorkerExit: 40,
 }
 _BY_TAG: Final[dict[int, type[Any]]] = {tag: cls for cls, tag in _TAGS.items()}
 
@@ -297,6 +540,27 @@ _FIELD_TYPES: Final[dict[type[Any], tuple[Any, ...]]] = {
     GroupReady: (str, _OPT_STR),
     GroupRemove: (str,),
     Status: (),
+    JoinNode: (str, str, int, dict, list, int),
+    JoinDriver: (str, str, int),
+    Beat: (),
+    NodeUp: (dict,),
+    NodeDown: (str, str),
+    Claim: (str, str, (dict, type(None)), (list, type(None)), str, None, _OPT_STR, bool),
+    Withdraw: (str,),
+    ReleaseHolder: (str,),
+    SetParent: (str, str),
+    Blocked: (str, _OPT_STR, _OPT_STR, bool, bool),
+    Grant: (str, str, list, _OPT_STR),
+    Deny: (str, str, BaseException),
+    Revoke: (str, str, _OPT_STR, _OPT_STR),
+    Deadlocked: (str, str, BaseException),
+    Stall: (str, str, str),
+    View: (dict, dict, list),
+    ClusterStatus: (),
+    StartWorker: (str, dict, str, dict),
+    KillWorker: (str,),
+    WorkerOutput: (str, int, str),
+    WorkerExit: (str, int),
 }
 
 

@@ -84,7 +84,7 @@ def reads_env(config: dict[str, Any]) -> None:
     tune.report({"flag": os.environ.get("COMPAT_FLAG", "")})
 
 
-def test_init_takes_rays_arguments(tmp_path: Any) -> None:
+def test_init_takes_rays_arguments(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.warns(UserWarning) as caught:
         ray.init(
             num_cpus=2, include_dashboard=False, log_to_driver=False, namespace="ns",
@@ -107,8 +107,12 @@ def test_init_takes_rays_arguments(tmp_path: Any) -> None:
         assert grid[0].metrics["flag"] == "on"  # runtime_env's env_vars reach the workers
     finally:
         ray.shutdown()
-    with pytest.raises(ValueError, match="this machine only"):
+    # No head was started under this cluster directory: "auto" says so.
+    monkeypatch.setenv("ACTORRT_CLUSTER_DIR", str(tmp_path / "no-cluster"))
+    with pytest.raises(ValueError, match="no cluster head was started on this machine"):
         ray.init(address="auto")
+    with pytest.raises(ValueError, match="Ray Client addresses do not apply"):
+        ray.init(address="ray://10.0.0.1:10001")
     with pytest.raises(TypeError, match="no_such_option"):
         ray.init(no_such_option=1)
 
