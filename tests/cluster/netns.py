@@ -28,13 +28,12 @@ import fcntl
 import ipaddress
 import itertools
 import os
-import re
-import shutil
 import signal
 import subprocess
-import time
-from collections.abc import Iterable
 from typing import Any
+
+from . import _iproute
+from ._iproute import NetnsUnavailable
 
 __all__ = [
     "Host",
@@ -45,103 +44,11 @@ __all__ = [
     "netns_skip_reason",
 ]
 
-SUBNETS = ipaddress.IPv4Network("10.231.0.0/16")
 HOST_IF = "eth0"
 MAX_HOSTS = 200  # addresses .11 to .210 of the /24
-_LINK = re.compile(r"^art([0-9a-z]{1,5})\.([0-9a-z]{1,3})(\.[0-9a-z]{1,2})?$")
-_NETNS = re.compile(r"^art([0-9a-z]{1,5})\.([0-9a-z]{1,3})\.h[0-9]{1,3}$")
 _LOCK_DIR = "/run" if os.path.isdir("/run") else "/tmp"
-_KILL_WAIT_S = 10.0
 _counter = itertools.count()
-
-
-class NetnsUnavailable(Exception):
-    """Network namespaces (or the part of them asked for) cannot be made on this machine."""
-
-
-def _base36(value: int) -> str:
-    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
-    out = ""
-    while True:
-        value, rest = divmod(value, 36)
-        out = digits[rest] + out
-        if not value:
-            return out
-
-
-def _stem(pid: int, k: int) -> str:
-    return f"art{_base36(pid)}.{_base36(k % 36**3)}"
-
-
-def _tool(name: str) -> str | None:
-    return shutil.which(name) or next(
-        (p for p in (f"/usr/sbin/{name}", f"/sbin/{name}") if os.access(p, os.X_OK)), None
-    )
-
-
-def _run(argv: list[str], stdin: str | None = None, check: bool = True) -> str:
-    """Run an iproute2 command; a failure raises ``NetnsUnavailable`` with what it said."""
-    done = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=30)
-    if check and done.returncode != 0:
-        said = (done.stderr or done.stdout).strip()
-        raise NetnsUnavailable(f"`{' '.join(argv)}` failed ({done.returncode}): {said}")
-    return done.stdout
-
-
-def _batch(lines: Iterable[str], netns: str | None = None, force: bool = False) -> None:
-    """Many ``ip`` commands in one process: ``ip [-n NETNS] [-force] -batch -``."""
-    argv = [_ip()] + (["-n", netns] if netns else []) + (["-force"] if force else [])
-    _run([*argv, "-batch", "-"], "\n".join(lines) + "\n", check=not force)
-
-
-def _ip() -> str:
-    path = _tool("ip")
-    if path is None:
-        raise NetnsUnavailable("iproute2's `ip` is not installed (apt-get install iproute2)")
-    return path
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _pids_in(netns: str) -> list[int]:
-    """Live processes whose network namespace is ``netns`` (what ``ip netns pids`` lists)."""
-    try:
-        target = os.stat(f"/run/netns/{netns}")
-    except FileNotFoundError:
-        return []
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            st = os.stat(f"/proc/{entry.name}/ns/net")
-        except OSError:  # gone, or a zombie (its namespaces are already released)
-            continue
-        if (st.st_dev, st.st_ino) == (target.st_dev, target.st_ino):
-            found.append(int(entry.name))
-    return found
-
-
-def _kill_all_in(netns: str) -> None:
-    """SIGKILL every process in ``netns`` until none is left (they may fork meanwhile)."""
-    deadline = time.monotonic() + _KILL_WAIT_S
-    while pids := _pids_in(netns):
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"processes {pids} in namespace {netns} outlived SIGKILL")
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.005)  # SIGKILL is delivered asynchronously; there is no event for it
+NetnsUnavailable.__module__ = __name__  # raised to tests as netns.NetnsUnavailable
 
 
 class Host:
@@ -172,13 +79,15 @@ class Host:
             raise ValueError("Host.popen always starts a new session, so kill() reaches it")
         kw["start_new_session"] = True
         full_env = None if env is None else {**os.environ, **env}
-        proc = subprocess.Popen([_ip(), "netns", "exec", self.name, *argv], env=full_env, **kw)
+        proc = subprocess.Popen(
+            [_iproute.ip(), "netns", "exec", self.name, *argv], env=full_env, **kw
+        )
         self._procs.append(proc)
         return proc
 
     def pids(self) -> list[int]:
         """The live processes in this host's namespace, started by ``popen`` or not."""
-        return _pids_in(self.name)
+        return _iproute.pids_in(self.name)
 
     def kill(self) -> None:
         """SIGKILL every process ``popen`` started (with its process group) and every other
@@ -189,9 +98,9 @@ class Host:
             except ProcessLookupError:
                 pass
             proc.kill()
-        _kill_all_in(self.name)
+        _iproute.kill_all_in(self.name)
         for proc in self._procs:
-            proc.wait(timeout=_KILL_WAIT_S)
+            proc.wait(timeout=_iproute.KILL_WAIT_S)
             for stream in (proc.stdin, proc.stdout, proc.stderr):
                 if stream is not None:
                     stream.close()
@@ -200,11 +109,11 @@ class Host:
     def cut(self) -> None:
         """Take the host's link down on the root side: packets to and from it are dropped,
         so its TCP peers see silence (timeouts), never a reset."""
-        _run([_ip(), "link", "set", self.veth, "down"])
+        _iproute.run([_iproute.ip(), "link", "set", self.veth, "down"])
 
     def restore(self) -> None:
         """Bring the link back up after :meth:`cut`."""
-        _run([_ip(), "link", "set", self.veth, "up"])
+        _iproute.run([_iproute.ip(), "link", "set", self.veth, "up"])
 
     def netem(self, delay_ms: float = 0, loss_pct: float = 0, jitter_ms: float = 0) -> None:
         """Delay (± jitter) and drop the packets this host sends, with ``tc netem`` on its
@@ -223,11 +132,13 @@ class Host:
             self.clear_netem()
             return
         spec = ["delay", f"{delay_ms}ms", f"{jitter_ms}ms", "loss", f"{loss_pct}%"]
-        tc = _tool("tc")
+        tc = _iproute.tool("tc")
         if tc is None:
             raise NetnsUnavailable("iproute2's `tc` is not installed (apt-get install iproute2)")
         try:
-            _run([tc, "-n", self.name, "qdisc", "replace", "dev", HOST_IF, "root", "netem", *spec])
+            _iproute.run(
+                [tc, "-n", self.name, "qdisc", "replace", "dev", HOST_IF, "root", "netem", *spec]
+            )
         except NetnsUnavailable as exc:
             if "unknown" in str(exc):
                 raise NetnsUnavailable(
@@ -240,8 +151,8 @@ class Host:
     def clear_netem(self) -> None:
         """Remove what :meth:`netem` set; nothing to do when it set nothing."""
         if self._netem:
-            tc = _tool("tc") or "tc"
-            _run([tc, "-n", self.name, "qdisc", "del", "dev", HOST_IF, "root"])
+            tc = _iproute.tool("tc") or "tc"
+            _iproute.run([tc, "-n", self.name, "qdisc", "del", "dev", HOST_IF, "root"])
             self._netem = False
 
 
@@ -282,64 +193,13 @@ class TestNetwork:
         # Deleting the root-side veth removes both ends at once; deleting only the namespace
         # would leave the pair to the kernel's asynchronous namespace cleanup.
         lines = [f"link del {h.veth}" for h in self.hosts] + [f"link del {self.bridge}"]
-        _batch(lines + [f"netns del {h.name}" for h in self.hosts], force=True)
-        namespaces, links = _existing(self.stem)
+        _iproute.batch(lines + [f"netns del {h.name}" for h in self.hosts], force=True)
+        namespaces, links = _iproute.existing(self.stem)
         if namespaces or links or errors:
             raise RuntimeError(
                 f"closing test network {self.stem} left namespaces {sorted(namespaces)} and "
                 f"links {sorted(links)} behind; {errors}"
             )
-
-
-def _existing(stem: str | None = None) -> tuple[set[str], set[str]]:
-    """``(namespaces, links)`` this module made, all of them or those of network ``stem``."""
-    listed = _run([_ip(), "netns", "list"]).split()  # "NAME (id: 3)" lines
-    namespaces = {n for n in listed if _NETNS.match(n)}
-    links = set()
-    for line in _run([_ip(), "-o", "link", "show"]).splitlines():
-        name = line.split(":", 2)[1].strip().split("@")[0]  # "7: NAME@if2: <UP,...> ..."
-        if _LINK.match(name):
-            links.add(name)
-    if stem is None:
-        return namespaces, links
-    return (
-        {n for n in namespaces if n.rsplit(".", 1)[0] == stem},
-        {n for n in links if n == stem or n.rsplit(".", 1)[0] == stem},
-    )
-
-
-def _creator_alive(name: str, pattern: re.Pattern[str]) -> bool:
-    match = pattern.match(name)
-    assert match is not None
-    return _alive(int(match.group(1), 36))
-
-
-def _remove_stale() -> None:
-    """Remove the namespaces and links of earlier runs whose creating process is dead,
-    killing whatever still runs in those namespaces first."""
-    namespaces, links = _existing()
-    namespaces = {n for n in namespaces if not _creator_alive(n, _NETNS)}
-    links = {n for n in links if not _creator_alive(n, _LINK)}
-    for name in namespaces:
-        _kill_all_in(name)
-    if namespaces or links:
-        lines = [f"link del {n}" for n in sorted(links, key=len, reverse=True)]  # veths first
-        _batch(lines + [f"netns del {n}" for n in namespaces], force=True)
-
-
-def _pick_subnet(start: int) -> ipaddress.IPv4Network:
-    """A /24 of ``SUBNETS`` that overlaps nothing routed or addressed here yet."""
-    taken = []
-    text = _run([_ip(), "-4", "route", "show", "table", "all"])
-    text += _run([_ip(), "-4", "-o", "addr", "show"])
-    for word in re.findall(r"\b\d+\.\d+\.\d+\.\d+(?:/\d+)?\b", text):
-        taken.append(ipaddress.IPv4Interface(word).network)
-    subnets = list(SUBNETS.subnets(new_prefix=24))
-    for i in range(len(subnets)):
-        candidate = subnets[(start + i) % len(subnets)]
-        if not any(candidate.overlaps(t) for t in taken if t.prefixlen > 0):
-            return candidate
-    raise NetnsUnavailable(f"every /24 of {SUBNETS} is in use on this machine")
 
 
 def make_network(n_hosts: int) -> TestNetwork:
@@ -351,13 +211,13 @@ def make_network(n_hosts: int) -> TestNetwork:
     if isinstance(n_hosts, bool) or not isinstance(n_hosts, int) or not 1 <= n_hosts <= MAX_HOSTS:
         raise ValueError(f"n_hosts must be an int within 1..{MAX_HOSTS}, not {n_hosts!r}")
     pid, k = os.getpid(), next(_counter)
-    stem = _stem(pid, k)
+    stem = _iproute.stem(pid, k)
     with open(os.path.join(_LOCK_DIR, "actorrt-netns.lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        _remove_stale()
-        net = TestNetwork(stem, _pick_subnet(pid * 7 + k))
+        _iproute.remove_stale()
+        net = TestNetwork(stem, _iproute.pick_subnet(pid * 7 + k))
         net.hosts = [
-            Host(f"{stem}.h{i}", str(net.subnet[11 + i]), i, f"{stem}.{_base36(i)}")
+            Host(f"{stem}.h{i}", str(net.subnet[11 + i]), i, f"{stem}.{_iproute.base36(i)}")
             for i in range(n_hosts)
         ]
         lines = [
@@ -372,7 +232,7 @@ def make_network(n_hosts: int) -> TestNetwork:
                 f"link set {host.veth} master {net.bridge} up",
             ]
         try:
-            _batch(lines)  # the bridge's address is in place before the lock is released
+            _iproute.batch(lines)  # the bridge's address is in place before the lock is released
         except NetnsUnavailable as exc:
             _close_after(net, exc)
             raise
@@ -396,7 +256,7 @@ def _configure_hosts(net: TestNetwork) -> None:
     """Address and bring up each host's interfaces, one ``ip -n NAME -batch`` each, at once."""
     procs = []
     for host in net.hosts:
-        argv = [_ip(), "-n", host.name, "-batch", "-"]
+        argv = [_iproute.ip(), "-n", host.name, "-batch", "-"]
         procs.append(
             subprocess.Popen(argv, stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         )
@@ -419,7 +279,7 @@ def _probe() -> str | None:
     if os.geteuid() != 0:
         return f"network namespaces need root (`ip netns add`); running as uid {os.geteuid()}"
     for tool in ("ip", "tc"):
-        if _tool(tool) is None:
+        if _iproute.tool(tool) is None:
             return f"iproute2's `{tool}` is not installed (apt-get install iproute2)"
     try:
         with make_network(1) as net:

@@ -15,7 +15,7 @@ from conftest import proc_state, wait_until
 
 from benchmarks._tcp_echo import echo_pipelined, echo_sequential
 
-from . import netns
+from . import _iproute, netns
 from .netns import Host, TestNetwork
 
 MakeNetwork = Callable[[int], TestNetwork]
@@ -186,21 +186,95 @@ def test_close_leaves_no_namespace_link_or_process(make_test_network: MakeNetwor
     net.close()  # idempotent
 
 
+def test_kill_stops_a_host_that_can_then_run_again(make_test_network: MakeNetwork) -> None:
+    h0 = make_test_network(1).hosts[0]
+    stubborn = h0.popen([sys.executable, "-c", STUBBORN], stdout=subprocess.PIPE, text=True)
+    assert stubborn.stdout is not None
+    escaped = int(stubborn.stdout.readline())
+    h0.kill()
+    assert stubborn.returncode == -9 and h0.pids() == []
+    assert wait_until(lambda: proc_state(escaped) in ("gone", "Z"))
+    port = start_echo(h0)  # a node restarted on the same host
+    with socket.create_connection((h0.ip, port), timeout=10) as sock:
+        assert round_trip(sock, b"again") == b"again"
+
+
 def test_leftovers_of_a_dead_run_are_removed(make_test_network: MakeNetwork) -> None:
     dead = subprocess.Popen(["true"])
     dead.wait()
-    stem = netns._stem(dead.pid, 5)  # names as a run with that (now dead) pid made them
+    stem = _iproute.stem(dead.pid, 5)  # names as a run with that (now dead) pid made them
     ip = shutil.which("ip") or "/usr/sbin/ip"
     subprocess.run([ip, "netns", "add", f"{stem}.h0"], check=True)
     subprocess.run([ip, "link", "add", stem, "type", "bridge"], check=True)
     left_running = subprocess.Popen([ip, "netns", "exec", f"{stem}.h0", "sleep", "600"])
-    assert wait_until(lambda: left_running.pid in netns._pids_in(f"{stem}.h0"))
+    assert wait_until(lambda: left_running.pid in _iproute.pids_in(f"{stem}.h0"))
 
     make_test_network(1)
 
     assert left_running.wait(timeout=10) == -9
     left = namespaces_and_links()
     assert f"{stem}.h0" not in left and f"{stem}:" not in left and f"{stem}@" not in left
+
+
+INNER_TEST = """
+import os, time
+
+def test_fails(make_test_network):
+    net = make_test_network(2)
+    sleeper = net.hosts[0].popen(["sleep", "600"])
+    names = [net.bridge] + [h.name for h in net.hosts] + [h.veth for h in net.hosts]
+    with open(os.environ["NETNS_REPORT"], "w") as f:
+        f.write(" ".join([str(sleeper.pid), *names]))
+    if os.environ.get("NETNS_HANG"):
+        time.sleep(600)
+    assert False, "fails on purpose"
+"""
+
+
+def inner_pytest(tmp_path: Path, hang: bool) -> tuple[subprocess.Popen[str], Path]:
+    """A pytest run of ``INNER_TEST`` with the cluster fixtures, in a process of its own."""
+    (tmp_path / "test_inner.py").write_text(INNER_TEST)
+    report = tmp_path / "report"
+    pythonpath = os.pathsep.join([str(ROOT / "tests"), str(ROOT)])
+    env = dict(os.environ, PYTHONPATH=pythonpath, NETNS_REPORT=str(report))
+    if hang:
+        env["NETNS_HANG"] = "1"
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "cluster.conftest", "-c", os.devnull]
+    argv += ["--rootdir", str(tmp_path), str(tmp_path / "test_inner.py")]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True, cwd=tmp_path)
+    return proc, report
+
+
+def test_a_failed_test_leaves_nothing_behind(tmp_path: Path) -> None:
+    if (reason := netns.netns_skip_reason()) is not None:
+        pytest.skip(reason)
+    proc, report = inner_pytest(tmp_path, hang=False)
+    out = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 1 and "fails on purpose" in out, out
+    sleeper, *names = report.read_text().split()
+    assert wait_until(lambda: proc_state(int(sleeper)) in ("gone", "Z"))
+    left = namespaces_and_links()
+    assert [name for name in names if name in left] == []
+
+
+def test_the_leftovers_of_a_killed_run_go_with_the_next_network(
+    tmp_path: Path, make_test_network: MakeNetwork
+) -> None:
+    proc, report = inner_pytest(tmp_path, hang=True)
+    try:
+        assert wait_until(report.exists, timeout=30), proc.poll()
+        proc.kill()  # as a crash or an OOM kill would: no teardown runs
+    finally:
+        proc.communicate(timeout=30)
+    sleeper, *names = report.read_text().split()
+    assert all(name in namespaces_and_links() for name in names)
+    assert proc_state(int(sleeper)) not in ("gone", "Z")
+
+    make_test_network(1)
+
+    assert wait_until(lambda: proc_state(int(sleeper)) in ("gone", "Z"))
+    left = namespaces_and_links()
+    assert [name for name in names if name in left] == []
 
 
 def test_networks_get_their_own_subnets_and_cannot_reach_each_other(
@@ -266,7 +340,7 @@ def test_skips_saying_why_without_iproute2(
 ) -> None:
     monkeypatch.setattr(netns, "_skip_reason", netns._UNCHECKED)
     monkeypatch.setattr(netns.os, "geteuid", lambda: 0)
-    monkeypatch.setattr(netns, "_tool", lambda name: None)
+    monkeypatch.setattr(_iproute, "tool", lambda name: None)
     with pytest.raises(pytest.skip.Exception, match="`ip` is not installed"):
         request.getfixturevalue("make_test_network")
 
