@@ -131,9 +131,9 @@ async def raw_sequential(client: RawClient, n: int) -> float:
     return n / (time.perf_counter() - start)
 
 
-async def raw_pipelined(client: RawClient, n: int) -> float:
+async def raw_pipelined(client: RawClient, n: int, window: int = WINDOW) -> float:
     client.done = asyncio.get_running_loop().create_future()
-    first = min(n, WINDOW)
+    first = min(n, window)
     client.to_send, client.to_receive = n - first, n
     start = time.perf_counter()
     client.transport.write(b"".join([client.frame() for _ in range(first)]))
