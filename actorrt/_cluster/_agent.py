@@ -208,6 +208,9 @@ class NodeAgent:
     async def _start(self, conn: Connection, msg: StartWorker, cwd: str) -> int:
         sys_path = tuple(str(p) for p in msg.boot.get("sys_path", sys.path))
         env = {str(k): str(v) for k, v in msg.env.items()}
+        # Which node this is, for what runs there (Train's ranks and rendezvous address).
+        env["ACTORRT_NODE_ID"] = self.node_id or ""
+        env["ACTORRT_NODE_IP"] = self.host
         key = WorkerKey(
             executable=sys.executable, cwd=cwd, sys_path=sys_path,
             cuda_visible_devices=env.pop("CUDA_VISIBLE_DEVICES", None),

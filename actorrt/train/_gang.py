@@ -26,7 +26,6 @@ from ._worker import Report, RunSpec, TrainWorker
 
 logger = logging.getLogger("actorrt.train")
 
-MASTER_ADDR = "127.0.0.1"  # one node for now: the rendezvous is local
 DRAIN_TIMEOUT = 1.0  # seconds a failed attempt waits for rank 0's last reports
 DEATH_GRACE = 0.5  # seconds a failure waits for a peer's death, its likelier cause
 
@@ -58,6 +57,8 @@ class _Member:
     pid: int
     node: str
     gpus: list[str]
+    ip: str = "127.0.0.1"  # its node's address (in a cluster, as its agent gave it)
+    port: int = 0  # a port that was free on its node
 
 
 def actor_resources(bundle: dict[str, float]) -> dict[str, Any]:
@@ -71,14 +72,6 @@ def actor_resources(bundle: dict[str, float]) -> dict[str, Any]:
     if "memory" in bundle:
         options["memory"] = int(bundle["memory"])
     return options
-
-
-def free_port() -> int:
-    """A TCP port free on this host now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((MASTER_ADDR, 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class Gang:
@@ -121,16 +114,19 @@ class Gang:
             await asyncio.gather(*(r.kill() for r in started), return_exceptions=True)
             raise
         self.members = [
-            _Member(ref, f["pid"], f["node"], list(f["gpus"]))
+            _Member(ref, f["pid"], f["node"], list(f["gpus"]), f["ip"], f["port"])
             for ref, f in zip(started, facts, strict=True)
         ]
 
-    def setups(self, master_port: int) -> list[tuple[WorkerSetup, dict[str, str]]]:
+    def setups(self) -> list[tuple[WorkerSetup, dict[str, str]]]:
         """Each member's ranks and environment variables (docs/train.md), in member order.
 
         Ranks follow spawn order within a node, nodes in order of first appearance.
-        Workers of one node see the union of their GPUs and pick theirs by position.
+        Workers of one node see the union of their GPUs and pick theirs by position. The
+        rendezvous is at rank 0's node address (``MASTER_ADDR``), on a port that was free
+        there.
         """
+        master_addr, master_port = self.members[0].ip, self.members[0].port
         nodes: dict[str, list[int]] = {}
         for i, member in enumerate(self.members):
             nodes.setdefault(member.node, []).append(i)
@@ -147,13 +143,13 @@ class Gang:
                     world_size=world,
                     local_world_size=len(indices),
                     node_rank=node_rank,
-                    master_addr=MASTER_ADDR,
+                    master_addr=master_addr,
                     master_port=master_port,
                     device_index=union.index(own[0]) if own else None,
                     device_indices=tuple(union.index(g) for g in own),
                 )
                 env = {
-                    "MASTER_ADDR": MASTER_ADDR,
+                    "MASTER_ADDR": master_addr,
                     "MASTER_PORT": str(master_port),
                     "RANK": str(setup.world_rank),
                     "LOCAL_RANK": str(local_rank),
@@ -181,7 +177,7 @@ class Gang:
         Raises:
             GangFailed: a worker raised or died; every other worker has been killed.
         """
-        setups = self.setups(free_port())
+        setups = self.setups()
         runs: list[asyncio.Future[Any]] = []
         rank0 = self.members[0]
         # Rank 0's worker holds the attempt's meetings (train.report, train.collective).

@@ -99,9 +99,17 @@ class TrainWorker:
     async def describe(self) -> dict[str, Any]:
         """Where this worker runs: pid, node, and the GPUs of its own grant."""
         visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+        # In a cluster, the node agent names the node and its address; on one machine,
+        # the host name and loopback.
+        ip = os.environ.get("ACTORRT_NODE_IP") or "127.0.0.1"
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind((ip, 0))  # a port free on this node now, for a rendezvous here
+            port = sock.getsockname()[1]
         return {
             "pid": os.getpid(),
-            "node": socket.gethostname(),
+            "node": os.environ.get("ACTORRT_NODE_ID") or socket.gethostname(),
+            "ip": ip,
+            "port": port,
             "gpus": [g.strip() for g in visible.split(",") if g.strip()],
         }
 
