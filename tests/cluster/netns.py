@@ -24,7 +24,6 @@ not every kernel has: ``netem_skip_reason()``.
 
 from __future__ import annotations
 
-import fcntl
 import ipaddress
 import itertools
 import os
@@ -46,7 +45,6 @@ __all__ = [
 
 HOST_IF = "eth0"
 MAX_HOSTS = 200  # addresses .11 to .210 of the /24
-_LOCK_DIR = "/run" if os.path.isdir("/run") else "/tmp"
 _counter = itertools.count()
 NetnsUnavailable.__module__ = __name__  # raised to tests as netns.NetnsUnavailable
 
@@ -212,8 +210,7 @@ def make_network(n_hosts: int) -> TestNetwork:
         raise ValueError(f"n_hosts must be an int within 1..{MAX_HOSTS}, not {n_hosts!r}")
     pid, k = os.getpid(), next(_counter)
     stem = _iproute.stem(pid, k)
-    with open(os.path.join(_LOCK_DIR, "actorrt-netns.lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+    with _iproute.creation_lock():
         _iproute.remove_stale()
         net = TestNetwork(stem, _iproute.pick_subnet(pid * 7 + k))
         net.hosts = [

@@ -173,7 +173,8 @@ def test_close_leaves_no_namespace_link_or_process(make_test_network: MakeNetwor
     assert stubborn.stdout is not None
     escaped = int(stubborn.stdout.readline())
     sleeper = h1.popen(["sleep", "600"])
-    assert {stubborn.pid, escaped} <= set(h0.pids()) and h1.pids() == [sleeper.pid]
+    assert {stubborn.pid, escaped} <= set(h0.pids())
+    assert wait_until(lambda: h1.pids() == [sleeper.pid])  # once `ip netns exec` entered it
     names = [net.bridge] + [h.name for h in net.hosts] + [h.veth for h in net.hosts]
     assert all(name in namespaces_and_links() for name in names)
 
@@ -204,10 +205,11 @@ def test_leftovers_of_a_dead_run_are_removed(make_test_network: MakeNetwork) -> 
     dead.wait()
     stem = _iproute.stem(dead.pid, 5)  # names as a run with that (now dead) pid made them
     ip = shutil.which("ip") or "/usr/sbin/ip"
-    subprocess.run([ip, "netns", "add", f"{stem}.h0"], check=True)
-    subprocess.run([ip, "link", "add", stem, "type", "bridge"], check=True)
-    left_running = subprocess.Popen([ip, "netns", "exec", f"{stem}.h0", "sleep", "600"])
-    assert wait_until(lambda: left_running.pid in _iproute.pids_in(f"{stem}.h0"))
+    with _iproute.creation_lock():  # no other test run removes them before they are in place
+        subprocess.run([ip, "netns", "add", f"{stem}.h0"], check=True)
+        subprocess.run([ip, "link", "add", stem, "type", "bridge"], check=True)
+        left_running = subprocess.Popen([ip, "netns", "exec", f"{stem}.h0", "sleep", "600"])
+        assert wait_until(lambda: left_running.pid in _iproute.pids_in(f"{stem}.h0"))
 
     make_test_network(1)
 
@@ -261,14 +263,14 @@ def test_the_leftovers_of_a_killed_run_go_with_the_next_network(
     tmp_path: Path, make_test_network: MakeNetwork
 ) -> None:
     proc, report = inner_pytest(tmp_path, hang=True)
-    try:
-        assert wait_until(report.exists, timeout=30), proc.poll()
+    made = wait_until(lambda: report.exists() and report.stat().st_size > 0, timeout=30)
+    with _iproute.creation_lock():  # no other test run removes the leftovers meanwhile
         proc.kill()  # as a crash or an OOM kill would: no teardown runs
-    finally:
-        proc.communicate(timeout=30)
-    sleeper, *names = report.read_text().split()
-    assert all(name in namespaces_and_links() for name in names)
-    assert proc_state(int(sleeper)) not in ("gone", "Z")
+        out = proc.communicate(timeout=30)[0]
+        assert made, out
+        sleeper, *names = report.read_text().split()
+        assert all(name in namespaces_and_links() for name in names)
+        assert proc_state(int(sleeper)) not in ("gone", "Z")
 
     make_test_network(1)
 
