@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ipaddress
 import itertools
+import math
 import os
 import signal
 import subprocess
@@ -120,8 +121,8 @@ class Host:
         Raises ``NetnsUnavailable`` where the kernel has no netem qdisc.
         """
         for what, value in (("delay_ms", delay_ms), ("jitter_ms", jitter_ms)):
-            if not value >= 0:
-                raise ValueError(f"{what} must be >= 0 (milliseconds), not {value!r}")
+            if not 0 <= value < math.inf:
+                raise ValueError(f"{what} must be a finite number >= 0 (ms), not {value!r}")
         if not 0 <= loss_pct <= 100:
             raise ValueError(f"loss_pct must be within 0..100 (percent), not {loss_pct!r}")
         if jitter_ms and not delay_ms:
@@ -129,7 +130,7 @@ class Host:
         if not (delay_ms or loss_pct):
             self.clear_netem()
             return
-        spec = ["delay", f"{delay_ms}ms", f"{jitter_ms}ms", "loss", f"{loss_pct}%"]
+        spec = ["delay", f"{delay_ms:.3f}ms", f"{jitter_ms:.3f}ms", "loss", f"{loss_pct:.4f}%"]
         tc = _iproute.tool("tc")
         if tc is None:
             raise NetnsUnavailable("iproute2's `tc` is not installed (apt-get install iproute2)")

@@ -143,10 +143,21 @@ def test_netem_delay_lengthens_the_round_trip(make_test_network: MakeNetwork) ->
     assert median_round_trip_s(h0.ip, port) < 0.05
 
 
+def test_netem_says_so_where_the_kernel_has_none(make_test_network: MakeNetwork) -> None:
+    if netns.netem_skip_reason() is None:
+        pytest.skip("this kernel has netem: test_netem_delay_lengthens_the_round_trip runs")
+    h0 = make_test_network(1).hosts[0]
+    with pytest.raises(netns.NetnsUnavailable, match="this kernel has no netem qdisc"):
+        h0.netem(delay_ms=50)
+    h0.clear_netem()  # nothing was set
+
+
 def test_netem_rejects_bad_values_naming_them(make_test_network: MakeNetwork) -> None:
     h0 = make_test_network(1).hosts[0]
-    with pytest.raises(ValueError, match=r"delay_ms must be >= 0 .*-1"):
+    with pytest.raises(ValueError, match=r"delay_ms must be a finite number >= 0 .*-1"):
         h0.netem(delay_ms=-1)
+    with pytest.raises(ValueError, match=r"jitter_ms must be a finite number >= 0 .*inf"):
+        h0.netem(delay_ms=5, jitter_ms=float("inf"))
     with pytest.raises(ValueError, match=r"loss_pct must be within 0..100 .*101"):
         h0.netem(loss_pct=101)
     with pytest.raises(ValueError, match="jitter_ms=5 needs a delay_ms"):
