@@ -17,6 +17,18 @@ pid is dead (a run killed before it could clean up) are removed when the next ne
 Nothing leaves the machine: a host has no route but its /24, and nothing here sets up
 forwarding or NAT. Hosts reach the root and each other through the bridge only.
 
+Only the network is separate: hosts share the file system, pids and users with the root, so
+a Unix socket in a shared directory still joins two "hosts". Give each host's processes their
+own directories (``TMPDIR``, session dirs) where the code under test keeps files or sockets.
+
+A test uses it through the fixtures of ``conftest.py``::
+
+    def test_two_nodes(make_test_network):
+        net = make_test_network(2)
+        head = net.hosts[0].popen([sys.executable, "-m", "...", "--bind", net.hosts[0].ip])
+        net.hosts[1].cut()       # the head sees silence from node 1
+        net.hosts[1].restore()
+
 Needs root (``ip netns add`` mounts) and iproute2 (``ip``, ``tc``); ``netns_skip_reason()``
 says why not where that is missing. ``netem`` needs the kernel's ``sch_netem`` qdisc, which
 not every kernel has: ``netem_skip_reason()``.
