@@ -6,6 +6,7 @@ and its leftovers removed by the next one (``remove_stale``).
 
 from __future__ import annotations
 
+import fcntl
 import ipaddress
 import os
 import re
@@ -13,16 +14,26 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 SUBNETS = ipaddress.IPv4Network("10.231.0.0/16")
 LINK = re.compile(r"^art([0-9a-z]{1,5})\.([0-9a-z]{1,3})(\.[0-9a-z]{1,2})?$")
 NETNS = re.compile(r"^art([0-9a-z]{1,5})\.([0-9a-z]{1,3})\.h[0-9]{1,3}$")
 KILL_WAIT_S = 10.0
+LOCK_PATH = os.path.join("/run" if os.path.isdir("/run") else "/tmp", "actorrt-netns.lock")
 
 
 class NetnsUnavailable(Exception):
     """Network namespaces (or the part of them asked for) cannot be made on this machine."""
+
+
+@contextmanager
+def creation_lock() -> Iterator[None]:
+    """Held (across processes) while a network picks its /24 and while leftovers go."""
+    with open(LOCK_PATH, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
 
 
 def base36(value: int) -> str:

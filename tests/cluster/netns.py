@@ -17,6 +17,18 @@ pid is dead (a run killed before it could clean up) are removed when the next ne
 Nothing leaves the machine: a host has no route but its /24, and nothing here sets up
 forwarding or NAT. Hosts reach the root and each other through the bridge only.
 
+Only the network is separate: hosts share the file system, pids and users with the root, so
+a Unix socket in a shared directory still joins two "hosts". Give each host's processes their
+own directories (``TMPDIR``, session dirs) where the code under test keeps files or sockets.
+
+A test uses it through the fixtures of ``conftest.py``::
+
+    def test_two_nodes(make_test_network):
+        net = make_test_network(2)
+        head = net.hosts[0].popen([sys.executable, "-m", "...", "--bind", net.hosts[0].ip])
+        net.hosts[1].cut()       # the head sees silence from node 1
+        net.hosts[1].restore()
+
 Needs root (``ip netns add`` mounts) and iproute2 (``ip``, ``tc``); ``netns_skip_reason()``
 says why not where that is missing. ``netem`` needs the kernel's ``sch_netem`` qdisc, which
 not every kernel has: ``netem_skip_reason()``.
@@ -24,9 +36,9 @@ not every kernel has: ``netem_skip_reason()``.
 
 from __future__ import annotations
 
-import fcntl
 import ipaddress
 import itertools
+import math
 import os
 import signal
 import subprocess
@@ -46,7 +58,6 @@ __all__ = [
 
 HOST_IF = "eth0"
 MAX_HOSTS = 200  # addresses .11 to .210 of the /24
-_LOCK_DIR = "/run" if os.path.isdir("/run") else "/tmp"
 _counter = itertools.count()
 NetnsUnavailable.__module__ = __name__  # raised to tests as netns.NetnsUnavailable
 
@@ -122,8 +133,8 @@ class Host:
         Raises ``NetnsUnavailable`` where the kernel has no netem qdisc.
         """
         for what, value in (("delay_ms", delay_ms), ("jitter_ms", jitter_ms)):
-            if not value >= 0:
-                raise ValueError(f"{what} must be >= 0 (milliseconds), not {value!r}")
+            if not 0 <= value < math.inf:
+                raise ValueError(f"{what} must be a finite number >= 0 (ms), not {value!r}")
         if not 0 <= loss_pct <= 100:
             raise ValueError(f"loss_pct must be within 0..100 (percent), not {loss_pct!r}")
         if jitter_ms and not delay_ms:
@@ -131,7 +142,7 @@ class Host:
         if not (delay_ms or loss_pct):
             self.clear_netem()
             return
-        spec = ["delay", f"{delay_ms}ms", f"{jitter_ms}ms", "loss", f"{loss_pct}%"]
+        spec = ["delay", f"{delay_ms:.3f}ms", f"{jitter_ms:.3f}ms", "loss", f"{loss_pct:.4f}%"]
         tc = _iproute.tool("tc")
         if tc is None:
             raise NetnsUnavailable("iproute2's `tc` is not installed (apt-get install iproute2)")
@@ -212,8 +223,7 @@ def make_network(n_hosts: int) -> TestNetwork:
         raise ValueError(f"n_hosts must be an int within 1..{MAX_HOSTS}, not {n_hosts!r}")
     pid, k = os.getpid(), next(_counter)
     stem = _iproute.stem(pid, k)
-    with open(os.path.join(_LOCK_DIR, "actorrt-netns.lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+    with _iproute.creation_lock():
         _iproute.remove_stale()
         net = TestNetwork(stem, _iproute.pick_subnet(pid * 7 + k))
         net.hosts = [

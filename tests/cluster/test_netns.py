@@ -143,10 +143,21 @@ def test_netem_delay_lengthens_the_round_trip(make_test_network: MakeNetwork) ->
     assert median_round_trip_s(h0.ip, port) < 0.05
 
 
+def test_netem_says_so_where_the_kernel_has_none(make_test_network: MakeNetwork) -> None:
+    if netns.netem_skip_reason() is None:
+        pytest.skip("this kernel has netem: test_netem_delay_lengthens_the_round_trip runs")
+    h0 = make_test_network(1).hosts[0]
+    with pytest.raises(netns.NetnsUnavailable, match="this kernel has no netem qdisc"):
+        h0.netem(delay_ms=50)
+    h0.clear_netem()  # nothing was set
+
+
 def test_netem_rejects_bad_values_naming_them(make_test_network: MakeNetwork) -> None:
     h0 = make_test_network(1).hosts[0]
-    with pytest.raises(ValueError, match=r"delay_ms must be >= 0 .*-1"):
+    with pytest.raises(ValueError, match=r"delay_ms must be a finite number >= 0 .*-1"):
         h0.netem(delay_ms=-1)
+    with pytest.raises(ValueError, match=r"jitter_ms must be a finite number >= 0 .*inf"):
+        h0.netem(delay_ms=5, jitter_ms=float("inf"))
     with pytest.raises(ValueError, match=r"loss_pct must be within 0..100 .*101"):
         h0.netem(loss_pct=101)
     with pytest.raises(ValueError, match="jitter_ms=5 needs a delay_ms"):
@@ -173,7 +184,8 @@ def test_close_leaves_no_namespace_link_or_process(make_test_network: MakeNetwor
     assert stubborn.stdout is not None
     escaped = int(stubborn.stdout.readline())
     sleeper = h1.popen(["sleep", "600"])
-    assert {stubborn.pid, escaped} <= set(h0.pids()) and h1.pids() == [sleeper.pid]
+    assert {stubborn.pid, escaped} <= set(h0.pids())
+    assert wait_until(lambda: h1.pids() == [sleeper.pid])  # once `ip netns exec` entered it
     names = [net.bridge] + [h.name for h in net.hosts] + [h.veth for h in net.hosts]
     assert all(name in namespaces_and_links() for name in names)
 
@@ -204,10 +216,11 @@ def test_leftovers_of_a_dead_run_are_removed(make_test_network: MakeNetwork) -> 
     dead.wait()
     stem = _iproute.stem(dead.pid, 5)  # names as a run with that (now dead) pid made them
     ip = shutil.which("ip") or "/usr/sbin/ip"
-    subprocess.run([ip, "netns", "add", f"{stem}.h0"], check=True)
-    subprocess.run([ip, "link", "add", stem, "type", "bridge"], check=True)
-    left_running = subprocess.Popen([ip, "netns", "exec", f"{stem}.h0", "sleep", "600"])
-    assert wait_until(lambda: left_running.pid in _iproute.pids_in(f"{stem}.h0"))
+    with _iproute.creation_lock():  # no other test run removes them before they are in place
+        subprocess.run([ip, "netns", "add", f"{stem}.h0"], check=True)
+        subprocess.run([ip, "link", "add", stem, "type", "bridge"], check=True)
+        left_running = subprocess.Popen([ip, "netns", "exec", f"{stem}.h0", "sleep", "600"])
+        assert wait_until(lambda: left_running.pid in _iproute.pids_in(f"{stem}.h0"))
 
     make_test_network(1)
 
@@ -261,14 +274,14 @@ def test_the_leftovers_of_a_killed_run_go_with_the_next_network(
     tmp_path: Path, make_test_network: MakeNetwork
 ) -> None:
     proc, report = inner_pytest(tmp_path, hang=True)
-    try:
-        assert wait_until(report.exists, timeout=30), proc.poll()
+    made = wait_until(lambda: report.exists() and report.stat().st_size > 0, timeout=30)
+    with _iproute.creation_lock():  # no other test run removes the leftovers meanwhile
         proc.kill()  # as a crash or an OOM kill would: no teardown runs
-    finally:
-        proc.communicate(timeout=30)
-    sleeper, *names = report.read_text().split()
-    assert all(name in namespaces_and_links() for name in names)
-    assert proc_state(int(sleeper)) not in ("gone", "Z")
+        out = proc.communicate(timeout=30)[0]
+        assert made, out
+        sleeper, *names = report.read_text().split()
+        assert all(name in namespaces_and_links() for name in names)
+        assert proc_state(int(sleeper)) not in ("gone", "Z")
 
     make_test_network(1)
 
