@@ -27,7 +27,7 @@ import os
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-from .._errors import HeadLostError, ResourceError
+from .._errors import AuthenticationError, HeadLostError, ProtocolVersionError, ResourceError
 from .._placement._remote_worker import RemoteWorkerProcess
 from .._wire import _tls
 from .._wire._connection import Connection, ConnectionLostError
@@ -427,6 +427,7 @@ class ClusterLink:
         self._beat = 0.5
         self._lost_after = 2.0
         self._closing = False
+        self._joined = False
 
     @property
     def head(self) -> Connection:
@@ -458,6 +459,10 @@ class ClusterLink:
             info = await asyncio.wait_for(
                 self._head.request(JoinDriver(self.runtime_id, self.host, os.getpid())), 10.0
             )
+        except (AuthenticationError, ProtocolVersionError):
+            if self._head is not None:
+                self._head.abort()
+            raise  # clear as they are: a wrong token, another release
         except (OSError, TimeoutError) as exc:
             if self._head is not None:
                 self._head.abort()
@@ -465,6 +470,7 @@ class ClusterLink:
                 f"cannot connect to the actorrt cluster at {host}:{port}: {exc} (is "
                 "`actorrt start --head` running there, and is the port open?)"
             ) from exc
+        self._joined = True
         self.head_id = str(info["head_id"])
         self._beat = float(info["beat"])
         self._lost_after = float(info["lost_after"])
@@ -491,7 +497,7 @@ class ClusterLink:
         self._lose_head(f"its connection closed ({error})")
 
     def _lose_head(self, why: str) -> None:
-        if self._closing or self.broker.lost is not None:
+        if self._closing or not self._joined or self.broker.lost is not None:
             return
         host, port = self.address
         error = HeadLostError(

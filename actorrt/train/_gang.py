@@ -14,7 +14,6 @@ import contextlib
 import logging
 import os
 import signal
-import socket
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import eventually
 
 import actorrt
 from actorrt import ResourceDeadlockError
 
-from ..conftest import eventually
 from ._cluster import Cluster
 from .netns import TestNetwork, make_network, netns_skip_reason
 
