@@ -39,7 +39,8 @@ __all__ = ["NodeAgent"]
 
 logger = logging.getLogger("actorrt")
 
-RETRY_MAX = 5.0  # seconds between two attempts to reach a lost head, at most
+RETRY_MAX = 2.0  # seconds between two attempts to reach a lost head, at most
+CONNECT_TIMEOUT = 3.0  # seconds one attempt may take
 
 
 class AgentWorker(WorkerProcess):
@@ -136,7 +137,7 @@ class NodeAgent:
             *self.head, self.token, Dispatcher(
                 "a node agent's head link", notifications=[notification(Beat, self._beat)]
             ),
-            tls=_tls.client_context(),
+            tls=_tls.client_context(), connect_timeout=CONNECT_TIMEOUT,
         )
         self._head_conn = conn
         loop = asyncio.get_running_loop()

@@ -501,14 +501,21 @@ class ClusterLink:
             return
         host, port = self.address
         error = HeadLostError(
-            f"the actorrt cluster's head at {host}:{port} is lost: {why}. Actors already "
-            "running keep running; new resource requests fail until the program connects "
-            "to a new head (the head is not fault tolerant; docs/cluster.md)"
+            f"the actorrt cluster's head at {host}:{port} is lost: {why}. Resource requests "
+            "fail from now on, and the actors this program runs on the cluster's nodes end "
+            "(each node ends its workers when it loses the head, whose grants they held); "
+            "inline actors here go on. The head is not fault tolerant: restart the cluster "
+            "and the program (docs/cluster.md)"
         )
         logger.error("%s", error)
         if self._head is not None:
             self._head.abort()
         self.broker.head_lost(error)
+        for agent in list(self.agents.values()):
+            agent.node_lost(
+                f"{agent.where} ended its workers: the cluster's head at {host}:{port} was lost"
+            )
+        self.agents.clear()
 
     def _node_up(self, conn: Connection, msg: NodeUp) -> None:
         self.nodes[str(msg.node["node_id"])] = msg.node
