@@ -401,8 +401,8 @@ class Connection(FrameReader):
             failure: ConnectionError = error
             if self._handshake.started:  # refused mid-handshake
                 failure = _auth.AuthenticationError(
-                    f"the handshake did not complete ({reason}); is the runtime secret right?"
-                    + _BOUND_HINT * bool(self._handshake.binding)
+                    f"the handshake did not complete ({reason}); is the runtime secret (a "
+                    "cluster's token) right?" + _BOUND_HINT * bool(self._handshake.binding)
                 )
             self.ready.set_exception(failure)
             self.ready.exception()  # retrieved: whoever awaits it still gets it

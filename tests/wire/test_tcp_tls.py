@@ -582,3 +582,26 @@ def test_contexts_name_the_file_that_is_missing_or_wrong(tmp_path: Path) -> None
     assert context.minimum_version == ssl.TLSVersion.TLSv1_2
     assert _tls.client_context().verify_mode == ssl.CERT_NONE
     assert _tls.client_context(ca=files.cert).verify_mode == ssl.CERT_REQUIRED
+
+
+def test_refusals_under_uvloop(files: _tls.TlsFiles, secret: bytes) -> None:
+    async def scenario() -> None:
+        tls_server = await serve(files, secret)
+        plain_server = await serve(None, secret)
+        with pytest.raises(AuthenticationError, match="the cluster token is wrong"):
+            await connect(tls_server.address, _auth.new_secret(), tls=True)
+        with pytest.raises(AuthenticationError, match=r"did not complete.*token\) right"):
+            await connect(plain_server.address, _auth.new_secret(), tls=False)
+        with pytest.raises(ConnectionLostError, match="if the server uses TLS, this end does"):
+            await connect(tls_server.address, secret, tls=False)
+        with pytest.raises(AuthenticationError, match="this end uses TLS and the server appar"):
+            await connect(plain_server.address, secret, tls=True)
+        port = await closed_port()
+        with pytest.raises(ConnectionRefusedError, match=rf"127\.0\.0\.1:{port}"):
+            await connect(("127.0.0.1", port), secret, tls=True)
+        for server in (tls_server, plain_server):
+            assert not server.connections
+            server.close()
+            await server.wait_closed()
+
+    run_on_uvloop(scenario)
