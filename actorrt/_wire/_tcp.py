@@ -17,7 +17,7 @@ import ssl
 from typing import Any
 
 from .._errors import ProtocolVersionError
-from ._auth import AuthenticationError
+from ._auth import SECRET_LEN, AuthenticationError
 from ._connection import DEFAULT_HANDSHAKE_TIMEOUT, Connection, ConnectionLostError, Handler
 from ._server import WireServer, server_factory
 
@@ -27,9 +27,28 @@ __all__ = ["connect_tcp", "serve_tcp"]
 LISTEN_BACKLOG = 4096
 
 
-def _check_port(port: int) -> None:
+def _check(port: int, secret: bytes, tls: ssl.SSLContext | None, server: bool) -> None:
+    """Refuse a bad port, token or context at the call, naming it."""
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
         raise ValueError(f"a TCP port is an int from 0 (any free port) to 65535, got {port!r}")
+    if not isinstance(secret, bytes) or len(secret) != SECRET_LEN:
+        shown = type(secret).__name__  # never the value: it may be a token
+        if isinstance(secret, bytes | bytearray | str):
+            shown += f" of length {len(secret)}"
+        raise ValueError(
+            f"the cluster token is {SECRET_LEN} bytes (secret_from_text() decodes its text "
+            f"form), got {shown}"
+        )
+    if tls is not None and not isinstance(tls, ssl.SSLContext):
+        raise TypeError(f"tls is an ssl.SSLContext or None, got {type(tls).__name__}")
+    other = ssl.PROTOCOL_TLS_CLIENT if server else ssl.PROTOCOL_TLS_SERVER
+    if tls is not None and tls.protocol == other:
+        wanted = "server_context(files)" if server else "client_context()"
+        raise ValueError(f"tls is the other end's kind of context: this end needs {wanted}")
+
+
+def _where(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 async def serve_tcp(
@@ -61,7 +80,7 @@ async def serve_tcp(
         ValueError: a bad port, ``tls`` without ``binding`` or the reverse.
         OSError: the address cannot be bound (in use, not this machine's); the message names it.
     """
-    _check_port(port)
+    _check(port, secret, tls, server=True)
     if tls is not None and len(binding) != 32:
         raise ValueError(
             "serve_tcp with tls needs binding=context_fingerprint(files), the 32-byte "
@@ -79,7 +98,7 @@ async def serve_tcp(
             ssl_handshake_timeout=timeout if tls is not None else None,
         )  # fmt: skip
     except OSError as exc:
-        raise _named(exc, f"cannot listen on {host}:{port}") from exc
+        raise _named(exc, f"cannot listen on {_where(host, port)}") from exc
     bound = server.sockets[0].getsockname()
     return WireServer(server, None, connections, (str(bound[0]), int(bound[1])))
 
@@ -121,12 +140,12 @@ async def connect_tcp(
         ConnectionLostError: the connection ended before or during the handshake (for a plain
             client, the message says the server may use TLS).
     """
-    _check_port(port)
+    _check(port, secret, tls, server=False)
     if not connect_timeout > 0:
         raise ValueError(
             f"connect_timeout must be a positive number of seconds, not {connect_timeout!r}"
         )
-    where = f"{host}:{port}"
+    where = _where(host, port)
     loop = asyncio.get_running_loop()
     try:
         async with asyncio.timeout(connect_timeout):

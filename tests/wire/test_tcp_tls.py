@@ -496,6 +496,14 @@ async def test_bad_arguments_are_refused_at_the_call(files: _tls.TlsFiles, secre
         await connect_tcp("127.0.0.1", "80", secret)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="connect_timeout"):
         await connect_tcp("127.0.0.1", 80, secret, connect_timeout=0)
+    with pytest.raises(ValueError, match="token is 32 bytes.*got str of length 64"):
+        await connect_tcp("127.0.0.1", 80, _auth.secret_to_text(secret))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="token is 32 bytes.*got bytes of length 5"):
+        await serve_tcp("127.0.0.1", 0, echo, b"short")
+    with pytest.raises(ValueError, match=r"this end needs client_context\(\)"):
+        await connect_tcp("127.0.0.1", 80, secret, tls=context)
+    with pytest.raises(ValueError, match=r"this end needs server_context\(files\)"):
+        await serve_tcp("127.0.0.1", 0, echo, secret, tls=_tls.client_context(), binding=b"x" * 32)
 
 
 async def test_a_port_in_use_names_the_address(secret: bytes) -> None:
