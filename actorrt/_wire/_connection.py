@@ -293,7 +293,9 @@ class Connection(FrameReader):
         try:
             consumed, reply = self._handshake.feed(data)
         except (_auth.AuthenticationError, ProtocolVersionError) as exc:
-            logger.warning("refused a connection: %s", exc)
+            peer = None if self._transport is None else self._transport.get_extra_info("peername")
+            origin = f" from {peer[0]} port {peer[1]}" if isinstance(peer, tuple) else ""
+            logger.warning("refused a connection%s: %s", origin, exc)
             if not self.ready.done():
                 self.ready.set_exception(exc)
                 self.ready.exception()  # retrieved: whoever awaits it still gets it

@@ -212,6 +212,7 @@ async def test_a_wrong_token_is_refused_on_both_ends(
     assert f"127.0.0.1:{server.address[1]}" in text
     if tls:  # the server says why: the certificate matched, so the token is wrong
         assert "the cluster token is wrong" in text, text
+    assert "refused a connection from 127.0.0.1 port " in caplog.text
     assert "the client failed authentication" in caplog.text
     assert not server.connections
     # The server never proves itself to a client of another token either: a client whose
@@ -613,3 +614,21 @@ def test_refusals_under_uvloop(files: _tls.TlsFiles, secret: bytes) -> None:
             await server.wait_closed()
 
     run_on_uvloop(scenario)
+
+
+async def test_ipv6_addresses_work_and_are_named_in_brackets(
+    files: _tls.TlsFiles, secret: bytes
+) -> None:
+    server = await serve_tcp(
+        "::1", 0, echo, secret, tls=_tls.server_context(files),
+        binding=_tls.context_fingerprint(files),
+    )  # fmt: skip
+    host, port = server.address
+    assert host == "::1"
+    client = await connect(server.address, secret, tls=True)
+    assert await client.request("over IPv6") == "over IPv6"
+    client.close()
+    with pytest.raises(AuthenticationError, match=rf"^\[::1\]:{port}: .*token is wrong"):
+        await connect(server.address, _auth.new_secret(), tls=True)
+    server.close()
+    await server.wait_closed()
