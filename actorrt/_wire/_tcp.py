@@ -23,6 +23,11 @@ from ._server import WireServer, server_factory
 
 __all__ = ["connect_tcp", "serve_tcp"]
 
+# What OpenSSL says when the bytes it reads are no TLS records (a plain server answering).
+_NOT_TLS = frozenset(
+    {"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG", "UNKNOWN_PROTOCOL"}
+)
+
 # Connections a listener queues before accepting them (the kernel caps it at somaxconn).
 LISTEN_BACKLOG = 4096
 
@@ -166,9 +171,14 @@ async def connect_tcp(
             f"file: {exc.verify_message}"
         ) from exc
     except ssl.SSLError as exc:
+        hint = ""
+        if exc.reason in _NOT_TLS or isinstance(exc, ssl.SSLEOFError):
+            hint = (
+                ": this end uses TLS and the server apparently does not (start both ends with "
+                "TLS or neither)"
+            )
         raise AuthenticationError(
-            f"the TLS handshake with {where} failed ({exc.reason or exc}): this end uses TLS "
-            "and the server apparently does not (start both ends with TLS or neither)"
+            f"the TLS handshake with {where} failed ({exc.reason or exc}){hint}"
         ) from exc
     except OSError as exc:
         raise _named(exc, f"cannot connect to {where}", tls is not None) from exc
