@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import hmac
 import ipaddress
 import logging
 import os
@@ -632,3 +633,22 @@ async def test_ipv6_addresses_work_and_are_named_in_brackets(
         await connect(server.address, _auth.new_secret(), tls=True)
     server.close()
     await server.wait_closed()
+
+
+def test_the_binding_extends_both_macs_and_an_empty_one_leaves_the_plain_handshake() -> None:
+    """The MACs, computed here from their definition: with an empty binding they are the
+    Unix-socket handshake's, byte for byte; a binding is appended to what both cover."""
+    secret = _auth.new_secret()
+    hello, server_nonce = _auth.server_hello()
+    for binding in (b"", os.urandom(32)):
+        response, proof = _auth.client_response(secret, hello, binding=binding)
+        client_nonce = response[len(_auth.MAGIC) : len(_auth.MAGIC) + 32]
+        mac = response[len(_auth.MAGIC) + 32 :]
+        data = b"actorrt client" + server_nonce + client_nonce + binding
+        assert mac == hmac.digest(secret, data, "sha256")
+        data = b"actorrt server" + client_nonce + server_nonce + binding
+        assert proof == hmac.digest(secret, data, "sha256")
+        assert _auth.check_client(secret, server_nonce, response, binding) == proof
+        other = bytes(32) if binding else os.urandom(32)
+        with pytest.raises(AuthenticationError):
+            _auth.check_client(secret, server_nonce, response, other)
