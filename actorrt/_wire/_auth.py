@@ -57,6 +57,7 @@ __all__ = [
     "PROOF_LEN",
     "REFUSAL",
     "RESPONSE_LEN",
+    "SECRET_LEN",
     "AuthenticationError",
     "Handshake",
     "check_client",

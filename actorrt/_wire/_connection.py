@@ -293,7 +293,9 @@ class Connection(FrameReader):
         try:
             consumed, reply = self._handshake.feed(data)
         except (_auth.AuthenticationError, ProtocolVersionError) as exc:
-            logger.warning("refused a connection: %s", exc)
+            peer = None if self._transport is None else self._transport.get_extra_info("peername")
+            origin = f" from {peer[0]} port {peer[1]}" if isinstance(peer, tuple) else ""
+            logger.warning("refused a connection%s: %s", origin, exc)
             if not self.ready.done():
                 self.ready.set_exception(exc)
                 self.ready.exception()  # retrieved: whoever awaits it still gets it
@@ -401,8 +403,8 @@ class Connection(FrameReader):
             failure: ConnectionError = error
             if self._handshake.started:  # refused mid-handshake
                 failure = _auth.AuthenticationError(
-                    f"the handshake did not complete ({reason}); is the runtime secret right?"
-                    + _BOUND_HINT * bool(self._handshake.binding)
+                    f"the handshake did not complete ({reason}); is the runtime secret (a "
+                    "cluster's token) right?" + _BOUND_HINT * bool(self._handshake.binding)
                 )
             self.ready.set_exception(failure)
             self.ready.exception()  # retrieved: whoever awaits it still gets it

@@ -8,7 +8,9 @@ client that does not verify that certificate (:func:`client_context` without ``c
 safe from a man in the middle, because the handshake's MACs cover the fingerprint of the
 server's certificate as each end sees it (:func:`cert_fingerprint`): a relay that terminates
 TLS with a certificate of its own makes the two ends compute different MACs, and both refuse.
-A deployment with its own authority passes ``ca`` and gets the chain verified as well.
+A deployment with its own authority passes ``ca`` and gets the chain verified as well. The
+private key stays secret too (whoever holds it can present the server's own certificate and
+relay a connection undetected); the certificate and its fingerprint are public.
 
 ``cryptography`` is imported only by :func:`generate_self_signed`, so a worker process that
 only connects never loads it.
