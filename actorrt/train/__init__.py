@@ -73,7 +73,7 @@ del _name, _obj
 
 
 def __getattr__(name: str) -> object:
-    if name in ("lightning", "huggingface"):
+    if name in ("torch", "lightning", "huggingface"):
         # The integrations load on first use, as ``ray.train.lightning`` does.
         import importlib
 

@@ -126,6 +126,7 @@ def pinned_driver(config: dict[str, Any]) -> train.ScalingConfig:
     )
 
 
+@pytest.mark.filterwarnings("ignore:ScalingConfig.trainer_resources")  # as in Ray Train V1
 async def test_the_seed_sweep_runs_drivers_on_the_cpu_node_and_gangs_on_gpu_nodes(
     rt: Any, cluster: Cluster, tmp_path: Path
 ) -> None:

@@ -71,6 +71,7 @@ class TorchBackend(Backend):
                 "worker cannot use CUDA. Install a CUDA build of torch, or pass "
                 "TorchConfig(backend='gloo') to train on the CPU"
             )
+        _use_node_interface()
         dist.init_process_group(
             backend=backend,
             init_method=f"tcp://{setup.master_addr}:{setup.master_port}",
@@ -109,3 +110,37 @@ class TorchBackend(Backend):
         # CUDA started under the node's union of devices: a later actor in this process
         # would see that list, not its own grant's.
         return self._cuda_used
+
+
+def _use_node_interface() -> None:
+    """In a cluster, have gloo and NCCL talk over the interface that holds this node's
+    address (the one its agent gave), unless the user chose one: a host name that resolves
+    to a loopback address would otherwise make the other nodes dial 127.0.0.1."""
+    ip = os.environ.get("ACTORRT_NODE_IP")
+    if not ip:
+        return
+    name = interface_of(ip)
+    if name is None:
+        return
+    for variable in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
+        os.environ.setdefault(variable, name)
+
+
+def interface_of(ip: str) -> str | None:
+    """The name of the network interface that holds the IPv4 address ``ip``, if any."""
+    import fcntl
+    import socket
+    import struct
+
+    siocgifaddr = 0x8915
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        for _, name in socket.if_nameindex():
+            try:
+                packed = fcntl.ioctl(
+                    probe.fileno(), siocgifaddr, struct.pack("256s", name[:15].encode())
+                )
+            except OSError:
+                continue  # no IPv4 address on it
+            if socket.inet_ntoa(packed[20:24]) == ip:
+                return name
+    return None
