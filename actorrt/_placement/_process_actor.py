@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from .._core._handle import AskHandle
@@ -91,6 +91,10 @@ class ProcessActor(Supervised, RemoteActor):
         self._lost: asyncio.Future[ActorDiedError] = self.loop.create_future()
         self._last_loss: ActorDiedError | None = None
         self.lost_node: str | None = None  # cluster mode: why the node it ran on is gone
+        # Cluster mode: asks for a grant like its lost one on another node (None: it has
+        # none to ask for, as an actor placed in a placement group's bundle).
+        self.regrant: Callable[[ProcessActor], Awaitable[None]] | None = None
+        self.relocating = False  # its node was lost and it restarts on another
         self._init_supervision(parent, options.max_restarts)
 
     # ----------------------------------------------------------------- sending
@@ -185,6 +189,12 @@ class ProcessActor(Supervised, RemoteActor):
 
     async def _incarnate(self) -> None:
         """Have a worker (the last one, if it lives) construct the actor."""
+        if self.relocating and self.regrant is not None:
+            try:
+                await self.regrant(self)  # a grant on a node that is there
+            except Exception as exc:
+                raise Crash(exc, "asking for a new node") from exc
+            self.relocating = False
         try:
             worker = self.worker
             if worker is None or not worker.alive:
@@ -229,6 +239,8 @@ class ProcessActor(Supervised, RemoteActor):
         error = await self._ended
         if self.ending is not None:
             return error  # the stop's answer, or the kill
+        if self.relocating:
+            raise Crash(error, "a node that was lost", error)
         if error.reason is not DeathReason.PROCESS_DIED:
             if self.worker is not None:
                 self.worker.tainted = True  # never reused after a crash
@@ -328,13 +340,22 @@ class ProcessActor(Supervised, RemoteActor):
             self._ended.set_result(error)
 
     def node_lost(self, why: str) -> None:
-        """Cluster mode: the node its worker ran on is lost (``why`` names it). The actor
-        ends with ``DeathReason.NODE_LOST``; what was in flight fails with that error."""
+        """Cluster mode: the node its worker ran on is lost (``why`` names it). What was in
+        flight fails with ``DeathReason.NODE_LOST``. With restarts left and a grant of its
+        own, the actor restarts on another node once the broker grants it the same again
+        (calls made meanwhile wait for it, as in any restart); else it ends."""
         self.lost_node = why
-        self.ending_because(DeathReason.NODE_LOST)
         error = self.died_error(DeathReason.NODE_LOST)
         self._lose(error)
         self._fail_held(error)
+        relocate = (
+            self.regrant is not None and self.state is State.RUNNING and self._may_restart()
+        )
+        if relocate:
+            self.relocating = True
+            self._to(State.RESTARTING)
+        else:
+            self.ending_because(DeathReason.NODE_LOST)
         if self._up():
             assert self._ended is not None
             self._ended.set_result(error)

@@ -252,8 +252,8 @@ class DriverRole:
     def revoked(self, holder: Hashable, reason: str) -> asyncio.Future[Any] | None:
         """The broker ended ``holder``'s grant (its group was removed): that actor stops."""
         target = self.host.lookup(str(holder))
-        if target is None:
-            return None
+        if target is None or getattr(target, "relocating", False):
+            return None  # gone, or moving to another node with a new grant
         target.ending_because(DeathReason(reason))
         target.kill_nowait()
         died: asyncio.Future[Any] = target.died

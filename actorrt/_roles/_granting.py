@@ -64,6 +64,8 @@ class GrantedSpawns:
                 cell = host.workers.new_process_actor(
                     actor_class, args, kwargs, parent, actor_id, gpu_ids(grant), cpus, node
                 )
+                if node is not None and grant is not None and grant.placement.group is None:
+                    cell.regrant = self.regrant  # its own grant: it can move if the node goes
             else:
                 cell = ActorCell(host, actor_class, args, kwargs, parent, actor_id)  # type: ignore[arg-type]
             cell.grant = grant
@@ -76,6 +78,22 @@ class GrantedSpawns:
             raise
         finally:
             self.spawning.pop(actor_id, None)
+
+    async def regrant(self, actor: Any) -> None:
+        """A worker-process actor whose node was lost: grant it what it had, on a node
+        that is there, and start its next incarnation there (cluster mode)."""
+        options = actor.actor_class.actor_options
+        request_id = self.scheduler.new_request_id()
+        future = self.scheduler.submit(
+            request_id, actor.actor_id, options.own_resources(), placement="cluster"
+        )
+        grant = await self.scheduler.wait(request_id, future, None)
+        cpus = grant.placement.resources.to_dict().get("CPU", 0.0)
+        actor.key = self.host.workers.worker_key(
+            actor.actor_class, gpu_ids(grant), cpus, str(grant.placement.node_id)
+        )
+        actor.grant = grant
+        actor.grant_info = self.grant_info(grant)
 
     def grant_info(self, grant: Granted | None) -> tuple[dict[str, float], Any] | None:
         """What an actor may learn of its grant: its resources, and its group and bundle."""

@@ -34,8 +34,8 @@ def cluster(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]
     made = Cluster(tmp_path, net.hosts)
     try:
         made.start_head("--num-cpus", "1")
-        made.start_node("--num-cpus", "2", "--resources", '{"one": 1}')
-        made.start_node("--num-cpus", "2", "--resources", '{"two": 1}')
+        made.start_node("--num-cpus", "2", "--resources", '{"one": 1, "spot": 1}')
+        made.start_node("--num-cpus", "2", "--resources", '{"two": 1, "spot": 1}')
         for key, value in made.driver_env().items():
             monkeypatch.setenv(key, value)
         yield made
@@ -48,6 +48,9 @@ def cluster(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]
 class Napper:
     def pid(self) -> int:
         return os.getpid()
+
+    def ip(self) -> str:
+        return os.environ["ACTORRT_NODE_IP"]
 
     async def nap(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
@@ -80,6 +83,24 @@ async def test_a_killed_node_ends_its_actors_naming_it(cluster: Cluster) -> None
         # Its resources left with it; what the others hold came back.
         await _full(rt, 3.0)
         assert "two" not in rt.cluster_resources()
+        assert await eventually(lambda: rt.available_resources() == rt.cluster_resources())
+
+
+async def test_an_actor_with_restarts_left_moves_to_another_node(cluster: Cluster) -> None:
+    async with actorrt.Runtime(address=cluster.address) as rt:
+        await _full(rt, 5.0)
+        mover = await Napper.options(num_cpus=1, resources={"spot": 1}, max_restarts=1).spawn()
+        first = await mover.ip()
+        [lost] = [m for m in cluster.nodes if m.ip == first]
+        call = asyncio.ensure_future(mover.nap(60))
+        await asyncio.sleep(0.2)
+        lost.kill()
+        error, _ = await _lost_within(call)  # what was in flight is lost with the node
+        assert error.reason == DeathReason.NODE_LOST and first in str(error)
+        second = await asyncio.wait_for(mover.ip(), 30)  # waits for the restart elsewhere
+        assert second != first and second in {m.ip for m in cluster.nodes}
+        await mover.stop()
+        await _full(rt, 3.0)
         assert await eventually(lambda: rt.available_resources() == rt.cluster_resources())
 
 
