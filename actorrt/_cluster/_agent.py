@@ -33,6 +33,7 @@ from .._wire._dispatcher import Dispatcher, notification, request
 from .._wire._messages import Beat, JoinNode, KillWorker, StartWorker, WorkerExit, WorkerOutput
 from .._wire._transport import WireServer, connect_tcp, serve_tcp
 from ..resources import NodeInventory
+from ._beats import BeatClient, open_beat_client
 from ._head import BEAT, LOST_AFTER
 
 __all__ = ["NodeAgent"]
@@ -142,6 +143,7 @@ class NodeAgent:
         self._head_conn = conn
         loop = asyncio.get_running_loop()
         self._heard = loop.time()
+        udp: BeatClient | None = None
         node_id = f"{self.host}-{os.getpid()}-{next(self._joins)}"
         total = self.node.total_resources().to_dict()
         try:
@@ -151,6 +153,7 @@ class NodeAgent:
             self.node_id = node_id
             self.joined.set()
             logger.info("node %s joined the head at %s:%d", node_id, *self.head)
+            udp = await open_beat_client(*self.head, self.token, node_id, self._heard_now)
             while not conn.is_closing():
                 await asyncio.sleep(BEAT)
                 if loop.time() - self._heard > LOST_AFTER:
@@ -158,8 +161,12 @@ class NodeAgent:
                         f"nothing heard from the head for {loop.time() - self._heard:.1f} s"
                     )
                 conn.notify(Beat())
+                if udp is not None:
+                    udp.beat()
             raise ConnectionLostError("the head closed the connection")
         finally:
+            if udp is not None:
+                udp.close()
             self.joined.clear()
             self.node_id = None
             self._head_conn = None
@@ -167,6 +174,9 @@ class NodeAgent:
             self._kill_all("this node lost the head, which gives their resources away")
 
     def _beat(self, conn: Connection, msg: Beat) -> None:
+        self._heard_now()
+
+    def _heard_now(self) -> None:
         self._heard = asyncio.get_running_loop().time()
 
     async def close(self) -> None:

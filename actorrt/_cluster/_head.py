@@ -63,12 +63,13 @@ from ..resources import (
     Revoked,
     Stalled,
 )
+from ._beats import BeatServer, open_beat_server
 
 __all__ = ["BEAT", "LOST_AFTER", "Head", "placement_wire"]
 
 logger = logging.getLogger("actorrt")
 
-BEAT = 0.5  # seconds between two "still here" messages, both ways
+BEAT = 0.5  # seconds between two "still here" messages, both ways (TCP and UDP: _beats)
 LOST_AFTER = 2.0  # seconds of silence after which a peer is gone (so reported within 3 s)
 VIEW_DELAY = 0.02  # seconds over which resource views to drivers are coalesced
 
@@ -119,6 +120,7 @@ class Head:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
         self._view_due: asyncio.TimerHandle | None = None
+        self._beats: tuple[asyncio.DatagramTransport, BeatServer] | None = None
         self.dispatcher = Dispatcher(
             "the cluster head",
             requests=[
@@ -144,6 +146,7 @@ class Head:
             on_close=self._closed,
         )
         self.port = self._server.address[1]
+        self._beats = await open_beat_server(self.host, self.port, self.token, self._heard_udp)
         self._monitor = self.loop.create_task(self._watch(), name="actorrt:head-watch")
         logger.info("actorrt head %s listening on %s:%d", self.head_id, self.host, self.port)
         return self.host, self.port
@@ -156,6 +159,8 @@ class Head:
         for handle in (self._timer, self._view_due):
             if handle is not None:
                 handle.cancel()
+        if self._beats is not None:
+            self._beats[0].close()
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
@@ -207,6 +212,13 @@ class Head:
         if peer is not None:
             peer.last_seen = self.loop.time()
 
+    def _heard_udp(self, peer_id: str) -> bool:
+        peer = self.nodes.get(peer_id) or self.drivers.get(peer_id)
+        if peer is None:
+            return False
+        peer.last_seen = self.loop.time()
+        return True
+
     def _closed(self, conn: Connection, error: ConnectionLostError) -> None:
         peer = self._peers.get(conn)
         if peer is not None:
@@ -226,6 +238,8 @@ class Head:
         if self._peers.pop(peer.conn, None) is None:
             return
         peer.conn.abort()
+        if self._beats is not None:
+            self._beats[1].forget(peer.id)
         if peer.kind == "node":
             del self.nodes[peer.id]
             where = f"node {peer.id} ({peer.info['host']})"

@@ -68,6 +68,7 @@ from ..resources import (
     Stalled,
     parse_resources,
 )
+from ._beats import BeatClient, open_beat_client
 from ._files import local_address_towards, read_token
 
 __all__ = ["AgentLink", "ClusterLink", "RemoteBroker"]
@@ -428,6 +429,7 @@ class ClusterLink:
         self._lost_after = 2.0
         self._closing = False
         self._joined = False
+        self._udp: BeatClient | None = None
 
     @property
     def head(self) -> Connection:
@@ -478,6 +480,9 @@ class ClusterLink:
             self.nodes[str(node["node_id"])] = node
         loop = asyncio.get_running_loop()
         self._heard = loop.time()
+        self._udp = await open_beat_client(
+            host, port, self.token, self.runtime_id, lambda: self._beat_in(None, None)
+        )
         self._watch = loop.create_task(self._keep_alive(), name="actorrt:head-link")
 
     async def _keep_alive(self) -> None:
@@ -489,8 +494,10 @@ class ClusterLink:
                 self._lose_head(f"nothing heard from it for {silent:.1f} s")
                 return
             self._head.notify(Beat())
+            if self._udp is not None:
+                self._udp.beat()
 
-    def _beat_in(self, conn: Connection, msg: Beat) -> None:
+    def _beat_in(self, conn: Connection | None, msg: Beat | None) -> None:
         self._heard = asyncio.get_running_loop().time()
 
     def _head_closed(self, conn: Connection, error: ConnectionLostError) -> None:
@@ -546,6 +553,8 @@ class ClusterLink:
                 agent._conn.close()
         if self._head is not None:
             self._head.close()
+        if self._udp is not None:
+            self._udp.close()
 
 
 async def join_cluster(address: tuple[str, int], runtime_id: str) -> ClusterLink:

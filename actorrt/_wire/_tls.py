@@ -24,6 +24,7 @@ import ipaddress
 import os
 import socket
 import ssl
+import sys
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -205,6 +206,9 @@ def context_fingerprint(files: TlsFiles) -> bytes:
     return cert_fingerprint(der)
 
 
+TCP_THIN_LINEAR_TIMEOUTS = 16  # Linux's <netinet/tcp.h>; the socket module lacks the name
+
+
 def tcp_channel(transport: Any) -> bytes | None:
     """What a connection needs to know of its transport, once it is made.
 
@@ -217,6 +221,11 @@ def tcp_channel(transport: Any) -> bytes | None:
         return None
     try:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if sys.platform == "linux":
+            # Heartbeats are a thin stream: retransmit them at a steady pace, not with
+            # exponential backoff, or a link that drops out for a moment delays them past
+            # the silence after which a peer counts as lost.
+            sock.setsockopt(socket.IPPROTO_TCP, TCP_THIN_LINEAR_TIMEOUTS, 1)
     except OSError:  # already closed: the connection fails on its own
         pass
     ssl_object = transport.get_extra_info("ssl_object")

@@ -118,13 +118,40 @@ class Host:
         self._procs.clear()
 
     def cut(self) -> None:
-        """Take the host's link down on the root side: packets to and from it are dropped,
-        so its TCP peers see silence (timeouts), never a reset."""
+        """Drop every packet to and from the host: its TCP peers see silence (timeouts),
+        never a reset.
+
+        A ``blackhole`` qdisc on both ends of its link does it without a change of link
+        state (where the kernel lacks that qdisc, the link goes down instead). Taking a
+        link down and up is not a short outage: the kernel applies a carrier that comes
+        back up to its queues up to a second later, so a link flapping faster than that
+        would be down all the time.
+        """
+        if self._blackhole(True):
+            return
         _iproute.run([_iproute.ip(), "link", "set", self.veth, "down"])
 
     def restore(self) -> None:
-        """Bring the link back up after :meth:`cut`."""
+        """Let packets through again after :meth:`cut`."""
+        if self._blackhole(False):
+            return
         _iproute.run([_iproute.ip(), "link", "set", self.veth, "up"])
+
+    def _blackhole(self, on: bool) -> bool:
+        """Put a blackhole qdisc on (or take it off) both ends; whether the kernel has it."""
+        tc = _iproute.tool("tc")
+        if tc is None or self._netem:
+            return False
+        verb = "replace" if on else "del"
+        ends = ([tc, "qdisc", verb, "dev", self.veth, "root"],
+                [tc, "-n", self.name, "qdisc", verb, "dev", HOST_IF, "root"])
+        for argv in ends:
+            done = subprocess.run([*argv, *(["blackhole"] if on else [])],
+                                  capture_output=True, text=True, timeout=30)
+            if done.returncode != 0:
+                if on:
+                    return False
+        return True
 
     def netem(self, delay_ms: float = 0, loss_pct: float = 0, jitter_ms: float = 0) -> None:
         """Delay (± jitter) and drop the packets this host sends, with ``tc netem`` on its
