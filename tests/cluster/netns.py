@@ -148,9 +148,8 @@ class Host:
         for argv in ends:
             done = subprocess.run([*argv, *(["blackhole"] if on else [])],
                                   capture_output=True, text=True, timeout=30)
-            if done.returncode != 0:
-                if on:
-                    return False
+            if done.returncode != 0 and on:
+                return False
         return True
 
     def netem(self, delay_ms: float = 0, loss_pct: float = 0, jitter_ms: float = 0) -> None:
