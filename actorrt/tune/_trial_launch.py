@@ -29,7 +29,7 @@ from ._resize import await_group, bundle_options
 from ._resources import describe_request, resolve_resources
 from ._search import BasicVariantGenerator, ConcurrencyLimiter, Searcher
 from ._storage import copy_dir_atomic
-from ._trial import RUNNING, Trial
+from ._trial import PENDING, RUNNING, Trial
 from ._trial_actor import error_outcome, load_error
 from ._variants import in_space_order
 
@@ -170,6 +170,7 @@ class TrialLauncher(ControllerState):
 
     async def _attempts(self, trial: Trial, ref: Any) -> None:
         while True:
+            lost_node = False
             try:
                 spec = self._spec(trial)
                 if spec.get("checkpoint"):
@@ -178,6 +179,9 @@ class TrialLauncher(ControllerState):
             except actorrt.ActorDiedError as exc:
                 outcome = {"status": "stopped"} if trial.should_stop else error_outcome(exc)
                 outcome["exception"] = exc
+                # In a cluster, its node went with its placement group: the next attempt
+                # needs a new actor in a new group, wherever the broker finds room.
+                lost_node = exc.reason == actorrt.DeathReason.NODE_LOST
             if trial.pausing:  # paused at its report (see on_result): its actor stops
                 trial.pausing = False  # (it may be resumed already: status PENDING)
                 return
@@ -204,6 +208,10 @@ class TrialLauncher(ControllerState):
                 trial, f"failed ({outcome['error_type']}); retry {trial.num_failures} from {where}"
             )
             self.callbacks.trial_recover(self.trials, trial)
+            if lost_node:
+                trial.status = PENDING
+                trial.resume_after_stop = True  # submitted again once this actor is gone
+                return
 
     def _request_error(
         self, trial: Trial, exc: actorrt.InfeasibleResourceError

@@ -14,7 +14,7 @@ import pytest
 from conftest import eventually
 
 import actorrt
-from actorrt import ActorDiedError, DeathReason, HeadLostError
+from actorrt import ActorDiedError, DeathReason, HeadLostError, tune
 
 from ._cluster import Cluster
 from .netns import TestNetwork, make_network, netns_skip_reason
@@ -168,3 +168,43 @@ async def test_losing_the_head_is_reported_and_nothing_waits_forever(cluster: Cl
             await asyncio.wait_for(holder.pid(), 30)
         with pytest.raises(HeadLostError):
             await Napper.options(num_cpus=1).spawn()
+
+
+def steady(config: dict[str, Any]) -> None:
+    for i in range(10):
+        time.sleep(0.15)
+        tune.report({"i": i, "ip": os.environ.get("ACTORRT_NODE_IP", "")})
+
+
+async def test_tune_retries_the_trials_of_a_lost_node_and_keeps_finished_ones(
+    cluster: Cluster, tmp_path: Any
+) -> None:
+    async with actorrt.Runtime(address=cluster.address) as rt:
+        await _full(rt, 5.0)
+        victim = cluster.nodes[0]
+        tuner = tune.Tuner(
+            tune.with_resources(steady, {"CPU": 1}),
+            param_space={"x": tune.grid_search(list(range(6)))},
+            run_config=tune.RunConfig(
+                storage_path=str(tmp_path), name="lost", verbose=0,
+                failure_config=tune.FailureConfig(max_failures=2),
+            ),
+        )
+        fit = asyncio.ensure_future(tuner.fit_async())
+        # Once trials run on the victim, take it away.
+        assert await eventually(lambda: _running_on(tmp_path / "lost", victim.ip), within=30)
+        victim.kill()
+        grid = await asyncio.wait_for(fit, 90)
+        assert not grid.errors, grid.errors
+        assert len(grid) == 6
+        for result in grid:
+            assert result.metrics["i"] == 9  # every trial ran to its end
+            assert result.metrics["ip"] != victim.ip  # a retried one finished elsewhere
+        assert await eventually(lambda: rt.available_resources() == rt.cluster_resources())
+
+
+def _running_on(folder: Any, ip: str) -> bool:
+    for path in folder.glob("*/result.json") if folder.exists() else ():
+        if f'"ip": "{ip}"' in path.read_text():
+            return True
+    return False
