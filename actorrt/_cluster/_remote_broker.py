@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Hashable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .._errors import HeadLostError, ResourceError
+from .._wire._connection import Connection
 from .._wire._messages import (
     Blocked,
     Claim,
@@ -44,16 +45,22 @@ from ..resources import (
     parse_resources,
 )
 
-if TYPE_CHECKING:
-    from ._link import ClusterLink
+__all__ = ["HeadSide", "RemoteBroker"]
 
-__all__ = ["RemoteBroker"]
+
+class HeadSide(Protocol):
+    """What the stand-in needs of the driver's link: its id and its connection to the head."""
+
+    runtime_id: str
+
+    @property
+    def head(self) -> Connection: ...
 
 
 class RemoteBroker:
     """The head's broker, as this driver's scheduler calls it (see the module docstring)."""
 
-    def __init__(self, link: ClusterLink) -> None:
+    def __init__(self, link: HeadSide) -> None:
         self.link = link
         self.prefix = link.runtime_id + "/"
         self.deliver: Any = None  # the scheduler's deliver(events), set by the driver role
