@@ -224,6 +224,9 @@ def _status(args: argparse.Namespace) -> int:
         entries = _discovery.list_runtimes()
     except PermissionError as exc:
         raise CliError(str(exc)) from None
+    if not entries and args.pid is None and _cli_cluster.head_started_here():
+        args.address = "auto"  # no program runs here, but a cluster's head does: show it
+        return _cluster_status(args)
     entry = _choose(entries, args.pid)
     try:
         data = asyncio.run(_fetch(entry, args.timeout))

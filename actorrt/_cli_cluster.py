@@ -46,7 +46,10 @@ from ._wire import _tls
 from ._wire._messages import ClusterStatus
 from ._wire._transport import connect_tcp
 
-__all__ = ["add_cluster_commands", "cluster_status", "start", "stop"]
+__all__ = [
+    "add_cluster_commands", "cluster_status", "head_started_here", "render_cluster", "start",
+    "stop",
+]
 
 READY_TIMEOUT = 60.0  # seconds a background start may take to be ready
 
@@ -281,6 +284,15 @@ def _alive(pid: int) -> bool:
         if stat[stat.rindex(b")") + 2:][:1] == b"Z":
             return False
     return True
+
+
+def head_started_here() -> bool:
+    """Whether this machine's cluster directory names a head that still runs."""
+    try:
+        with open(os.path.join(cluster_dir(), "head.json")) as f:
+            return _alive(int(json.load(f)["pid"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
 
 
 def cluster_status(address: str, timeout: float) -> dict[str, Any]:

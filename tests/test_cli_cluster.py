@@ -66,6 +66,9 @@ def test_start_status_use_and_stop_a_cluster(tmp_path: Path, monkeypatch: Any) -
         assert len(data["nodes"]) == 2 and data["total"]["CPU"] == 3.0
         text = cli("status", "--address", "auto", env=env).stdout
         assert "2 node(s)" in text and "far 1/1" in text
+        # No program runs here, but the head does: plain `actorrt status` shows the cluster.
+        plain = cli("status", env={**env, "ACTORRT_DISCOVERY_DIR": str(tmp_path / "none")})
+        assert "2 node(s)" in plain.stdout, plain.stderr
 
         monkeypatch.setenv("ACTORRT_CLUSTER_DIR", env["ACTORRT_CLUSTER_DIR"])
         actorrt.init(address="auto")
