@@ -168,3 +168,23 @@ def test_an_unknown_token_is_refused_before_anything_else(
 
     with pytest.raises(actorrt.AuthenticationError):
         asyncio.run(main())
+
+
+async def test_a_waiting_spawn_is_listed_with_its_reason(rt: Any) -> None:
+    holder = await Where.options(num_cpus=0, resources={"TRAIN_DRIVER_RESOURCE": 2}).spawn()
+    waiting = asyncio.ensure_future(
+        Where.options(num_cpus=0, resources={"TRAIN_DRIVER_RESOURCE": 1}).spawn()
+    )
+    try:
+        assert await eventually(lambda: len(rt.pending_requests()) == 1)
+        [pending] = rt.pending_requests()
+        assert pending.bundles == ({"TRAIN_DRIVER_RESOURCE": 1.0},)
+        assert "/" not in str(pending.holder)  # this program's own ids, as it knows them
+        assert "TRAIN_DRIVER_RESOURCE" in pending.reason
+        assert rt.available_resources().get("TRAIN_DRIVER_RESOURCE", 0.0) == 0.0
+        await holder.stop()
+        second = await asyncio.wait_for(waiting, 30)  # granted once the holder ended
+        await second.stop()
+    finally:
+        waiting.cancel()
+    assert await eventually(lambda: rt.pending_requests() == [])
