@@ -39,6 +39,7 @@ from ._cluster._files import (
     cluster_address,
     cluster_dir,
     read_token,
+    running_head,
 )
 from ._cluster._serve import NodeOptions, serve_head, serve_node
 from ._errors import ActorrtError
@@ -87,7 +88,11 @@ def add_cluster_commands(commands: Any) -> None:
         "--resources", type=_resources, metavar="JSON",
         help='custom resources, e.g. \'{"TRAIN_DRIVER_RESOURCE": 1}\'',
     )
-    start_cmd.add_argument("--token-file", metavar="F", help="the head's token file (nodes)")
+    start_cmd.add_argument(
+        "--token-file", metavar="F",
+        help="the cluster's token: for a node, the head's token file; for the head, a token "
+        "to use instead of a new one (a Kubernetes Secret, say)",
+    )
     start_cmd.add_argument("--tls-cert", metavar="F", help="the head's certificate (PEM)")
     start_cmd.add_argument("--tls-key", metavar="F", help="the head's private key (PEM)")
     start_cmd.add_argument(
@@ -156,10 +161,19 @@ def _resources(text: str) -> dict[str, float]:
 
 def start(args: argparse.Namespace, argv: list[str]) -> int:
     options = NodeOptions(args.num_cpus, args.num_gpus, args.memory, args.resources)
+    misplaced = [
+        option for option, given in (("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key))
+        if given is not None and args.address is not None
+    ]
+    if misplaced:
+        print(f"actorrt start: error: {' and '.join(misplaced)} are the head's (--head); a "
+              "node makes its own certificate", file=sys.stderr)
+        return 2
     try:
         options.inventory()  # bad amounts are refused here, not in the background
-        if args.address is not None:
-            cluster_address(args.address)
+        if args.address is not None or args.token_file is not None:
+            if args.address is not None:
+                cluster_address(args.address)
             read_token(args.token_file)
     except (ValueError, TypeError) as exc:
         print(f"actorrt start: error: {exc}", file=sys.stderr)
@@ -171,6 +185,7 @@ def start(args: argparse.Namespace, argv: list[str]) -> int:
             uvloop.run(serve_head(
                 DEFAULT_PORT if args.port is None else args.port, args.node_ip_address,
                 options, args.tls_cert, args.tls_key, ready=_say_ready,
+                token_file=args.token_file,
             ))
         else:
             uvloop.run(serve_node(
@@ -288,11 +303,7 @@ def _alive(pid: int) -> bool:
 
 def head_started_here() -> bool:
     """Whether this machine's cluster directory names a head that still runs."""
-    try:
-        with open(os.path.join(cluster_dir(), "head.json")) as f:
-            return _alive(int(json.load(f)["pid"]))
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
+    return running_head() is not None
 
 
 def cluster_status(address: str, timeout: float) -> dict[str, Any]:

@@ -5,16 +5,19 @@ Each Ray argument is one of: used (``address`` of an actorrt cluster's head, ``n
 ``runtime_env={"env_vars": ...}``, ``_memory``), refused with a clear error where going on
 would mislead (a Ray Client ``ray://`` address), or
 ignored with one warning line naming all the ignored ones (they have no meaning for a
-runtime on one machine without an object store or a dashboard). An argument that is neither Ray's
+runtime without an object store or a dashboard). An argument that is neither Ray's
 nor actorrt's is a ``TypeError``, as any unknown keyword argument is.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 from collections.abc import Mapping
 from typing import Any
+
+from ._cluster._files import running_head
 
 __all__ = ["RUNTIME_ARGS", "ray_init_args"]
 
@@ -54,6 +57,23 @@ IGNORED = {
 }
 
 _LOCAL_ADDRESSES = (None, "local")
+ADDRESS_VARIABLE = "ACTORRT_ADDRESS"
+
+
+def default_address() -> str | None:
+    """Where ``init()`` with no address goes, as ``ray.init()`` does: ``$ACTORRT_ADDRESS``,
+    else the cluster whose head was started on this machine, else nowhere (this machine
+    alone)."""
+    given = os.environ.get(ADDRESS_VARIABLE, "").strip()
+    if given:
+        return given
+    head = running_head()
+    if head is not None:
+        logging.getLogger("actorrt").warning(
+            "actorrt.init(): connecting to the cluster whose head runs on this machine at %s "
+            "(pass address='local' for this machine alone)", head,
+        )
+    return head
 
 
 def ray_init_args(address: Any, kwargs: dict[str, Any]) -> tuple[dict[str, Any], bool]:
@@ -66,6 +86,8 @@ def ray_init_args(address: Any, kwargs: dict[str, Any]) -> tuple[dict[str, Any],
             "'auto', or leave address unset for this machine alone (docs/cluster.md)"
         )
     runtime = {k: v for k, v in kwargs.items() if k in RUNTIME_ARGS}
+    if address is None:
+        address = default_address()
     if address not in _LOCAL_ADDRESSES:
         runtime["address"] = address
     rest = {k: v for k, v in kwargs.items() if k not in RUNTIME_ARGS}

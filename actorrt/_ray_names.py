@@ -25,7 +25,8 @@ _ACTORRT = {
     "kill": "stop an actor with `await ref.stop()` or `await ref.kill()`",
     "cancel": "there are no remote tasks to cancel",
     "get_runtime_context": "use actorrt.get_context()",
-    "nodes": "actorrt runs on one machine: see actorrt.cluster_resources()",
+    "nodes": "there is no node list in a program: `actorrt status --address auto` shows "
+    "the cluster's nodes, actorrt.cluster_resources() their sum",
     "method": "actor methods need no decorator",
     "ObjectRef": "there is no object store; asks return AskHandle",
     "util": "ray.util is not provided (placement groups: actorrt.placement_group)",
@@ -36,7 +37,8 @@ _ACTORRT = {
     "timeline": "there is no timeline",
     "exceptions": "errors are actorrt.ActorError and its subclasses",
     "job_config": "there are no Ray jobs",
-    "autoscaler": "actorrt runs on one machine, with no autoscaler",
+    "autoscaler": "actorrt has no autoscaler: nodes join with `actorrt start --address` "
+    "(docs/cluster.md)",
     "client": "there is no Ray Client",
 }
 

@@ -64,15 +64,20 @@ def init(address: str | None = None, **kwargs: Any) -> Runtime:
     ``num_cpus``, ``num_gpus``, ``resources`` are used; ``ignore_reinit_error=True``
     returns the running runtime instead of raising; ``logging_level`` sets the
     ``"actorrt"`` logger's level; ``runtime_env={"env_vars": {...}}`` sets the worker
-    processes' environment; ``address`` must be ``None`` or ``"local"``; the others
-    (``local_mode``, ``include_dashboard``, ``log_to_driver``, ``namespace``,
-    ``configure_logging``, ...) are ignored with one warning naming them.
-    ``shutdown()`` (also registered to run at exit) stops the runtime.
+    processes' environment; the others (``local_mode``, ``include_dashboard``,
+    ``log_to_driver``, ``namespace``, ``configure_logging``, ...) are ignored with one
+    warning naming them. ``shutdown()`` (also registered to run at exit) stops the runtime.
+
+    ``address``, as in Ray: an actorrt cluster's head ``"HOST:PORT"``, ``"auto"`` for the head
+    started on this machine, or ``"local"`` for this machine alone. Left out, it is
+    ``$ACTORRT_ADDRESS`` when set, else the head started on this machine when one runs there
+    (a line in the log says so), else this machine alone (docs/cluster.md).
 
     Raises:
         RuntimeAlreadyRunningError: a runtime is already running in this process (and
             not ``ignore_reinit_error``).
-        ValueError: a cluster ``address``.
+        ValueError: an address of another form (a Ray Client ``ray://`` one, say), or
+            resources given to a program that joins a cluster.
         TypeError: an argument that is neither Ray's nor actorrt's.
     """
     global _facade

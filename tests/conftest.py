@@ -15,6 +15,11 @@ from actorrt import tune
 
 pytest_plugins = ["actorrt.testing"]
 
+# actorrt.init() with no address joins a cluster started on this machine, as ray.init()
+# does: the suite runs on this machine alone unless a test makes a cluster of its own.
+os.environ.pop("ACTORRT_ADDRESS", None)
+os.environ["ACTORRT_CLUSTER_DIR"] = f"/tmp/actorrt-tests-{os.getpid()}-no-cluster"
+
 
 def child_processes(pid: int | None = None) -> list[tuple[int, str]]:
     """(pid, state) of every process whose parent is ``pid`` (default: this one)."""

@@ -71,8 +71,9 @@ def test_start_status_use_and_stop_a_cluster(tmp_path: Path, monkeypatch: Any) -
         assert "2 node(s)" in plain.stdout, plain.stderr
 
         monkeypatch.setenv("ACTORRT_CLUSTER_DIR", env["ACTORRT_CLUSTER_DIR"])
-        actorrt.init(address="auto")
+        actorrt.init()  # as ray.init(): the cluster whose head runs on this machine
         try:
+            assert actorrt.cluster_resources()["CPU"] == 3.0  # at once, from the join
             far = actorrt.get(Where.options(num_cpus=1, resources={"far": 1}).spawn())
             assert actorrt.get(far.pid()) != os.getpid()
         finally:
@@ -96,6 +97,8 @@ def test_start_status_use_and_stop_a_cluster(tmp_path: Path, monkeypatch: Any) -
         (["--head", "--num-cpus", "-1"], "--num-cpus"),
         (["--address", "127.0.0.1:9"], "no cluster token"),
         (["--head", "--address", "127.0.0.1:9"], "not allowed with"),
+        (["--address", "127.0.0.1:9", "--tls-cert", "c.pem"], "are the head's"),
+        (["--head", "--token-file", "/nonexistent"], "does not exist"),
     ],
 )
 def test_bad_start_arguments_are_named(tmp_path: Path, args: list[str], said: str) -> None:
@@ -106,9 +109,30 @@ def test_bad_start_arguments_are_named(tmp_path: Path, args: list[str], said: st
 
 def test_a_program_told_auto_without_a_head_says_so(tmp_path: Path, monkeypatch: Any) -> None:
     monkeypatch.setenv("ACTORRT_CLUSTER_DIR", str(tmp_path))
+    monkeypatch.setenv("ACTORRT_ADDRESS", "127.0.0.1:9")  # init() goes there, as Ray would
+    with pytest.raises(ValueError, match="no cluster token"):
+        actorrt.init()
+    monkeypatch.setenv("ACTORRT_CLUSTER_TOKEN", "ab" * 32)
+    with pytest.raises(ConnectionError, match="127.0.0.1:9"):
+        actorrt.init()
+    monkeypatch.delenv("ACTORRT_ADDRESS")
     with pytest.raises(ValueError, match="actorrt start --head"):
         actorrt.Runtime(address="auto")
     with pytest.raises(ValueError, match="HOST:PORT"):
         actorrt.Runtime(address="10.0.0.1:99999")
     with pytest.raises(ValueError, match="from the cluster's nodes"):
         actorrt.Runtime(address="10.0.0.1:7000", num_cpus=2)
+
+
+def test_a_head_uses_the_token_it_is_given(tmp_path: Path) -> None:
+    given = tmp_path / "secret-token"
+    given.write_text("cd" * 32 + "\n")
+    env = {"ACTORRT_CLUSTER_DIR": str(tmp_path / "cluster")}
+    head = cli("start", "--head", "--port", "0", "--node-ip-address", "127.0.0.1",
+               "--num-cpus", "1", "--token-file", str(given), env=env)
+    try:
+        assert head.returncode == 0, head.stderr
+        assert (tmp_path / "cluster" / "token").read_text().strip() == "cd" * 32
+        assert "1 node(s)" in cli("status", "--address", "auto", env=env).stdout
+    finally:
+        cli("stop", env=env)

@@ -29,6 +29,7 @@ __all__ = [
     "parse_address",
     "read_head_file",
     "read_token",
+    "running_head",
     "write_json",
     "write_token",
 ]
@@ -82,9 +83,9 @@ def parse_address(address: str) -> tuple[str, int]:
     return host, port
 
 
-def write_token(directory: str) -> bytes:
-    """Make a new token and write it to ``directory/token`` (mode 0600)."""
-    token = _auth.new_secret()
+def write_token(directory: str, token: bytes | None = None) -> bytes:
+    """Write ``token`` (by default a new one) to ``directory/token`` (mode 0600)."""
+    token = _auth.new_secret() if token is None else token
     path = os.path.join(directory, "token")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
@@ -170,6 +171,18 @@ def read_head_file() -> dict[str, Any]:
         f"address='auto': the head that wrote {path} (pid {data.get('pid')}) is no longer "
         "running; start one with `actorrt start --head`"
     )
+
+
+def running_head() -> str | None:
+    """The address of the head started on this machine (its cluster directory), if it still
+    runs; else ``None``."""
+    try:
+        with open(os.path.join(cluster_dir(), "head.json")) as f:
+            data = json.load(f)
+        os.kill(int(data["pid"]), 0)
+        return str(data["address"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def local_address_towards(host: str, port: int) -> str:

@@ -204,6 +204,7 @@ class Head:
         conn.reply(request_id, {
             "head_id": self.head_id, "beat": BEAT, "lost_after": LOST_AFTER,
             "nodes": [node.info for node in self.nodes.values()],
+            "total": self.broker.total(), "available": self.broker.available(),
         })
         self._push_views()
 

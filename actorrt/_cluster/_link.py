@@ -212,6 +212,7 @@ class ClusterLink:
         self._lost_after = float(info["lost_after"])
         for node in info["nodes"]:
             self.nodes[str(node["node_id"])] = node
+        self.broker.view(View(info["total"], info["available"], []))
         loop = asyncio.get_running_loop()
         self._heard = loop.time()
         self._udp = await open_beat_client(

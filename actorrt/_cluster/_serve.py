@@ -99,12 +99,15 @@ async def serve_head(
     tls_cert: str | None = None,
     tls_key: str | None = None,
     ready: Any = None,
+    token_file: str | None = None,
 ) -> None:
     """Run a head, and a node agent for this machine unless ``node`` is ``None``, until
-    SIGTERM or SIGINT. ``ready(info)`` is called once both serve."""
+    SIGTERM or SIGINT. ``ready(info)`` is called once both serve. ``token_file``: the
+    cluster's token (a Kubernetes Secret, say); by default a new one is made. Either way it
+    is written to this machine's cluster directory, where drivers here find it."""
     ip = ip or default_ip()
     directory = cluster_dir(create=True)
-    token = write_token(directory)
+    token = write_token(directory, read_token(token_file) if token_file else None)
     files = _tls_files(directory, tls_cert, tls_key, ip)
     head = Head(ip, port, token, files)
     host, bound = await head.start()

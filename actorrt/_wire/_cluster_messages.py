@@ -18,7 +18,7 @@ __all__ = [
 
 class JoinNode(NamedTuple):
     """A node agent joins the cluster (request, node to head). Reply: the head's
-    ``{"head_id": str, "beat": seconds}``."""
+    ``{"head_id": str, "beat": seconds, "lost_after": seconds}``."""
 
     node_id: str
     host: str  # the address drivers reach the agent at
@@ -30,7 +30,8 @@ class JoinNode(NamedTuple):
 
 class JoinDriver(NamedTuple):
     """A driver connects to the head (request, driver to head). Reply: the head's
-    ``{"head_id": str, "beat": seconds, "nodes": [node, ...]}``."""
+    ``{"head_id": str, "beat": seconds, "lost_after": seconds, "nodes": [node, ...],
+    "total": resources, "available": resources}``."""
 
     runtime_id: str
     host: str

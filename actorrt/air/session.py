@@ -66,7 +66,7 @@ def get_local_world_size() -> int:
 
 
 def get_node_rank() -> int:
-    """This node's rank (``0``: one machine)."""
+    """This worker's node's rank among its gang's nodes (``0`` in a Tune trial)."""
     return int(_call("get_node_rank"))
 
 

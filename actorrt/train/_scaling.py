@@ -144,7 +144,7 @@ class ScalingConfig:
     resources_per_worker: Mapping[str, float] | None = None
     placement_strategy: str = "PACK"
     trainer_resources: Mapping[str, float] | None = None
-    # Ray's; refused with a pointer to docs/porting.md (one node, no accelerator types).
+    # Ray's; refused with a pointer to docs/porting.md (no accelerator types).
     accelerator_type: str | None = field(default=None, repr=False, compare=False, kw_only=True)
 
     def __post_init__(self) -> None:

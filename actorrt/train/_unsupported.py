@@ -42,8 +42,9 @@ NOT_HERE = {
     "sync_config": "runs are written to the local file system only",
     "worker_runtime_env": "there are no runtime environments; set environment "
     "variables with actorrt.init(worker_env=...)",
-    "accelerator_type": "there is one node; ask for GPUs with use_gpu or "
-    "resources_per_worker",
+    "accelerator_type": "nodes declare no accelerator type; start the nodes that have the "
+    "accelerator with a custom resource (`actorrt start --resources '{\"A100\": 8}'`) and ask "
+    "for it in resources_per_worker",
     "checkpoint_dir_name": "checkpoint folders are named checkpoint_<index>, so that "
     "every rank's files of one report merge into one folder",
     "checkpoint_upload_mode": "checkpoints are copied into the run folder before "

@@ -185,8 +185,8 @@ def run(  # Ray's signature, argument for argument
     ]
     if unused:
         warnings.warn(
-            f"tune.run({', '.join(unused)}=...) has no effect in actorrt (one machine, "
-            "no Tune server)",
+            f"tune.run({', '.join(unused)}=...) has no effect in actorrt (no Tune "
+            "server, one storage folder)",
             stacklevel=2,
         )
     if isinstance(time_budget_s, datetime.timedelta):

@@ -82,7 +82,8 @@ class TuneContext:
         return 1
 
     def get_node_rank(self) -> int:
-        """Always 0: one machine."""
+        """Always 0: a Tune trial is a single driver, on one node (a Train run inside it
+        has ranks by node: ``train.get_context().get_node_rank()``)."""
         return 0
 
     def __repr__(self) -> str:
