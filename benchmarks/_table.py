@@ -81,6 +81,9 @@ SPECS: dict[tuple[str, str], Spec] = {
         "cross-node ask, sequential, sync method (calls/s; baseline: raw TCP echo)", CLUSTER),
     ("cluster", "cross-node ask, sequential, vs TLS echo"): Spec(
         "cross-node ask, sequential, sync method (calls/s; baseline: raw TLS echo)"),
+    ("cluster", "cross-node ask, sequential, vs cross-process"): Spec(
+        "cross-node ask, sequential, sync method (calls/s; baseline: the same ask "
+        "cross-process)"),
     ("cluster", "cross-node ask, sequential, async method"): Spec(
         "cross-node ask, sequential, async method (calls/s; baseline: raw TCP echo)"),
     ("cluster", "cross-node calls, pipelined 1000"): Spec(
@@ -88,6 +91,9 @@ SPECS: dict[tuple[str, str], Spec] = {
         CLUSTER),
     ("cluster", "cross-node calls, pipelined 1000, vs TLS echo"): Spec(
         "cross-node calls, pipelined, 1,000 in flight (calls/s; baseline: raw TLS echo)"),
+    ("cluster", "cross-node calls, pipelined 1000, vs cross-process"): Spec(
+        "cross-node calls, pipelined, 1,000 in flight (calls/s; baseline: the same calls "
+        "cross-process)"),
     ("cluster", "placement group STRICT_SPREAD 3 x {CPU: 1}, 3 nodes"): Spec(
         "placement group reserve+release, STRICT_SPREAD 3 x {CPU: 1} on 3 nodes (per s; "
         "baseline: one machine)"),

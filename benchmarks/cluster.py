@@ -14,7 +14,9 @@ nodes on hosts 1 and 2, two CPUs each), the driver in the root namespace, and pe
    baseline moved onto TCP) between the root namespace and host 1, sequential and with a
    sliding window of 1,000, measured just before. actorrt's connections run over TLS, the
    raw echo does not: the same echo over TLS (Python's ``ssl`` on both ends) is measured too,
-   and each ask figure is also reported against it; the targets (sequential >= 0.60,
+   and each ask figure is also reported against it, and against the same asks to the same
+   actor in a worker process of this machine (a local runtime, same run), which a loaded
+   machine slows as it slows the cross-node ones; the targets (sequential >= 0.60,
    pipelined >= 0.30, as for the cross-process figures) are checked against the plain echo.
 2. A STRICT_SPREAD placement group of 3 x ``{"CPU": 1}`` (one bundle on each node) reserved
    (``ready()``) and removed, per second; baseline: the same three bundles (PACK: one machine
@@ -105,14 +107,19 @@ async def raw_rep(hosts: Hosts, n_seq: int, n_pipe: int) -> dict[str, tuple[floa
     return out
 
 
-def local_rep(pgs: int, trials: int, reports: int) -> dict[str, float]:
-    """The single-machine figures: the three bundles, and the sweep, on 6 local CPUs."""
+def local_rep(sizes: dict[str, int]) -> dict[str, Any]:
+    """The single-machine figures on a local runtime of 6 CPUs: the same echo actor in a
+    worker process of this machine, the three bundles, and the sweep."""
 
-    async def figures() -> dict[str, float]:
-        return {"pg_local": await pg_rate(pgs, SPREAD, warmup=20),
-                "tune_local": await sweep(trials, reports, TRIAL)}
+    async def figures() -> dict[str, Any]:
+        ref = await _echo_class().spawn()
+        asks = await ask_rep(ref, sizes["n_seq"], sizes["n_pipe"])
+        await ref.stop()
+        return {"local_seq": asks["seq"], "local_pipe": asks["pipe"],
+                "pg_local": await pg_rate(sizes["pgs"], SPREAD, warmup=20),
+                "tune_local": await sweep(sizes["trials"], sizes["reports"], TRIAL)}
 
-    result: dict[str, float] = actorrt.run(figures, num_cpus=LOCAL_CPUS)
+    result: dict[str, Any] = actorrt.run(figures, num_cpus=LOCAL_CPUS)
     return result
 
 
@@ -179,7 +186,7 @@ def measure(sizes: dict[str, int], loopback: bool) -> tuple[dict[str, list[Any]]
         flags.mkdir()
         for _ in range(sizes["reps"]):
             rep: dict[str, Any] = uvloop.run(raw_rep(hosts, sizes["n_seq"], sizes["n_pipe"]))
-            rep |= local_rep(sizes["pgs"], sizes["trials"], sizes["reports"])
+            rep |= local_rep(sizes)
             rep |= uvloop.run(cluster_rep(hosts, sizes, flags))
             for key, value in rep.items():
                 if key in ("kill", "cut"):
@@ -200,11 +207,15 @@ def figures_of(s: dict[str, list[Any]], sizes: dict[str, int]) -> list[Figure]:
         Figure("cross-node ask, sequential", "calls/s", s["seq"], s["raw_seq"],
                target_ratio=SEQ_TARGET),
         Figure("cross-node ask, sequential, vs TLS echo", "calls/s", s["seq"], s["tls_seq"]),
+        Figure("cross-node ask, sequential, vs cross-process", "calls/s", s["seq"],
+               s["local_seq"]),
         Figure("cross-node ask, sequential, async method", "calls/s", s["aseq"], s["raw_seq"]),
         Figure("cross-node calls, pipelined 1000", "calls/s", s["pipe"], s["raw_pipe"],
                target_ratio=PIPE_TARGET),
         Figure("cross-node calls, pipelined 1000, vs TLS echo", "calls/s", s["pipe"],
                s["tls_pipe"]),
+        Figure("cross-node calls, pipelined 1000, vs cross-process", "calls/s", s["pipe"],
+               s["local_pipe"]),
         Figure("placement group STRICT_SPREAD 3 x {CPU: 1}, 3 nodes", "per s", s["pg"],
                s["pg_local"]),
         Figure(trials + ", 3 nodes", "s", s["tune"], s["tune_local"], lower_is_better=True),
@@ -237,7 +248,8 @@ def main() -> None:
     s, mode = measure(sizes, args.loopback)
     cpu = {key: {"here_median": statistics.median(s[key + "_cpu"]),
                  "there_median": statistics.median(s[key + "_peer_cpu"])}
-           for key in ("seq", "aseq", "pipe", "raw_seq", "raw_pipe", "tls_seq", "tls_pipe")}
+           for key in ("seq", "aseq", "pipe", "local_seq", "local_pipe", "raw_seq", "raw_pipe",
+                       "tls_seq", "tls_pipe")}
     note = (f"cluster: {mode}. Cross-node ask targets are checked against the plain TCP "
             "echo; actorrt's calls are TLS-encrypted, so each is also shown against a TLS echo")
     extra = {"loop": "uvloop", "mode": mode, "loopback": "loopback" in mode, "suite_note": note,

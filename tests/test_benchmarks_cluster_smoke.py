@@ -21,9 +21,11 @@ from benchmarks._common import machine  # noqa: E402
 FIGURES = {
     "cross-node ask, sequential",
     "cross-node ask, sequential, vs TLS echo",
+    "cross-node ask, sequential, vs cross-process",
     "cross-node ask, sequential, async method",
     "cross-node calls, pipelined 1000",
     "cross-node calls, pipelined 1000, vs TLS echo",
+    "cross-node calls, pipelined 1000, vs cross-process",
     "placement group STRICT_SPREAD 3 x {CPU: 1}, 3 nodes",
     "Tune 6 trials x 3 reports, {CPU: 1}, 3 nodes",
     "node loss, SIGKILL: pending ask to ActorDiedError",
