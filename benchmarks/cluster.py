@@ -5,7 +5,9 @@
                                  [--n-seq N] [--n-pipe N] [--pgs N] [--trials N] [--reports N]
 
 Three nodes in network namespaces (``benchmarks._cluster_hosts``: head + node on host 0,
-nodes on hosts 1 and 2, two CPUs each), the driver in the root namespace, and per repetition:
+nodes on hosts 1 and 2, two CPUs each), the driver in the root namespace, and per repetition
+(the single-machine baselines first, then the raw echo, then the cluster, so that the three
+kinds of ask run back to back):
 
 1. Cross-node asks to the echo actor of :mod:`benchmarks.processes`, pinned to host 1,
    measured exactly as that module measures its cross-process asks (a warm-up of 200, then
@@ -112,12 +114,12 @@ def local_rep(sizes: dict[str, int]) -> dict[str, Any]:
     worker process of this machine, the three bundles, and the sweep."""
 
     async def figures() -> dict[str, Any]:
+        out = {"pg_local": await pg_rate(sizes["pgs"], SPREAD, warmup=20),
+               "tune_local": await sweep(sizes["trials"], sizes["reports"], TRIAL)}
         ref = await _echo_class().spawn()
         asks = await ask_rep(ref, sizes["n_seq"], sizes["n_pipe"])
         await ref.stop()
-        return {"local_seq": asks["seq"], "local_pipe": asks["pipe"],
-                "pg_local": await pg_rate(sizes["pgs"], SPREAD, warmup=20),
-                "tune_local": await sweep(sizes["trials"], sizes["reports"], TRIAL)}
+        return out | {"local_seq": asks["seq"], "local_pipe": asks["pipe"]}
 
     result: dict[str, Any] = actorrt.run(figures, num_cpus=LOCAL_CPUS)
     return result
@@ -185,8 +187,9 @@ def measure(sizes: dict[str, int], loopback: bool) -> tuple[dict[str, list[Any]]
         flags = Path(tmp) / "flags"
         flags.mkdir()
         for _ in range(sizes["reps"]):
-            rep: dict[str, Any] = uvloop.run(raw_rep(hosts, sizes["n_seq"], sizes["n_pipe"]))
-            rep |= local_rep(sizes)
+            # The asks of the three kinds back to back: cross-process, raw, cross-node.
+            rep = local_rep(sizes)
+            rep |= uvloop.run(raw_rep(hosts, sizes["n_seq"], sizes["n_pipe"]))
             rep |= uvloop.run(cluster_rep(hosts, sizes, flags))
             for key, value in rep.items():
                 if key in ("kill", "cut"):
