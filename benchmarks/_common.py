@@ -3,6 +3,7 @@ commit and the machine."""
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import json
 import os
@@ -185,6 +186,30 @@ def report(title: str, figures: list[Figure], out_name: str, extra: dict[str, An
     ))
     print(f"written {path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path}")
     return all(f.met is not False for f in figures)
+
+
+def sized_parser(doc: str, sizes: dict[str, dict[str, int]],
+                 options: dict[str, str]) -> argparse.ArgumentParser:
+    """A module's options: ``--check``, ``--quick``, ``--reps`` and one integer option per
+    size in ``options`` (``n_seq`` -> ``--n-seq``); :func:`chosen_sizes` reads them."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"tiny sizes, {sizes['quick']['reps']} repetition(s)")
+    parser.add_argument("--reps", type=int, help=f"repetitions (default "
+                        f"{sizes['default']['reps']}; --quick {sizes['quick']['reps']})")
+    for key, text in options.items():
+        parser.add_argument("--" + key.replace("_", "-"), type=int, help=text)
+    return parser
+
+
+def chosen_sizes(args: argparse.Namespace, sizes: dict[str, dict[str, int]]) -> dict[str, int]:
+    """The sizes of ``--quick`` or the default ones, each overridden by its own option."""
+    chosen = dict(sizes["quick" if args.quick else "default"])
+    for key in chosen:
+        if getattr(args, key) is not None:
+            chosen[key] = getattr(args, key)
+    return chosen
 
 
 def alternate(reps: int, *runs: Callable[[], float]) -> list[list[float]]:

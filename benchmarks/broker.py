@@ -30,21 +30,25 @@ from .broker_sim import DecisionBench
 RAY_PG_PER_S = 2.0
 
 
+async def pg_rate(
+    n: int, bundles: list[dict[str, float]], strategy: str = "PACK", warmup: int = 100
+) -> float:
+    """Placement groups of ``bundles`` reserved (``ready()``) and released (``remove()``)
+    per second, one after another, on the running runtime (after ``warmup`` not counted)."""
+    for counted in (False, True):
+        start = time.perf_counter()
+        for _ in range(n if counted else warmup):
+            pg = actorrt.placement_group(bundles, strategy=strategy)
+            await pg.ready()
+            await pg.remove()
+    return n / (time.perf_counter() - start)
+
+
 def pg_cycles(n: int) -> float:
     """Placement groups of 2 x {"CPU": 1} reserved and released per second, from the driver."""
 
     async def cycles() -> float:
-        bundles = [{"CPU": 1}, {"CPU": 1}]
-        for _ in range(100):  # warm up
-            pg = actorrt.placement_group(bundles)
-            await pg.ready()
-            await pg.remove()
-        start = time.perf_counter()
-        for _ in range(n):
-            pg = actorrt.placement_group(bundles)
-            await pg.ready()
-            await pg.remove()
-        rate = n / (time.perf_counter() - start)
+        rate = await pg_rate(n, [{"CPU": 1}, {"CPU": 1}])
         assert actorrt.available_resources()["CPU"] == 4
         return rate
 

@@ -39,7 +39,6 @@ start's median over 30 ms.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import importlib
 import itertools
@@ -55,7 +54,7 @@ import actorrt
 from actorrt._wire._auth import new_secret
 from actorrt._wire._transport import make_private_dir
 
-from ._common import Figure, exit_for, report
+from ._common import Figure, chosen_sizes, exit_for, report, sized_parser
 from .wire import WINDOW, RawClient, raw_pipelined, raw_sequential, start_server, stop_server
 
 # Ray 2.60 on a 2-core machine of this project's kind (docs/benchmarks.md), for reference only.
@@ -177,6 +176,18 @@ async def cold_start_ms(cls: Any) -> float:
     return elapsed
 
 
+async def ask_rep(ref: Any, n_seq: int, n_pipe: int) -> dict[str, tuple[float, float, float]]:
+    """The ask figures of one echo actor ``ref``, after a warm-up of 200 asks: sequential
+    (sync and async method) and pipelined, each as ``(rate, CPU µs per call here, CPU µs
+    per call in its worker)``."""
+    pid = await ref.pid()
+    await actor_sequential(ref, WARMUP)
+    seq = await with_cpu(actor_sequential(ref, n_seq), n_seq, pid)
+    aseq = await with_cpu(actor_sequential(ref, n_seq, "aecho"), n_seq, pid)
+    pipe = await with_cpu(actor_pipelined(ref, n_pipe), n_pipe, pid)
+    return {"seq": seq, "aseq": aseq, "pipe": pipe}
+
+
 async def actor_rep(n_seq: int, n_pipe: int, cycles: int, cold: int) -> dict[str, Any]:
     """One repetition of the actorrt figures, on the runtime ``actorrt.run`` made."""
     cls = _echo_class()
@@ -184,10 +195,7 @@ async def actor_rep(n_seq: int, n_pipe: int, cycles: int, cold: int) -> dict[str
     ref = await cls.spawn()  # starts the fork server and a worker: warms the pool
     first = (time.perf_counter() - started) * 1000
     pid = await ref.pid()
-    await actor_sequential(ref, WARMUP)
-    seq = await with_cpu(actor_sequential(ref, n_seq), n_seq, pid)
-    aseq = await with_cpu(actor_sequential(ref, n_seq, "aecho"), n_seq, pid)
-    pipe = await with_cpu(actor_pipelined(ref, n_pipe), n_pipe, pid)
+    asks = await ask_rep(ref, n_seq, n_pipe)
     await ref.stop()
     cps = await start_stop_cycles(cls, cycles)
     last = await cls.spawn()
@@ -196,10 +204,7 @@ async def actor_rep(n_seq: int, n_pipe: int, cycles: int, cold: int) -> dict[str
     same_worker = await last.pid() == pid
     await last.stop()
     colds = [await cold_start_ms(cls) for _ in range(cold)]  # last: cold workers stay idle
-    return {
-        "seq": seq, "aseq": aseq, "pipe": pipe, "cycles": cps, "same_worker": same_worker,
-        "cold": colds, "first": first,
-    }
+    return {**asks, "cycles": cps, "same_worker": same_worker, "cold": colds, "first": first}
 
 
 # ----------------------------------------------------------------------------------- main
@@ -231,19 +236,11 @@ def measure(n_seq: int, n_pipe: int, cycles: int, cold: int, reps: int) -> dict[
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
-    parser.add_argument("--quick", action="store_true", help="tiny sizes, 1 repetition")
-    parser.add_argument("--reps", type=int, help="repetitions (default 5; --quick 1)")
-    parser.add_argument("--n-seq", type=int, help="sequential calls per sample")
-    parser.add_argument("--n-pipe", type=int, help="pipelined calls per sample")
-    parser.add_argument("--cycles", type=int, help="start+stop cycles per sample")
-    parser.add_argument("--cold", type=int, help="cold worker starts per repetition")
-    args = parser.parse_args()
-    sizes = dict(SIZES["quick" if args.quick else "default"])
-    for key in sizes:
-        if getattr(args, key) is not None:
-            sizes[key] = getattr(args, key)
+    args = sized_parser(__doc__, SIZES, {
+        "n_seq": "sequential calls per sample", "n_pipe": "pipelined calls per sample",
+        "cycles": "start+stop cycles per sample", "cold": "cold worker starts per repetition",
+    }).parse_args()
+    sizes = chosen_sizes(args, SIZES)
 
     s = measure(**sizes)
     figures = [

@@ -6,7 +6,8 @@
 
 Sections, in order (``--only`` picks some): core, wire, actors (``benchmarks.processes`` and
 ``benchmarks.broker``), broker_sim, tune (``benchmarks.tune_overhead --large``), deadlock,
-train, scaling. Each benchmark module runs as a subprocess in a session of its own, under a
+train, scaling, cluster (three nodes in network namespaces, or on loopback where they cannot
+be made). Each benchmark module runs as a subprocess in a session of its own, under a
 hard time bound, with its results pointed at a scratch folder; the suite reads its JSON,
 pools the samples of its turns, and writes:
 
@@ -27,8 +28,9 @@ the next turn starts. The cheap actor workloads get ``--ray-reps`` Ray turns; Tu
 deadlock case one each (Ray's Tune sweep takes about two minutes here; the deadlock case
 waits ``--ray-wait`` seconds for an answer that does not come).
 
-Exit status: 1 when a benchmark turn failed, or with ``--check`` when a project target
-was missed; else 0. Other targets (a module's own, the deadlock report's) are shown, never fatal.
+Exit status: 1 when a benchmark turn failed, or with ``--check`` when a project target (§8)
+or a cluster-mode target was missed; else 0. Other targets (a module's own, the deadlock
+report's) are shown, never fatal.
 """
 
 from __future__ import annotations
@@ -97,6 +99,7 @@ SECTIONS = [
             timeout=900),
     Section("scaling", [Module("scaling", [], ["--quick"], reps_flag=False)], reps=1,
             timeout=900),
+    Section("cluster", [Module("cluster", [], ["--quick"])], reps=5, timeout=300),
 ]
 
 
@@ -294,12 +297,18 @@ def header(info: dict[str, Any], run: Run, seconds: float, ray_version: str) -> 
     return lines
 
 
+def notes(details: dict[str, Any]) -> list[str]:
+    """What a module says about how its figures were measured (``suite_note`` in its JSON),
+    one header line each: the cluster section's network, say."""
+    return [f"- {d['suite_note']}" for d in details.values() if d.get("suite_note")]
+
+
 def write(run: Run, info: dict[str, Any], seconds: float, out: Path) -> bool:
     rows, curves, details = collect(run)
     ray_version = next((t["ray"] for t in run.ray_turns if "ray" in t), "2.60")
     missed = [r.spec.label for r in rows if r.failed_design_target]
     out.mkdir(parents=True, exist_ok=True)
-    lines = header(info, run, seconds, ray_version)
+    lines = header(info, run, seconds, ray_version) + notes(details)
     plots: list[str] = []
     if not run.args.no_plots and curves:
         from . import plots as plotting

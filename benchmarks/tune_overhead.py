@@ -66,12 +66,13 @@ def floor(trials: int, reports: int) -> float:
     return time.perf_counter() - start
 
 
-async def sweep(trials: int, reports: int) -> float:
-    """One sweep on the running runtime; its wall time in seconds."""
+async def sweep(trials: int, reports: int, resources: dict[str, float] | None = None) -> float:
+    """One sweep on the running runtime, each trial ``with_resources(..., resources)``
+    (default ``{"cpu": 0.5}``); its wall time in seconds."""
     with tempfile.TemporaryDirectory() as storage:
         start = time.perf_counter()
         grid = await tune.Tuner(
-            tune.with_resources(trainable, {"cpu": 0.5}),
+            tune.with_resources(trainable, resources or {"cpu": 0.5}),
             param_space={"trial": tune.grid_search(list(range(trials))), "reports": reports},
             run_config=tune.RunConfig(storage_path=storage, name="bench", verbose=0),
         ).fit_async()

@@ -76,6 +76,7 @@ class Cluster:
         self.hosts = hosts
         self.head: Member | None = None
         self.nodes: list[Member] = []
+        self._started = 0  # members started: each gets a directory of its own
 
     @property
     def address(self) -> str:
@@ -88,7 +89,8 @@ class Cluster:
         return str(self.head.directory / "token")
 
     def _start(self, index: int, argv: list[str], env: dict[str, str]) -> Member:
-        directory = self.tmp / f"member{index}"
+        directory = self.tmp / f"member{self._started}"
+        self._started += 1
         directory.mkdir(mode=0o700)
         log = directory / "output.log"
         host = self.hosts[index] if self.hosts is not None else None
@@ -111,8 +113,12 @@ class Cluster:
         self.head.wait_ready("head.json")
         return self.head
 
-    def start_node(self, *args: str) -> Member:
-        index = len(self.nodes) + 1
+    def start_node(self, *args: str, host: int | None = None) -> Member:
+        """Start a node on the next host, or on host ``host`` (again, once the node that ran
+        there is gone: a fresh node where one was lost)."""
+        index = len(self.nodes) + 1 if host is None else host
+        if self.hosts is not None and not 0 <= index < len(self.hosts):
+            raise ValueError(f"host must be within 0..{len(self.hosts) - 1}, not {index!r}")
         member = self._start(index, ["--address", self.address, *args],
                              {"ACTORRT_CLUSTER_TOKEN_FILE": self.token_file})
         member.wait_ready(f"node-{member.proc.pid}.json")
