@@ -10,6 +10,7 @@ A spawn whose parent ends while it waits is withdrawn: a child never outlives it
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._core._cell import ActorCell
@@ -23,6 +24,22 @@ if TYPE_CHECKING:
     pass
 
 A = TypeVar("A")
+
+logger = logging.getLogger("actorrt")
+
+
+_warned_inline: set[str] = set()
+
+
+def _warn_inline_in_cluster(name: str) -> None:
+    """Once per class: ``process=False`` cannot hold in a cluster for an actor with a grant."""
+    if name not in _warned_inline:
+        _warned_inline.add(name)
+        logger.warning(
+            "%s was spawned with process=False and resources: in a cluster an actor that holds "
+            "a grant runs in a worker process on the node of its grant, so it runs there, not "
+            "inline in this program (docs/cluster.md)", name,
+        )
 
 
 class GrantedSpawns:
@@ -59,6 +76,8 @@ class GrantedSpawns:
             cell: Any
             # In a cluster, what holds a grant runs on the node of its grant.
             node = str(grant.placement.node_id) if grant and host.workers.cluster else None
+            if node is not None and options.process is False:
+                _warn_inline_in_cluster(actor_class.cls.__name__)
             if options.runs_in_process() or node is not None:
                 cpus = grant.placement.resources.to_dict().get("CPU", 0.0) if grant else 0.0
                 cell = host.workers.new_process_actor(

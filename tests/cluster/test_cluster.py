@@ -188,3 +188,12 @@ async def test_a_waiting_spawn_is_listed_with_its_reason(rt: Any) -> None:
     finally:
         waiting.cancel()
     assert await eventually(lambda: rt.pending_requests() == [])
+
+
+async def test_process_false_with_a_grant_runs_on_its_node_and_says_so(
+    rt: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    inline = await Where.options(process=False, num_cpus=1).spawn()
+    assert (await inline.node())["pid"] != os.getpid()
+    assert "runs in a worker process on the node of its grant" in caplog.text
+    await inline.stop()
