@@ -28,7 +28,7 @@ from collections.abc import Hashable
 from typing import Any
 
 from .._core._handle import EDGE_DELAY
-from .._placement._scheduler import DEADLOCK_DELAY
+from .._placement._scheduler import DEADLOCK_DELAY, BrokerClock
 from .._wire import _tls
 from .._wire._connection import Connection, ConnectionLostError
 from .._wire._dispatcher import Dispatcher, notification, request
@@ -117,8 +117,7 @@ class Head:
         self._peers: dict[Connection, Peer] = {}
         self._server: WireServer | None = None
         self._monitor: asyncio.Task[None] | None = None
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_at: float | None = None
+        self._clock = BrokerClock(self.loop, self.broker, self._dispatch)
         self._view_due: asyncio.TimerHandle | None = None
         self._beats: tuple[asyncio.DatagramTransport, BeatServer] | None = None
         self.dispatcher = Dispatcher(
@@ -156,9 +155,9 @@ class Head:
             self._monitor.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._monitor
-        for handle in (self._timer, self._view_due):
-            if handle is not None:
-                handle.cancel()
+        self._clock.cancel()
+        if self._view_due is not None:
+            self._view_due.cancel()
         if self._beats is not None:
             self._beats[0].close()
         if self._server is not None:
@@ -358,20 +357,7 @@ class Head:
             peer.conn.notify(message)
 
     def _arm(self) -> None:
-        at = self.broker.next_poll_at()
-        if at == self._timer_at:
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._timer_at = at
-        if at is not None:
-            self._timer = self.loop.call_at(max(at, self.loop.time()), self._poll)
-
-    def _poll(self) -> None:
-        self._timer = None
-        self._timer_at = None
-        self._dispatch(self.broker.poll(self.loop.time()))
+        self._clock.arm()
 
     def _push_views(self) -> None:
         if self._view_due is None and self.drivers:

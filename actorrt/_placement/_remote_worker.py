@@ -113,6 +113,7 @@ class RemoteWorkerProcess(WorkerProcess):
         env = remote_environment(self.key)
         self._pid = await self.starter.start_worker(self, env, self.key.cwd, boot)
         self.label = f"worker {self.worker_id} on {self.starter.where}"
+        self.where = f" on {self.starter.where}"
         self._tasks = [asyncio.get_running_loop().create_task(self._reap())]
 
     def output(self, stream: int, text: str) -> None:
@@ -143,20 +144,4 @@ class RemoteWorkerProcess(WorkerProcess):
             self.starter.kill_worker(self.worker_id)
 
     async def _reap(self) -> None:
-        code = await self.wait()
-        if not self.connected.done():
-            said = next(
-                (line.strip() for line in reversed(self._early_stderr) if line.strip()), ""
-            )
-            self.connected.set_exception(ConnectionError(
-                f"worker process {self._pid} on {self.starter.where} failed to start: it "
-                f"exited with code {code} before connecting to its runtime"
-                + (f"; it said: {said}" if said else "")
-            ))
-            self.connected.exception()
-        if self.conn is not None:
-            self.conn.abort()
-        self.exited.set_result(code)
-        if self.on_exit is not None:
-            self.on_exit(self, code)
-
+        self._ended(await self.wait())

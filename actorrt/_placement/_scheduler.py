@@ -19,7 +19,7 @@ import asyncio
 import itertools
 import logging
 import re
-from collections.abc import Awaitable, Hashable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Any, Protocol
 
 from .._core._context import PlacementInfo
@@ -70,6 +70,44 @@ class SchedulerHost(Protocol):
         ...
 
 
+class BrokerClock:
+    """The broker's one timer on a loop: armed at its ``next_poll_at()``, it runs ``poll()``
+    then and hands the events to ``dispatch`` (the broker never sleeps by itself)."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        broker: Broker,
+        dispatch: Callable[[list[Event]], object],
+    ) -> None:
+        self.loop = loop
+        self.broker = broker
+        self.dispatch = dispatch
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: float | None = None
+
+    def arm(self) -> None:
+        """Set the timer for the broker's next poll (after anything changed it)."""
+        at = self.broker.next_poll_at()
+        if at == self._timer_at:
+            return
+        self.cancel()
+        self._timer_at = at
+        if at is not None:
+            self._timer = self.loop.call_at(max(at, self.loop.time()), self._poll)
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_at = None
+
+    def _poll(self) -> None:
+        self._timer = None
+        self._timer_at = None
+        self.dispatch(self.broker.poll(self.loop.time()))
+
+
 class Scheduler:
     """Requests to the broker, as awaitables on the runtime's loop.
 
@@ -96,8 +134,7 @@ class Scheduler:
         # request id -> the actor awaiting it (a spawn inside an actor, a ready()).
         self._requesters: dict[Hashable, Hashable] = {}
         self._ids = itertools.count(1)
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_at: float | None = None
+        self._clock = BrokerClock(self.loop, self.broker, self._dispatch)
 
     def new_request_id(self) -> str:
         return f"r{next(self._ids)}"
@@ -350,24 +387,10 @@ class Scheduler:
         future.set_result(event)
 
     def _arm(self) -> None:
-        at = self.broker.next_poll_at()
-        if at == self._timer_at:
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._timer_at = at
-        if at is not None:
-            self._timer = self.loop.call_at(max(at, self.loop.time()), self._poll)
-
-    def _poll(self) -> None:
-        self._timer = None
-        self._timer_at = None
-        self._dispatch(self.broker.poll(self.loop.time()))
+        self._clock.arm()
 
     def close(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
+        self._clock.cancel()
         for future in self._waiters.values():
             if not future.done():
                 future.cancel()

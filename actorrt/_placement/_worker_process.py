@@ -88,6 +88,7 @@ class WorkerProcess:
     """One worker process: its OS process, its connection, who it hosts."""
 
     remote = False  # started on another node by its agent (``_remote_worker``)
+    where = ""  # for messages: "" here, " on node ..." for a remote one
 
     def __init__(self, key: WorkerKey, worker_id: str) -> None:
         self.key = key
@@ -233,11 +234,15 @@ class WorkerProcess:
         code = await self.wait()
         self.kill_group()  # whatever it started goes with it
         await asyncio.gather(*self._tasks[:2], return_exceptions=True)
+        self._ended(code)
+
+    def _ended(self, code: int) -> None:
+        """The process is gone (exit code ``code``): fail a start still waiting, say so."""
         if not self.connected.done():
             said = next((line.strip() for line in reversed(self._early_stderr) if line.strip()), "")
             self.connected.set_exception(
                 ConnectionError(
-                    f"worker process {self.pid} failed to start: it exited with "
+                    f"worker process {self.pid}{self.where} failed to start: it exited with "
                     f"{describe_exit(code)} before connecting to its runtime"
                     + (f"; it said: {said}" if said else "")
                 )

@@ -8,16 +8,18 @@ test process itself: ``cluster.driver_env()`` gives it the token file.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .netns import Host
+from .netns import Host, make_network, netns_skip_reason
 
 START_TIMEOUT = 60.0
 
@@ -132,3 +134,27 @@ class Cluster:
         for member in [*self.nodes, *([self.head] if self.head else [])]:
             if member.proc.poll() is None:
                 member.kill()
+
+
+@contextlib.contextmanager
+def cluster_on_hosts(
+    tmp: Path, head: list[str], *nodes: list[str]
+) -> Iterator[Cluster]:
+    """A head (``actorrt start --head`` arguments ``head``) and one node per entry of
+    ``nodes``, each on its own host of a new test network; skips the test, saying why, where
+    namespaces cannot be made. Everything is stopped and removed afterwards."""
+    import pytest
+
+    reason = netns_skip_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    net = make_network(1 + len(nodes))
+    made = Cluster(tmp, net.hosts)
+    try:
+        made.start_head(*head)
+        for args in nodes:
+            made.start_node(*args)
+        yield made
+    finally:
+        made.close()
+        net.close()

@@ -16,28 +16,20 @@ from conftest import eventually
 
 import actorrt
 
-from ._cluster import Cluster
-from .netns import TestNetwork, make_network, netem_skip_reason, netns_skip_reason
+from ._cluster import Cluster, cluster_on_hosts
+from .netns import netem_skip_reason
 
 pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture
 def cluster(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
-    reason = netns_skip_reason()
-    if reason is not None:
-        pytest.skip(reason)
-    net: TestNetwork = make_network(2)
-    made = Cluster(tmp_path, net.hosts)
-    try:
-        made.start_head("--num-cpus", "1")
-        made.start_node("--num-cpus", "2", "--resources", '{"far": 1}')
+    with cluster_on_hosts(
+        tmp_path, ["--num-cpus", "1"], ["--num-cpus", "2", "--resources", '{"far": 1}']
+    ) as made:
         for key, value in made.driver_env().items():
             monkeypatch.setenv(key, value)
         yield made
-    finally:
-        made.close()
-        net.close()
 
 
 @actorrt.actor

@@ -18,8 +18,7 @@ from conftest import eventually
 import actorrt
 from actorrt import train, tune
 
-from ._cluster import Cluster
-from .netns import TestNetwork, make_network, netns_skip_reason
+from ._cluster import Cluster, cluster_on_hosts
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -28,20 +27,13 @@ STEPS = 3
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    reason = netns_skip_reason()
-    if reason is not None:
-        pytest.skip(reason)
-    net: TestNetwork = make_network(3)
-    made = Cluster(tmp_path_factory.mktemp("cluster"), net.hosts)
-    try:
-        made.start_head("--num-cpus", "4", "--num-gpus", "0",
-                        "--resources", '{"TRAIN_DRIVER_RESOURCE": 2}')
-        made.start_node("--num-cpus", "8", "--num-gpus", "4")
-        made.start_node("--num-cpus", "8", "--num-gpus", "4")
+    with cluster_on_hosts(
+        tmp_path_factory.mktemp("cluster"),
+        ["--num-cpus", "4", "--num-gpus", "0", "--resources", '{"TRAIN_DRIVER_RESOURCE": 2}'],
+        ["--num-cpus", "8", "--num-gpus", "4"],
+        ["--num-cpus", "8", "--num-gpus", "4"],
+    ) as made:
         yield made
-    finally:
-        made.close()
-        net.close()
 
 
 @pytest.fixture
