@@ -290,6 +290,7 @@ class ForkServer:
                 os.close(fd)
             if not forked.done():
                 forked.set_exception(failure)
+                forked.exception()  # retrieved: a request given up meanwhile awaits it no more
         exits, self._exits = self._exits, {}
         for pid, exited in exits.items():
             with contextlib.suppress(OSError):

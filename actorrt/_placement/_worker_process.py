@@ -16,6 +16,7 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -286,12 +287,29 @@ async def _pipe_reader(fd: int) -> asyncio.StreamReader:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=1 << 16, loop=loop)
     pipe = os.fdopen(fd, "rb", buffering=0)
+    connecting = loop.create_task(
+        loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe)
+    )
     try:
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe)
+        # Shielded: cancelled half-way, the loop may or may not own the pipe already, and
+        # closing it here could close a descriptor number that was reused meanwhile.
+        await asyncio.shield(connecting)
+    except asyncio.CancelledError:
+        connecting.add_done_callback(functools.partial(_close_connected, pipe))
+        raise
     except BaseException:
         pipe.close()
         raise
     return reader
+
+
+def _close_connected(pipe: Any, connecting: asyncio.Task[Any]) -> None:
+    """After a cancelled start: close the pipe through its transport, or itself."""
+    if not connecting.cancelled() and connecting.exception() is None:
+        transport, _ = connecting.result()
+        transport.close()
+    else:
+        pipe.close()
 
 
 def describe_exit(code: int) -> str:
