@@ -90,6 +90,19 @@ async def test_strict_spread_puts_each_bundle_on_its_own_node(rt: Any, cluster: 
     await pg.remove()
 
 
+@pytest.mark.parametrize(("strategy", "nodes"), [("PACK", 1), ("SPREAD", 2)])
+async def test_pack_and_spread_choose_nodes_as_their_names_say(
+    rt: Any, strategy: str, nodes: int
+) -> None:
+    pg = actorrt.placement_group([{"CPU": 1}] * 2, strategy=strategy)
+    await pg.ready()
+    actors = [
+        await Where.options(num_cpus=1, placement=pg.bundle(i)).spawn() for i in range(2)
+    ]
+    assert len({(await a.node())["ip"] for a in actors}) == nodes
+    await pg.remove()
+
+
 async def test_strict_pack_gpus_share_a_node_with_their_own_devices(rt: Any) -> None:
     pg = actorrt.placement_group([{"CPU": 1, "GPU": 1}] * 2, strategy="STRICT_PACK")
     await pg.ready()
