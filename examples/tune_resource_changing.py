@@ -8,7 +8,8 @@ Ray's example boosts XGBoost trees on the breast cancer data set; this one grows
 scikit-learn gradient-boosting model one tree per iteration (XGBoost is not a dependency),
 with the same scheduling: ASHA stops the weak trials, and a ResourceChangingScheduler splits
 the cluster's CPUs evenly among the trials still alive, so the last trials get more threads.
-Changes from Ray's script: the imports, the model, and ``tune.Tuner`` for ``tune.run``.
+Changes from Ray's script: the imports, the model (with a pause per tree, as a stand-in
+for XGBoost's seconds per tree), and ``tune.Tuner`` for ``tune.run``.
 
 A trial whose new resources are free now restarts from its checkpoint in a new placement
 group at once; one whose resources are not free keeps running as it is (Ray would pause it
@@ -21,6 +22,7 @@ import argparse
 import os
 import pickle
 import tempfile
+import time
 from typing import Any
 
 import sklearn.datasets
@@ -35,6 +37,7 @@ from actorrt.tune.schedulers import ASHAScheduler, ResourceChangingScheduler
 
 CHECKPOINT_FILENAME = "model.pkl"
 MAX_T = 6
+ITERATION_PAUSE_S = 0.1
 
 
 def load_data() -> tuple[Any, Any, Any, Any]:
@@ -56,6 +59,10 @@ def boost_one_tree(model: GradientBoostingClassifier, data: Any) -> float:
     train_x, test_x, train_y, test_y = data
     model.n_estimators += 1
     model.fit(train_x, train_y)
+    # A tree of this small model takes milliseconds, where XGBoost's take seconds: without
+    # a pause, the last trials could end before a result of theirs lets the scheduler give
+    # them the CPUs that the stopped trials freed.
+    time.sleep(ITERATION_PAUSE_S)
     return float(log_loss(test_y, model.predict_proba(test_x)))
 
 
