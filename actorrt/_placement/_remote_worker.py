@@ -103,13 +103,8 @@ class RemoteWorkerProcess(WorkerProcess):
         boot_fields: Mapping[str, str] | None = None,
         forks: ForkServer | None = None,
     ) -> None:
-        boot: dict[str, Any] = {
-            **(boot_fields or {}),
-            "socket": "",
-            "secret": secret_text,
-            "worker_id": self.worker_id,
-            "sys_path": list(self.key.sys_path),
-        }
+        # The agent sets owner_pid to its own: the worker ends with the agent.
+        boot = self.boot_line("", secret_text, owner_pid, boot_fields)
         env = remote_environment(self.key)
         self._pid = await self.starter.start_worker(self, env, self.key.cwd, boot)
         self.label = f"worker {self.worker_id} on {self.starter.where}"

@@ -120,6 +120,24 @@ class WorkerProcess:
     def started(self) -> bool:
         return self._pid is not None
 
+    def boot_line(
+        self,
+        socket_path: str,
+        secret_text: str,
+        owner_pid: int,
+        boot_fields: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """What the worker reads first on its stdin (``_worker_main``): where its runtime
+        is, the secret, the process whose end is its own, its id and ``sys.path``."""
+        return {
+            **(boot_fields or {}),
+            "socket": socket_path,
+            "secret": secret_text,
+            "owner_pid": owner_pid,
+            "worker_id": self.worker_id,
+            "sys_path": list(self.key.sys_path),
+        }
+
     async def start(
         self,
         socket_path: str,
@@ -129,14 +147,7 @@ class WorkerProcess:
         forks: ForkServer | None = None,
     ) -> None:
         """Start the worker: forked by ``forks`` when given and able, else the plain way."""
-        boot = {
-            **(boot_fields or {}),
-            "socket": socket_path,
-            "secret": secret_text,
-            "owner_pid": owner_pid,
-            "worker_id": self.worker_id,
-            "sys_path": list(self.key.sys_path),
-        }
+        boot = self.boot_line(socket_path, secret_text, owner_pid, boot_fields)
         if forks is not None:
             try:
                 forked = await forks.fork(

@@ -67,54 +67,42 @@ class Role(Protocol):
     @property
     def placement(self) -> PlacementService:
         """Placement groups: reserved, awaited and removed where this role keeps them."""
-        ...
 
     @property
     def resources(self) -> ResourceViews:
         """The cluster's resource views (a worker process has none: it raises)."""
-        ...
 
     @property
     def owner(self) -> OwnerSide:
         """The side that serves worker processes (a worker process has none: it raises)."""
-        ...
 
     async def start(self) -> None:
         """Called once the runtime is entered (its loop is known)."""
-        ...
 
     async def close(self) -> None:
         """Called last in the runtime's shutdown, after every actor ended."""
-        ...
 
     async def spawn(self, request: SpawnRequest[A]) -> ActorRef[A]:
         """Start an actor that needs a resource grant or a worker process."""
-        ...
 
     def registered(self, actor_id: str, parent_id: str) -> None:
         """A new actor of this runtime has ``parent_id`` as its parent (for the broker)."""
-        ...
 
     def ended(self, actor_id: str) -> None:
         """An actor of this runtime ended: what it held comes back."""
-        ...
 
     def children_ending(self, parent: Any) -> None:
         """``parent``'s children are being ended: withdraw the spawns it waits for."""
-        ...
 
     async def get_actor(self, name: str, known: list[str]) -> ActorRef[Any]:
         """The actor named ``name``, which this runtime does not run (``known``: the names
         it does run, for the error)."""
-        ...
 
     def describe_other(self, actor_id: str) -> str | None:
         """How to name an actor id that is not one of this runtime's live actors."""
-        ...
 
     def spawning(self) -> dict[str, tuple[str, str | None, str | None]]:
         """Spawns that wait for resources: actor id -> (class name, name, parent id)."""
-        ...
 
 
 class RuntimeHost(Protocol):
@@ -141,11 +129,9 @@ class RuntimeHost(Protocol):
 
     def may_start_child_of(self, parent: Any, what: str) -> None:
         """Raise if ``parent`` ended or is ending (a child never outlives its parent)."""
-        ...
 
     def parent_gone(self, parent: Any, what: str) -> BaseException:
         """The error for a ``what`` that ``parent``, ended or ending, was spawning."""
-        ...
 
 
 async def within_spawn_timeout(

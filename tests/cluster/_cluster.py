@@ -8,6 +8,7 @@ test process itself: ``cluster.driver_env()`` gives it the token file.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -15,9 +16,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
+
+import actorrt
 
 from .netns import Host, make_network, netns_skip_reason
 
@@ -129,6 +132,21 @@ class Cluster:
 
     def driver_env(self) -> dict[str, str]:
         return {"ACTORRT_CLUSTER_TOKEN_FILE": self.token_file}
+
+    @contextlib.asynccontextmanager
+    async def driver(
+        self, monkeypatch: Any, resource: str, amount: float
+    ) -> AsyncIterator[actorrt.Runtime]:
+        """This test process as a driver of the cluster, once the head's view shows
+        ``amount`` of ``resource`` (every node has joined)."""
+        for key, value in self.driver_env().items():
+            monkeypatch.setenv(key, value)
+        async with actorrt.Runtime(address=self.address) as runtime:
+            deadline = time.monotonic() + 15
+            while runtime.cluster_resources().get(resource) != amount:
+                assert time.monotonic() < deadline, runtime.cluster_resources()
+                await asyncio.sleep(0.02)
+            yield runtime
 
     def close(self) -> None:
         for member in [*self.nodes, *([self.head] if self.head else [])]:

@@ -36,10 +36,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 @pytest.fixture
 async def rt(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> Any:
-    for key, value in cluster.driver_env().items():
-        monkeypatch.setenv(key, value)
-    async with actorrt.Runtime(address=cluster.address) as runtime:
-        assert await eventually(lambda: runtime.cluster_resources().get("CPU") == 6.0)
+    async with cluster.driver(monkeypatch, "CPU", 6.0) as runtime:
         yield runtime
     # Nothing leaks: once the driver is gone, the head gives everything back.
 

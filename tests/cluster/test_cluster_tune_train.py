@@ -38,10 +38,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 @pytest.fixture
 async def rt(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> Any:
-    for key, value in cluster.driver_env().items():
-        monkeypatch.setenv(key, value)
-    async with actorrt.Runtime(address=cluster.address) as runtime:
-        assert await eventually(lambda: runtime.cluster_resources().get("GPU") == 8.0)
+    async with cluster.driver(monkeypatch, "GPU", 8.0) as runtime:
         yield runtime
 
 
