@@ -67,6 +67,13 @@ def default_address() -> str | None:
     given = os.environ.get(ADDRESS_VARIABLE, "").strip()
     if given:
         return given
+    if os.environ.get("RAY_ADDRESS", "").strip():
+        warnings.warn(
+            f"actorrt.init(): RAY_ADDRESS={os.environ['RAY_ADDRESS']!r} is set, but it names a "
+            f"Ray cluster and is not read here: set {ADDRESS_VARIABLE} (or pass address=) to "
+            "join an actorrt cluster's head (docs/cluster.md)",
+            stacklevel=4,
+        )
     head = running_head()
     if head is not None:
         logging.getLogger("actorrt").warning(

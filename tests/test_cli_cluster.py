@@ -109,6 +109,11 @@ def test_bad_start_arguments_are_named(tmp_path: Path, args: list[str], said: st
 
 def test_a_program_told_auto_without_a_head_says_so(tmp_path: Path, monkeypatch: Any) -> None:
     monkeypatch.setenv("ACTORRT_CLUSTER_DIR", str(tmp_path))
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")  # a Ray cluster's: said, not used
+    with pytest.warns(UserWarning, match="RAY_ADDRESS"):
+        actorrt.init(num_cpus=1)
+    actorrt.shutdown()
+    monkeypatch.delenv("RAY_ADDRESS")
     monkeypatch.setenv("ACTORRT_ADDRESS", "127.0.0.1:9")  # init() goes there, as Ray would
     with pytest.raises(ValueError, match="no cluster token"):
         actorrt.init()
