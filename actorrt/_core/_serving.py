@@ -139,7 +139,27 @@ class MailboxServing:
 
     @staticmethod
     def _take_sync_run(queue: Any, mailbox: Mailbox, methods: MethodTable) -> list[Envelope]:
-        batch: list[Envelope] = []
+        batch: list[Envelope]
+        if not mailbox.overflow:
+            # Nothing to admit as messages are taken: find the run's end, then take it.
+            batch = []
+            name: object = None
+            for envelope in queue:
+                if envelope[0] != name:  # a method's entry is looked up once per run of it
+                    entry = methods.get(envelope[0])
+                    if entry is None or entry[1]:
+                        break  # a stop, or an async method: it runs on the loop, after this
+                    name = envelope[0]
+                batch.append(envelope)
+                if len(batch) == BATCH_LIMIT:
+                    break
+            if len(batch) == len(queue):
+                queue.clear()
+            else:
+                for _ in batch:
+                    queue.popleft()
+            return batch
+        batch = []
         while queue and len(batch) < BATCH_LIMIT:
             entry = methods.get(queue[0][0])
             if entry is None or entry[1]:
@@ -294,7 +314,9 @@ def _unchangeable(value: Any) -> bool:
     kind = type(value)
     if kind in _SCALARS:
         return True
-    return kind is tuple and all(type(item) in _SCALARS for item in value)
+    if kind is not tuple:
+        return False
+    return _SCALARS.issuperset(map(type, value))  # no generator: this runs once per answer
 
 
 def settle(reply: Any, result: Any, error: BaseException | None) -> None:

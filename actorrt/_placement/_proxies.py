@@ -137,6 +137,20 @@ class RemoteActor:
     def ask(
         self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], timeout: float | None
     ) -> AskHandle[Any]:
+        conn = self.conn
+        if timeout is None and conn is not None and self.running and _running_loop() is self.loop:
+            # The hot path, as _submit does it: on the loop, connected, no timeout.
+            context = self._contexts.get(method)
+            if context is None:
+                context = self._contexts[method] = f"the arguments of {self.cls_name}.{method}()"
+            try:
+                sent = conn.request_tagged(
+                    [_CALL, self.actor_id, method, list(args), kwargs], context
+                )
+            except ConnectionLostError as exc:
+                sent = self.loop.create_future()
+                sent.set_exception(exc)
+            return AskHandle(sent, self, method, None)
         deadline = None if timeout is None else time.monotonic() + timeout
         if _running_loop() is not self.loop:
             return self._ask_from_thread(method, args, kwargs, deadline)

@@ -32,6 +32,7 @@ from typing import Any, Final, Protocol, cast
 from .._errors import ProtocolVersionError
 from . import _auth
 from ._codec import Codec
+from ._frames import BATCH_ITEM, BATCH_ITEM_LEN
 from ._frames import ERROR as ERROR
 from ._frames import HEADER as HEADER
 from ._frames import NOTIFY as NOTIFY
@@ -39,9 +40,9 @@ from ._frames import REPLY as REPLY
 from ._frames import REQUEST as REQUEST
 from ._frames import ConnectionLostError as ConnectionLostError
 from ._frames import FrameTooLargeError as FrameTooLargeError
-from ._reader import READ_BUFFER, FrameReader, Routes
+from ._reader import READ_BUFFER, FrameReader, Routes, RunRoutes
 from ._tls import tcp_channel
-from ._writer import CLOSED, CLOSING, HANDSHAKE, OPEN
+from ._writer import _EAGER_FLUSH, BIG_FRAME, CLOSED, CLOSING, HANDSHAKE, OPEN
 
 __all__ = [
     "DEFAULT_HANDSHAKE_TIMEOUT",
@@ -82,6 +83,8 @@ class Handler(Protocol):
 
 
 _NO_ROUTES: Final[Routes] = {}
+_pack_item = BATCH_ITEM.pack
+_NO_RUNS: Final[RunRoutes] = {}
 _BOUND_HINT: Final = " (or a man in the middle relays the TLS connection)"
 
 
@@ -145,6 +148,8 @@ class Connection(FrameReader):
         self._request_routes = _NO_ROUTES if routes is None else routes
         routes = getattr(handler, "notification_routes", None)
         self._notification_routes = _NO_ROUTES if routes is None else routes
+        runs: RunRoutes | None = getattr(handler, "request_runs", None)
+        self._request_runs = _NO_RUNS if runs is None else runs
         self._handshake = _auth.Handshake(secret, server, binding)
         self._own_codec = codec is None
         self._codec = Codec(allow_pickle=False) if codec is None else codec
@@ -220,6 +225,29 @@ class Connection(FrameReader):
         request_id = self._next_id
         self._next_id = request_id + 1
         self._send(REQUEST, request_id, payload, context, tagged)
+        future: asyncio.Future[Any] = self._loop.create_future()
+        self._pending[request_id] = future
+        return future
+
+    def request_tagged(self, payload: list[Any], context: object) -> asyncio.Future[Any]:
+        """``request(payload, context=context, tagged=True)``, for the hot path of asks: a
+        message sent in a burst joins the loop tick's open batch right here."""
+        request_id = self._next_id
+        self._next_id = request_id + 1
+        if self._state is not OPEN:
+            raise self._unusable()
+        flags, head, buffers = self._codec.pack_tagged(payload, context)
+        if self._batch_at >= 0 and not buffers and len(head) <= BIG_FRAME:
+            # As FrameWriter._queue appends to the open batch.
+            wbuf = self._wbuf
+            wbuf.append(_pack_item(0xCF, request_id, 0xCC, REQUEST | flags))
+            wbuf.append(head)
+            self._batch_flags |= flags
+            wsize = self._wsize = self._wsize + len(head) + BATCH_ITEM_LEN
+            if wsize >= _EAGER_FLUSH:
+                self._write_queued()
+        else:
+            self._queue(REQUEST, request_id, flags, head, buffers, context)
         future: asyncio.Future[Any] = self._loop.create_future()
         self._pending[request_id] = future
         return future

@@ -6,6 +6,11 @@ routes pair a class with a handler ``(conn, request_id, message)`` that must arr
 one reply; :func:`notification` routes pair a class with a handler ``(conn, message)``. mypy
 checks at each route that the handler takes that class. A class may have both kinds of route.
 
+A request class may also have a run route (:func:`request_run`): the connection then hands
+it the requests of that class that arrive together in one batch frame, in their wire form,
+in one call (:data:`~actorrt._wire._reader.RunRoutes` says how); the class's request route
+still takes those that arrive alone.
+
 What the table does not take is refused with a :class:`~actorrt._wire._messages.
 MalformedMessage` naming it: a payload that is no typed message, a message this end does not
 take, a request sent as a notification or the other way round. A refused request gets that
@@ -23,7 +28,15 @@ from typing import Any, TypeVar
 from ._connection import Connection
 from ._messages import MalformedMessage, Message, tag_of
 
-__all__ = ["Dispatcher", "NotificationRoute", "RequestRoute", "notification", "request"]
+__all__ = [
+    "Dispatcher",
+    "NotificationRoute",
+    "RequestRoute",
+    "RunRoute",
+    "notification",
+    "request",
+    "request_run",
+]
 
 logger = logging.getLogger("actorrt")
 
@@ -31,10 +44,19 @@ M = TypeVar("M", bound=Message)
 
 RequestRoute = tuple[type[Any], Callable[[Connection, int, Any], None]]
 NotificationRoute = tuple[type[Any], Callable[[Connection, Any], None]]
+RunRoute = tuple[type[Any], Callable[[Connection, list[Any], int, int], int]]
 
 
 def request(cls: type[M], handler: Callable[[Connection, int, M], None]) -> RequestRoute:
     """A route for ``cls`` sent as a request: ``handler(conn, request_id, message)``."""
+    return cls, handler
+
+
+def request_run(
+    cls: type[Message], handler: Callable[[Connection, list[Any], int, int], int]
+) -> RunRoute:
+    """A run route for ``cls`` sent as requests: ``handler(conn, items, start, stop)`` takes
+    those of a batch at once (:data:`~actorrt._wire._reader.RunRoutes`)."""
     return cls, handler
 
 
@@ -52,16 +74,18 @@ class Dispatcher:
         notifications: the notification routes (see :func:`notification`).
     """
 
-    # __slots__ for speed. A connection takes ``request_routes`` and ``notification_routes``
-    # and calls a routed message's handler itself (one call less per message); __call__
-    # sees only what those tables lack (and the messages of a plain handler's caller).
-    __slots__ = ("_name", "_notifications", "_requests")
+    # __slots__ for speed. A connection takes ``request_routes``, ``notification_routes``
+    # and ``request_runs`` and calls a routed message's handler itself (one call less per
+    # message); __call__ sees only what those tables lack (and the messages of a plain
+    # handler's caller).
+    __slots__ = ("_name", "_notifications", "_requests", "_runs")
 
     def __init__(
         self,
         name: str,
         requests: Iterable[RequestRoute] = (),
         notifications: Iterable[NotificationRoute] = (),
+        runs: Iterable[RunRoute] = (),
     ) -> None:
         self._name = name
         self._requests: dict[type[Any], Callable[[Connection, int, Any], None]] = {}
@@ -70,6 +94,12 @@ class Dispatcher:
             self._add(self._requests, cls, handler)
         for cls, note in notifications:
             self._add(self._notifications, cls, note)
+        self._runs: dict[int, Callable[[Connection, list[Any], int, int], int]] = {}
+        for cls, run in runs:
+            tag = tag_of(cls)
+            if tag is None or cls not in self._requests:
+                raise ValueError(f"a run route for {cls.__name__} needs its request route")
+            self._add(self._runs, tag, run)
 
     @property
     def request_routes(self) -> dict[type[Any], Callable[[Connection, int, Any], None]]:
@@ -81,11 +111,17 @@ class Dispatcher:
         """The notification table, by message class."""
         return self._notifications
 
+    @property
+    def request_runs(self) -> dict[int, Callable[[Connection, list[Any], int, int], int]]:
+        """The run routes, by message tag."""
+        return self._runs
+
     @staticmethod
-    def _add(table: dict[type[Any], Any], cls: type[Any], handler: object) -> None:
-        if cls in table:
-            raise ValueError(f"{cls.__name__} is routed twice")
-        table[cls] = handler
+    def _add(table: dict[Any, Any], key: Any, handler: object) -> None:
+        if key in table:
+            what = key.__name__ if isinstance(key, type) else f"tag {key}"
+            raise ValueError(f"{what} is routed twice")
+        table[key] = handler
 
     def __call__(self, conn: Connection, request_id: int | None, payload: Any) -> None:
         if request_id is not None:

@@ -42,7 +42,7 @@ from ._frames import (
 from ._messages import from_wire
 from ._writer import BIG_FRAME, CLOSED, OPEN, FrameWriter
 
-__all__ = ["FrameReader", "Routes"]
+__all__ = ["FrameReader", "Routes", "RunRoutes"]
 
 logger = logging.getLogger("actorrt")
 
@@ -55,6 +55,15 @@ _FINISH: Final = FLAG_MESSAGE | FLAG_TOP_TUPLE
 # What a Dispatcher exposes so that the connection hands a typed message straight to its
 # route (one call less per message); anything not in them goes to the handler itself.
 Routes = dict[type[Any], Callable[..., None]]
+# Run routes, by message tag: ``run(conn, items, start, stop) -> end`` takes the requests of a
+# batch that are messages of its tag, in their wire form, from ``items[start]`` on (request
+# id, kind_flags, ``[tag, *fields]`` for each), stopping at the first that is not one or at
+# ``stop``, and returns where it stopped (after ``start``: the first is always one). It
+# checks each message as ``from_wire`` would and must arrange one reply for each it took.
+RunRoutes = dict[int, Callable[[Any, list[Any], int, int], int]]
+# The kind_flags bits that make a batched value a request for a run route.
+_RUN_MASK: Final = KIND_MASK | _FINISH
+_RUN_KIND: Final = REQUEST | FLAG_MESSAGE
 
 
 class FrameReader(FrameWriter):
@@ -80,6 +89,7 @@ class FrameReader(FrameWriter):
         "_read_paused",
         "_rend",
         "_request_routes",
+        "_request_runs",
         "_rstart",
         "_rview",
     )
@@ -87,6 +97,7 @@ class FrameReader(FrameWriter):
     _handler: Callable[[Any, int | None, Any], None]
     _request_routes: Routes
     _notification_routes: Routes
+    _request_runs: RunRoutes
     _pending: dict[int, asyncio.Future[Any]]
     _rbuf: bytearray
     _rview: memoryview
@@ -215,6 +226,7 @@ class FrameReader(FrameWriter):
         unpack = self._codec.unpack
         pending = self._pending
         request_routes, notification_routes = self._request_routes, self._notification_routes
+        request_runs = self._request_runs
         while not self._halted:
             batch = self._batch
             if batch is not None:
@@ -223,6 +235,32 @@ class FrameReader(FrameWriter):
                     self._batch = None
                     continue
                 request_id, kind_flags, value = batch[at], batch[at + 1], batch[at + 2]
+                if kind_flags & _RUN_MASK == REPLY:
+                    # A run of replies, resolved in one go: setting a future's result runs
+                    # nothing now (its callbacks are scheduled), so nothing can reenter.
+                    size = len(batch)
+                    while True:
+                        future = pending.pop(request_id, None)
+                        if future is not None and not future.done():
+                            future.set_result(value)
+                        at += 3
+                        if at >= size:
+                            break
+                        request_id, kind_flags, value = batch[at], batch[at + 1], batch[at + 2]
+                        if kind_flags & _RUN_MASK != REPLY:
+                            break
+                    self._batch_next = at
+                    continue
+                if (
+                    kind_flags & _RUN_MASK == _RUN_KIND
+                    and request_runs
+                    and type(value) is list
+                    and value
+                    and type(value[0]) is int
+                    and value[0] in request_runs
+                ):
+                    self._hand_on_run(request_runs[value[0]], batch, at)
+                    continue
                 self._batch_next = at + 3  # the handler may pause reading and reenter
                 kind = kind_flags & KIND_MASK
                 if kind_flags & _FINISH:
@@ -292,6 +330,22 @@ class FrameReader(FrameWriter):
         self._rstart = pos
         if self._wbuf:
             self._write_queued()  # the replies to this read, together
+
+    def _hand_on_run(
+        self, run: Callable[[Any, list[Any], int, int], int], batch: list[Any], at: int
+    ) -> None:
+        """Hand the requests of ``batch`` from ``at`` on to their run route at once, as many
+        as the incoming watermark lets through: reading stops after the same request as it
+        would were each handed on alone."""
+        room = max(self._incoming_high - self._incoming, 1)
+        stop = min(len(batch), at + 3 * room)
+        self._incoming += (stop - at) // 3  # counted before: the route may reply at once
+        end = run(self, batch, at, stop)  # it answers each request itself: it never raises
+        assert at < end <= stop, (at, end, stop)
+        self._incoming -= (stop - end) // 3  # the ones it did not take
+        self._batch_next = end
+        if self._incoming >= self._incoming_high:
+            self._over_watermark()
 
     def _start_batch(self, kind_flags: int, body: Any) -> None:
         """Decode a batch frame in one go; its messages are handed on from ``_batch``."""
