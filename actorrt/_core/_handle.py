@@ -10,7 +10,7 @@ import asyncio
 import concurrent.futures
 import time
 from collections.abc import Generator
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 from .._errors import AskTimeoutError, ConnectionLostError, DeadlockError
 from ._context import RunningActor, current_cell
@@ -65,6 +65,10 @@ class _LazyEdge:
             self._timer.cancel()
 
 
+# The class of the futures an event loop makes (``loop.create_future()``; uvloop's too).
+_LOOP_FUTURE: Final = asyncio.Future
+
+
 def _same(waiter: RunningActor, target: Target) -> bool:
     """Whether the waiting actor is the one it asks (a cell is both)."""
     return waiter is target  # type: ignore[comparison-overlap]
@@ -104,6 +108,17 @@ class AskHandle(Generic[T]):
 
     def __await__(self) -> Generator[Any, None, T]:
         fut = self._fut
+        # The common case first, for speed: the loop's own future, answered with a value
+        # already (a pipelined caller's), no timeout, awaited outside an actor.
+        if (
+            type(fut) is _LOOP_FUTURE
+            and fut.done()
+            and self._deadline is None
+            and not fut.cancelled()
+            and fut.exception() is None
+            and current_cell.get() is None
+        ):
+            return fut.__await__()
         if isinstance(fut, concurrent.futures.Future):
             return self._await_foreign().__await__()
         if self._deadline is not None:
