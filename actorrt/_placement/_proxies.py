@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from .._core._handle import AskHandle, ThreadWait
 from .._errors import ActorDiedError, DeathReason, MailboxFullError, RuntimeClosedError
+from .._wire._codec import FLAG_TOP_TUPLE
 from .._wire._connection import (
     DEFAULT_WRITE_LIMITS,
     ERROR,
@@ -96,7 +97,13 @@ class WireReply:
             reply = envelope[3]
             if type(reply) is not WireReply or reply._conn is not conn or reply._done:
                 return False
-            answers += (reply._request_id, REPLY if ok else ERROR, value)
+            if ok and type(value) is tuple:
+                # As a tuple's own frame carries it: a plain array, flagged (no tuple hook
+                # on either side, and the batch decodes natively when nothing else in it
+                # is a tuple).
+                answers += (reply._request_id, _TUPLE_REPLY, list(value))
+            else:
+                answers += (reply._request_id, REPLY if ok else ERROR, value)
         if not conn.reply_run(answers):
             return False
         for envelope in batch:
@@ -286,6 +293,7 @@ TELL_HIGH_WATER = DEFAULT_WRITE_LIMITS[0]
 
 
 _CALL: Final = tag_of(Call)
+_TUPLE_REPLY: Final = REPLY | FLAG_TOP_TUPLE
 _TELL: Final = tag_of(Tell)
 
 

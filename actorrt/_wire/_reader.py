@@ -64,6 +64,7 @@ RunRoutes = dict[int, Callable[[Any, list[Any], int, int], int]]
 # The kind_flags bits that make a batched value a request for a run route.
 _RUN_MASK: Final = KIND_MASK | _FINISH
 _RUN_KIND: Final = REQUEST | FLAG_MESSAGE
+_TUPLE_REPLY: Final = REPLY | FLAG_TOP_TUPLE  # a reply that is a tuple, sent as a plain array
 
 
 class FrameReader(FrameWriter):
@@ -235,19 +236,25 @@ class FrameReader(FrameWriter):
                     self._batch = None
                     continue
                 request_id, kind_flags, value = batch[at], batch[at + 1], batch[at + 2]
-                if kind_flags & _RUN_MASK == REPLY:
+                if kind_flags & _RUN_MASK == REPLY or (
+                    kind_flags & _RUN_MASK == _TUPLE_REPLY and type(value) is list
+                ):
                     # A run of replies, resolved in one go: setting a future's result runs
                     # nothing now (its callbacks are scheduled), so nothing can reenter.
                     size = len(batch)
                     while True:
                         future = pending.pop(request_id, None)
                         if future is not None and not future.done():
-                            future.set_result(value)
+                            future.set_result(
+                                tuple(value) if kind_flags & FLAG_TOP_TUPLE else value
+                            )
                         at += 3
                         if at >= size:
                             break
                         request_id, kind_flags, value = batch[at], batch[at + 1], batch[at + 2]
-                        if kind_flags & _RUN_MASK != REPLY:
+                        if kind_flags & _RUN_MASK != REPLY and (
+                            kind_flags & _RUN_MASK != _TUPLE_REPLY or type(value) is not list
+                        ):
                             break
                     self._batch_next = at
                     continue

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from actorrt._wire import _auth
+from actorrt._wire._codec import FLAG_TOP_TUPLE
 from actorrt._wire._dispatcher import Dispatcher, notification, request, request_run
-from actorrt._wire._frames import REQUEST
+from actorrt._wire._frames import ERROR, REPLY, REQUEST
 from actorrt._wire._messages import Call, Stop, Tell, tag_of
 from actorrt._wire._transport import Connection, connect_unix, make_private_dir, serve_unix
 
@@ -149,3 +150,51 @@ async def test_a_run_stops_at_the_incoming_watermark_and_resumes_after_replies()
 def test_a_run_route_needs_the_request_route_of_its_class() -> None:
     with pytest.raises(ValueError, match="a run route for Call needs its request route"):
         Dispatcher("x", runs=[request_run(Call, lambda conn, items, start, stop: stop)])
+
+
+async def test_replies_of_one_batch_resolve_in_order_tuples_and_errors_included() -> None:
+    directory = make_private_dir(base="/tmp")
+    path = os.path.join(directory, "s")
+    secret = _auth.new_secret()
+    asked: list[int] = []
+    all_in = asyncio.Event()
+
+    def handler(conn: Connection, request_id: int | None, payload: Any) -> None:
+        assert request_id is not None
+        if payload == "after":
+            conn.reply(request_id, payload)
+            return
+        asked.append(request_id)  # answered below, together
+        if len(asked) == 6:
+            all_in.set()
+
+    server = await serve_unix(path, handler, secret)
+    client = await connect_unix(path, secret)
+    try:
+        futures = [client.request(i) for i in range(6)]
+        await all_in.wait()
+        (peer,) = server.connections
+        a, b, c, d, e, f = asked
+        tuple_reply = REPLY | FLAG_TOP_TUPLE
+        assert peer.reply_run([
+            a, tuple_reply, [1, "x"],  # a tuple, sent as its own frame would send it
+            b, REPLY, [1, "x"],  # a list
+            c, ERROR, KeyError("c"),
+            d, tuple_reply, 5,  # malformed: no array; fails alone
+            e, tuple_reply, [],
+            f, REPLY, (2, (3,)),
+        ])
+        results = await asyncio.gather(*futures, return_exceptions=True)
+        assert results[0] == (1, "x") and type(results[0]) is tuple
+        assert results[1] == [1, "x"]
+        assert isinstance(results[2], KeyError)
+        assert isinstance(results[3], TypeError)
+        assert results[4] == ()
+        assert results[5] == (2, (3,))
+        assert await client.request("after") == "after"
+    finally:
+        client.close()
+        server.close()
+        await client.wait_closed()
+        await server.wait_closed()
+        os.rmdir(directory)
