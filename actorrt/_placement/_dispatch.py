@@ -139,11 +139,12 @@ class Host:
                 return at
             request_id = items[at]
             try:
-                if len(fields) == 5:
+                try:
                     _tag, actor_id, method, args, kwargs = fields
+                except ValueError:  # not five: the thorough check below says why
+                    actor_id = None
                 if not (
-                    len(fields) == 5
-                    and type(actor_id) is str
+                    type(actor_id) is str
                     and type(method) is str
                     and type(args) is list
                     and type(kwargs) is dict
