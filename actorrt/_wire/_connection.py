@@ -42,7 +42,7 @@ from ._frames import ConnectionLostError as ConnectionLostError
 from ._frames import FrameTooLargeError as FrameTooLargeError
 from ._reader import READ_BUFFER, FrameReader, Routes, RunRoutes
 from ._tls import tcp_channel
-from ._writer import _EAGER_FLUSH, BIG_FRAME, CLOSED, CLOSING, HANDSHAKE, OPEN
+from ._writer import BIG_FRAME, CLOSED, CLOSING, EAGER_FLUSH, HANDSHAKE, OPEN
 
 __all__ = [
     "DEFAULT_HANDSHAKE_TIMEOUT",
@@ -83,8 +83,8 @@ class Handler(Protocol):
 
 
 _NO_ROUTES: Final[Routes] = {}
-_pack_item = BATCH_ITEM.pack
 _NO_RUNS: Final[RunRoutes] = {}
+_pack_item = BATCH_ITEM.pack
 _BOUND_HINT: Final = " (or a man in the middle relays the TLS connection)"
 
 
@@ -244,7 +244,7 @@ class Connection(FrameReader):
             wbuf.append(head)
             self._batch_flags |= flags
             wsize = self._wsize = self._wsize + len(head) + BATCH_ITEM_LEN
-            if wsize >= _EAGER_FLUSH:
+            if wsize >= EAGER_FLUSH:
                 self._write_queued()
         else:
             self._queue(REQUEST, request_id, flags, head, buffers, context)

@@ -72,6 +72,8 @@ class Dispatcher:
         name: what this end is, for error messages (``"the runtime's worker socket"``).
         requests: the request routes (see :func:`request`).
         notifications: the notification routes (see :func:`notification`).
+        runs: run routes (see :func:`request_run`), each for a class that has a request
+            route here.
     """
 
     # __slots__ for speed. A connection takes ``request_routes``, ``notification_routes``

@@ -8,9 +8,10 @@ through:
   a frame above 64 KiB gets a buffer of its own, which the kernel fills directly, so arrays
   in it are decoded as views without a copy.
 * **Handing on.** A reply or error resolves its pending future right here, from the decoding
-  loop; a request or notification goes to its route in the handler's table (or to the
-  handler itself), in the order the peer sent them. Replies the handler sends while one
-  read's frames are handled leave in one write at the end.
+  loop (a batch's run of replies in one tight loop); a request or notification goes to its
+  route in the handler's table (or to the handler itself), in the order the peer sent them;
+  the requests of a batch whose class has a run route go to that route together. Replies
+  the handler sends while one read's frames are handled leave in one write at the end.
 * **Flow control.** Requests handed on and not yet replied to are counted; above
   ``incoming_limits[0]`` reading stops, and it resumes at ``incoming_limits[1]``.
   :meth:`FrameReader.pause_reading` lets the owner stop reading too (a full mailbox behind

@@ -36,7 +36,7 @@ from ._frames import (
     FrameTooLargeError,
 )
 
-__all__ = ["BIG_FRAME", "FrameWriter"]
+__all__ = ["BIG_FRAME", "EAGER_FLUSH", "FrameWriter"]
 
 _pack_header = HEADER.pack
 _pack_item = BATCH_ITEM.pack
@@ -45,7 +45,7 @@ _BATCH_HEAD: Final = HEADER_LEN + BATCH_ARRAY.size
 
 BIG_FRAME: Final = 1 << 16  # frames above this travel (and are read) as buffers of their own
 _JOIN_LIMIT: Final = 1 << 20  # queued writes above this are not joined into one bytes
-_EAGER_FLUSH: Final = 1 << 12  # a burst is written at least every 4 KiB (see _send)
+EAGER_FLUSH: Final = 1 << 12  # a burst is written at least every 4 KiB (see _send)
 
 # The connection's states, in order (shared with _connection and _reader).
 HANDSHAKE: Final = 0
@@ -148,7 +148,7 @@ class FrameWriter(asyncio.BufferedProtocol):
         wbuf.append(head)
         self._batch_flags |= flags
         wsize = self._wsize = self._wsize + size + BATCH_ITEM_LEN
-        if wsize >= _EAGER_FLUSH:
+        if wsize >= EAGER_FLUSH:
             # A long burst: let the peer start on it rather than wait for the end of the tick.
             self._write_queued()
 
@@ -173,7 +173,7 @@ class FrameWriter(asyncio.BufferedProtocol):
             self._flush_scheduled = True
             self._call_soon(self._flush_at_tick_end)
             self._write_queued()
-        elif wsize >= _EAGER_FLUSH:
+        elif wsize >= EAGER_FLUSH:
             self._write_queued()
         return True
 
