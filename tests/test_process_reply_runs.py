@@ -2,6 +2,7 @@
 are answered in one frame, and each caller still gets its own answer: a value, a tuple, its
 own exception, or, for a value that cannot be sent, its own TypeError."""
 
+import asyncio
 import threading
 
 import numpy as np
@@ -66,3 +67,21 @@ async def test_an_answer_is_sent_as_it_was_when_its_method_returned(
     handles = [ref.add(i) for i in range(300)]
     for i, handle in enumerate(handles):
         assert await handle == list(range(i + 1))
+
+
+async def test_a_process_actors_methods_are_method_refs_in_every_way(
+    actorrt_runtime: actorrt.Runtime,
+) -> None:
+    # Its methods send their own calls (a call less per ask); options, tell, a thread's ask
+    # and a broken argument behave as on any MethodRef.
+    ref = await Growing.spawn()
+    add = ref.add
+    assert isinstance(add, actorrt.MethodRef) and ref.add is add
+    assert await add.options(timeout=30)(1) == [1]
+    assert isinstance(add.options(timeout=30), actorrt.MethodRef)
+    add.tell(2)
+    with pytest.raises(TypeError, match=r"cannot send the arguments of Growing.add\(\)"):
+        add(threading.Lock())
+    on_thread = await asyncio.to_thread(lambda: actorrt.get(add(3)))
+    assert on_thread == [1, 2, 3]
+    assert "Growing" in repr(add)

@@ -28,6 +28,8 @@ class RefTarget(Target, Protocol):
     loop: asyncio.AbstractEventLoop
     mailbox: Any  # a cell's Mailbox; never read on a proxy (``inline`` is False)
     methods: Any  # the method names (a mapping or a set): ``name in methods``
+    # A target may also name the MethodRef subclass its refs' methods are (``method_ref``):
+    # one that sends its asks itself, a call less per ask.
 
     def ask(
         self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], timeout: float | None
@@ -120,7 +122,7 @@ class MethodRef:
             if not math.isfinite(timeout) or timeout <= 0:
                 raise ValueError(f"timeout must be a positive finite number, got {timeout!r}")
             timeout = float(timeout)
-        return MethodRef(self._cell, self._name, timeout)
+        return type(self)(self._cell, self._name, timeout)
 
     def __repr__(self) -> str:
         return f"<actorrt.MethodRef {self._cell.describe()}.{self._name}>"
@@ -149,7 +151,7 @@ class ActorRef(Generic[A]):
                 f"actor class {cell.cls_name} has no public method {name!r}; "
                 f"its methods are: {methods}"
             )
-        method = MethodRef(cell, name, None)
+        method = getattr(cell, "method_ref", MethodRef)(cell, name, None)
         # Cache on the instance so later lookups skip __getattr__ entirely.
         object.__setattr__(self, name, method)
         return method

@@ -29,6 +29,7 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Final
 
 from .._core._handle import AskHandle, ThreadWait
+from .._core._ref import MethodRef
 from .._errors import ActorDiedError, DeathReason, MailboxFullError, RuntimeClosedError
 from .._wire._codec import FLAG_TOP_TUPLE
 from .._wire._connection import (
@@ -111,11 +112,42 @@ class WireReply:
         return True
 
 
+class RemoteMethod(MethodRef):
+    """A method of an actor in another process: calling it sends the ``Call`` itself, as
+    :meth:`RemoteActor.ask` does (one call less per ask on the hot path)."""
+
+    __slots__ = ()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> AskHandle[Any]:
+        cell: RemoteActor = self._cell  # type: ignore[assignment]  # made by RemoteActor
+        conn = cell.conn
+        if (
+            self._timeout is None
+            and conn is not None
+            and cell.running
+            and _running_loop() is cell.loop
+        ):
+            method = self._name
+            context = cell._contexts.get(method)
+            if context is None:
+                context = cell._contexts[method] = f"the arguments of {cell.cls_name}.{method}()"
+            try:
+                sent = conn.request_tagged(
+                    [_CALL, cell.actor_id, method, list(args), kwargs], context
+                )
+            except ConnectionLostError as exc:
+                sent = cell.loop.create_future()
+                sent.set_exception(exc)
+            return AskHandle(sent, cell, method, None)
+        return cell.ask(self._name, args, kwargs, self._timeout)
+
+
 class RemoteActor:
     """Sends calls to an actor in another process over a connection."""
 
     inline = False
     accepting = False  # refs' inline fast path never applies; see ``inline``
+    method_ref = RemoteMethod  # what a ref's methods are
     running = True  # calls go out on ``conn`` (a process actor clears it while restarting)
 
     def __init__(
