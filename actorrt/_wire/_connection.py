@@ -234,20 +234,22 @@ class Connection(FrameReader):
         message sent in a burst joins the loop tick's open batch right here."""
         request_id = self._next_id
         self._next_id = request_id + 1
-        if self._state is not OPEN:
-            raise self._unusable()
-        flags, head, buffers = self._codec.pack_tagged(payload, context)
-        if self._batch_at >= 0 and not buffers and len(head) <= BIG_FRAME:
-            # As FrameWriter._queue appends to the open batch.
-            wbuf = self._wbuf
-            wbuf.append(_pack_item(0xCF, request_id, 0xCC, REQUEST | flags))
-            wbuf.append(head)
-            self._batch_flags |= flags
-            wsize = self._wsize = self._wsize + len(head) + BATCH_ITEM_LEN
-            if wsize >= EAGER_FLUSH:
-                self._write_queued()
+        if self._batch_at < 0:  # no batch open: sent as request() sends it
+            self._send(REQUEST, request_id, payload, context, True)
         else:
-            self._queue(REQUEST, request_id, flags, head, buffers, context)
+            if self._state is not OPEN:
+                raise self._unusable()
+            flags, head, buffers = self._codec.pack_tagged(payload, context)
+            if buffers or len(head) > BIG_FRAME:
+                self._send_large(REQUEST | flags, request_id, head, buffers, context)
+            else:  # into the open batch, as FrameWriter._send puts it there
+                wbuf = self._wbuf
+                wbuf.append(_pack_item(0xCF, request_id, 0xCC, REQUEST | flags))
+                wbuf.append(head)
+                self._batch_flags |= flags
+                wsize = self._wsize = self._wsize + len(head) + BATCH_ITEM_LEN
+                if wsize >= EAGER_FLUSH:
+                    self._write_queued()
         future: asyncio.Future[Any] = self._loop.create_future()
         self._pending[request_id] = future
         return future

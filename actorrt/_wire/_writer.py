@@ -110,19 +110,6 @@ class FrameWriter(asyncio.BufferedProtocol):
             flags, head, buffers = self._codec.pack_tagged(payload, context)
         else:
             flags, head, buffers = self._codec.pack(payload, context)
-        self._queue(kind, request_id, flags, head, buffers, context)
-
-    def _queue(
-        self,
-        kind: int,
-        request_id: int,
-        flags: int,
-        head: bytes,
-        buffers: list[Any],
-        context: object,
-    ) -> None:
-        """Queue a message :meth:`_send` has encoded (``Connection.request_tagged`` joins an
-        open batch itself, as below, and comes here for the rest)."""
         size = len(head)
         if buffers or size > BIG_FRAME:
             self._send_large(kind | flags, request_id, head, buffers, context)
