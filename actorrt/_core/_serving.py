@@ -301,22 +301,19 @@ def _run_sync_batch(
                 break
         else:
             outcomes.append((True, result))
-            if reply is not None and not _unchangeable(result):
+            if reply is None:
+                continue
+            # Whether no later message can change the answer: a scalar, or a tuple of
+            # scalars (inline, not a function: this runs once per message).
+            kind = type(result)
+            if kind not in _SCALARS and not (
+                kind is tuple and _SCALARS.issuperset(map(type, result))
+            ):
                 break
     return outcomes
 
 
 _SCALARS = frozenset({type(None), bool, int, float, complex, str, bytes})
-
-
-def _unchangeable(value: Any) -> bool:
-    """Whether no later message can change ``value`` (a scalar, or a tuple of scalars)."""
-    kind = type(value)
-    if kind in _SCALARS:
-        return True
-    if kind is not tuple:
-        return False
-    return _SCALARS.issuperset(map(type, value))  # no generator: this runs once per answer
 
 
 def settle(reply: Any, result: Any, error: BaseException | None) -> None:
