@@ -75,8 +75,9 @@ class TrialLauncher(ControllerState):
         if creator is not None:
             trial.trial_name = str(creator(trial))
         dirname = self.tune_config.trial_dirname_creator
-        trial.path = self.storage.trial_dir(str(dirname(trial)) if dirname else trial.trial_name)
-        self.storage.write_params(trial.path, config)
+        trial.path = self.storage.new_trial_dir(
+            str(dirname(trial)) if dirname else trial.trial_name, config
+        )
         failure: Exception | None = None
         try:
             trial.resources = resolve_resources(self.trainable, config)
@@ -117,6 +118,12 @@ class TrialLauncher(ControllerState):
 
     async def _run_trial(self, trial: Trial) -> None:
         assert trial.resources is not None
+        try:
+            await self.storage.ready(trial.path)  # its folder, made on the storage's thread
+        except Exception as exc:  # as when the folder is made on the loop: the run fails
+            self._pending -= 1
+            self._fail(exc)
+            return
         max_failures = self.failure.max_failures
         if trial.group is not None:  # resized: its driver goes into the group we hold
             placed: dict[str, Any] = {
@@ -134,7 +141,7 @@ class TrialLauncher(ControllerState):
                 max_restarts=-1 if max_failures < 0 else max_failures,
                 # The default name (unique per runtime): trial_name_creator may repeat names.
                 name=f"{trainable_name(self.trainable)}_{trial.trial_id}",
-            ).spawn(self.trainable, self.bus)
+            ).spawn(self.shipped_trainable, self.bus)
         except Exception as exc:  # infeasible resources, a trainable that does not travel
             if isinstance(exc, actorrt.InfeasibleResourceError):
                 exc = self._request_error(trial, exc)
