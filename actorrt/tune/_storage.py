@@ -183,9 +183,10 @@ class _TrialFiles:
 class ExperimentStorage:
     """Writes one experiment's folder.
 
-    A new trial's folder is set up on a thread of its own (:meth:`new_trial_dir`): creating
-    files is the costliest thing the driver does per trial on some filesystems, and the
-    event loop goes on meanwhile. Whatever touches a trial's folder afterwards waits for
+    A new trial's folder is set up on one of two threads of the storage's own
+    (:meth:`new_trial_dir`): creating files is the costliest thing the driver does per trial
+    on some filesystems, the event loop goes on meanwhile, and two threads let one trial's
+    file creations overlap another's. Whatever touches a trial's folder afterwards waits for
     its set-up first (:meth:`ready`, or at once on the loop for the rare paths that need
     it), so the folder is complete before the trial's actor runs.
     """
@@ -199,11 +200,11 @@ class ExperimentStorage:
         self._writer: concurrent.futures.ThreadPoolExecutor | None = None
 
     def new_trial_dir(self, dirname: str, config: Mapping[str, Any]) -> str:
-        """The path of a new trial's folder, which a thread creates with its
+        """The path of a new trial's folder, which a storage thread creates with its
         ``params.json``, ``params.pkl`` and open result logs; :meth:`ready` waits for it."""
         path = os.path.join(self.path, dirname)
         if self._writer is None:
-            self._writer = concurrent.futures.ThreadPoolExecutor(1, "actorrt-tune-storage")
+            self._writer = concurrent.futures.ThreadPoolExecutor(2, "actorrt-tune-storage")
         self._setups[path] = self._writer.submit(self._set_up, dirname, dict(config))
         return path
 
