@@ -118,12 +118,6 @@ class TrialLauncher(ControllerState):
 
     async def _run_trial(self, trial: Trial) -> None:
         assert trial.resources is not None
-        try:
-            await self.storage.ready(trial.path)  # its folder, made on the storage's thread
-        except Exception as exc:  # as when the folder is made on the loop: the run fails
-            self._pending -= 1
-            self._fail(exc)
-            return
         max_failures = self.failure.max_failures
         if trial.group is not None:  # resized: its driver goes into the group we hold
             placed: dict[str, Any] = {
@@ -154,6 +148,13 @@ class TrialLauncher(ControllerState):
         self._refs[trial.trial_id] = ref
         ended = False
         try:
+            # Its folder, made on a storage thread meanwhile: awaited only now, so trials
+            # still ask for their resources in the order they were created.
+            try:
+                await self.storage.ready(trial.path)
+            except Exception as exc:  # as when the folder is made on the loop: the run fails
+                self._fail(exc)
+                return
             trial.status = RUNNING
             self.progress.trial_status(trial)
             self.callbacks.trial_start(self.trials, trial)
