@@ -201,3 +201,19 @@ async def test_cancelling_fit_async_ends_every_trial(tmp_path: Any) -> None:
         with pytest.raises(asyncio.CancelledError):
             await fit
         assert actorrt.available_resources()["CPU"] == 2
+
+
+def _fails_at_once(config: dict[str, Any]) -> None:
+    raise ValueError("no result on purpose")
+
+
+@pytest.mark.actorrt(num_cpus=2)
+async def test_a_trial_with_no_result_has_no_metrics_dataframe(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Any
+) -> None:
+    grid = await tune.Tuner(
+        _fails_at_once, run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0)
+    ).fit_async()
+    [result] = list(grid)
+    assert isinstance(result.error, ValueError)
+    assert result.metrics_dataframe is None  # as in Ray: no results, no frame
