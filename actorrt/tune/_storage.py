@@ -203,6 +203,8 @@ class ExperimentStorage:
         """The path of a new trial's folder, which a storage thread creates with its
         ``params.json``, ``params.pkl`` and open result logs; :meth:`ready` waits for it."""
         path = os.path.join(self.path, dirname)
+        if path in self._setups:  # a name used twice (trial_dirname_creator): in turn
+            self._claim(path)
         if self._writer is None:
             self._writer = concurrent.futures.ThreadPoolExecutor(2, "actorrt-tune-storage")
         self._setups[path] = self._writer.submit(self._set_up, dirname, dict(config))
