@@ -251,7 +251,9 @@ def _read_trial(path: str, live: set[str], running: bool, journal: _Journal | No
     if error is None and journal is not None and name in journal.errors:
         error = summarise_error(journal.errors[name])
         error.source = os.path.join(os.path.dirname(path), JOURNAL_FILE)
-    is_live = any(
+    # Its logs are open from the moment its folder is made, so open logs with no result in
+    # them are a trial waiting for resources or for its first report: pending, below.
+    is_live = num_results > 0 and any(
         os.path.realpath(os.path.join(path, f)) in live for f in ("result.json", "progress.csv")
     )
     final = _JOURNAL_STATUS.get(journal.ended.get(name, "")) if journal is not None else None

@@ -24,7 +24,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ._cluster._files import cluster_address
-from ._cluster._link import join_cluster
 from ._core import _current
 from ._core._cell import ActorCell
 from ._core._context import current_cell
@@ -165,6 +164,9 @@ class Runtime(RoleDelegation):
             if self._is_worker:
                 role = WorkerRole(self)
             elif self._cluster_address is not None:
+                # Only a program that joins a cluster loads its link (and TLS).
+                from ._cluster._link import join_cluster
+
                 link = await join_cluster(self._cluster_address, self.runtime_id)
                 role = DriverRole(self, None, self.discoverable, cluster=link)
             else:

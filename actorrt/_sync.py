@@ -17,7 +17,6 @@ import time
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
-import anyio.from_thread
 import uvloop
 
 from ._core._handle import AskHandle, ThreadWait
@@ -35,6 +34,8 @@ class _Facade:
     """A runtime held open on a portal thread until ``shutdown()``."""
 
     def __init__(self, runtime_kwargs: dict[str, Any]) -> None:
+        import anyio.from_thread  # only the sync facade needs it: not at ``import actorrt``
+
         self._portal_cm: contextlib.AbstractContextManager[Any] = (
             anyio.from_thread.start_blocking_portal(
                 "asyncio",

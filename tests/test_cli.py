@@ -494,6 +494,9 @@ def test_results_infers_each_status_from_the_files(experiment: str, tmp_path: Pa
     with open(copy / cut / "progress.csv", "a"):
         now = statuses()
         assert now[cut] == "running" and now["train_late"] == "pending"
+        # Its logs are open from the start, empty until its first report: still pending.
+        with open(copy / "train_late" / "result.json", "a"):
+            assert statuses()["train_late"] == "pending"
 
 
 def test_error_summary_reads_the_final_exception_of_a_chain() -> None:

@@ -152,7 +152,37 @@ async def serve(boot: dict[str, object], connected: list[bool]) -> None:
         await conn.wait_closed()
 
 
+SCHED_VARIABLE = "ACTORRT_WORKER_SCHED"  # "batch" (the default) or "normal"
+
+
+def set_scheduling_policy() -> None:
+    """Run this worker under ``SCHED_BATCH`` on Linux, unless ``ACTORRT_WORKER_SCHED=normal``.
+
+    Workers compute; their owner coordinates. Under the default policy a worker that a
+    message wakes may preempt the process that sent it, so on a busy machine the owner's
+    loop stops mid-write for each message it sends and every other worker waits for it.
+    A ``SCHED_BATCH`` worker gets the same share of the CPU but waits for its turn instead
+    (the scheduler's tick, or a free CPU). What the worker starts inherits the policy.
+    """
+    value = os.environ.get(SCHED_VARIABLE, "batch").strip().lower()
+    if value not in ("batch", "normal"):
+        raise ValueError(
+            f"{SCHED_VARIABLE}={os.environ[SCHED_VARIABLE]!r}: expected 'batch' (the default) "
+            "or 'normal'"
+        )
+    if value == "batch" and hasattr(os, "SCHED_BATCH"):
+        try:
+            os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+        except OSError:  # not allowed here (a seccomp profile): keep the default policy
+            pass
+
+
 def main() -> None:
+    try:
+        set_scheduling_policy()
+    except ValueError as exc:  # last: the owner quotes a failed start's last line
+        print(f"actorrt worker {os.getpid()} cannot start: {exc}", file=sys.stderr, flush=True)
+        os._exit(START_FAILED)
     boot = json.loads(sys.stdin.readline())
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)  # the user's code gets an empty stdin, not the bootstrap pipe

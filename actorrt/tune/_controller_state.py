@@ -38,6 +38,7 @@ from ._search import BasicVariantGenerator, ConcurrencyLimiter, Searcher
 from ._stopper import to_stopper
 from ._storage import ExperimentStorage
 from ._trial import ERROR, PENDING, RUNNING, TERMINATED, Trial
+from ._trial_actor import ship_trainable
 from ._trial_config import CheckpointConfig, FailureConfig
 
 __all__ = ["STOP_GRACE_S", "ControllerState"]
@@ -76,6 +77,7 @@ class ControllerState:
             trainable_name(trainable), self._tag, param_space, tune_config, run_config
         )
         self.trainable = trainable
+        self.shipped_trainable = ship_trainable(trainable)  # what trial actors start with
         self.param_space = param_space
         self.tune_config = tune_config
         self.run_config = run_config

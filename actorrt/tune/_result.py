@@ -110,12 +110,18 @@ class Result:
     @property
     def metrics_dataframe(self) -> Any:
         """Every result the trial reported (a ``pandas.DataFrame`` read from its
-        ``progress.csv``)."""
+        ``progress.csv``); ``None`` when it reported none, as in Ray."""
         import os
 
         import pandas  # type: ignore[import-untyped]
 
-        return pandas.read_csv(os.path.join(self.path, "progress.csv"))
+        path = os.path.join(self.path, "progress.csv")
+        try:
+            if os.path.getsize(path) == 0:
+                return None
+        except FileNotFoundError:
+            return None
+        return pandas.read_csv(path)
 
     def __repr__(self) -> str:
         # As Ray's: the reported metrics without Tune's automatic keys.

@@ -11,6 +11,8 @@ reports again after resuming appear once.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import csv
 import json
@@ -179,13 +181,52 @@ class _TrialFiles:
 
 
 class ExperimentStorage:
-    """Writes one experiment's folder."""
+    """Writes one experiment's folder.
+
+    A new trial's folder is set up on one of two threads of the storage's own
+    (:meth:`new_trial_dir`): creating files is the costliest thing the driver does per trial
+    on some filesystems, the event loop goes on meanwhile, and two threads let one trial's
+    file creations overlap another's. Whatever touches a trial's folder afterwards waits for
+    its set-up first (:meth:`ready`, or at once on the loop for the rare paths that need
+    it), so the folder is complete before the trial's actor runs.
+    """
 
     def __init__(self, storage_path: str, name: str) -> None:
         self.path = os.path.join(os.path.abspath(os.path.expanduser(storage_path)), name)
         # Only this user may read it: it holds pickled configs (params.pkl, tuner.pkl).
         os.makedirs(self.path, mode=0o700, exist_ok=True)
         self._files: dict[str, _TrialFiles] = {}
+        self._setups: dict[str, concurrent.futures.Future[_TrialFiles]] = {}
+        self._writer: concurrent.futures.ThreadPoolExecutor | None = None
+
+    def new_trial_dir(self, dirname: str, config: Mapping[str, Any]) -> str:
+        """The path of a new trial's folder, which a storage thread creates with its
+        ``params.json``, ``params.pkl`` and open result logs; :meth:`ready` waits for it."""
+        path = os.path.join(self.path, dirname)
+        if path in self._setups:  # a name used twice (trial_dirname_creator): in turn
+            self._claim(path)
+        if self._writer is None:
+            self._writer = concurrent.futures.ThreadPoolExecutor(2, "actorrt-tune-storage")
+        self._setups[path] = self._writer.submit(self._set_up, dirname, dict(config))
+        return path
+
+    def _set_up(self, dirname: str, config: dict[str, Any]) -> _TrialFiles:
+        path = self.trial_dir(dirname)
+        self.write_params(path, config)
+        return _TrialFiles(path)
+
+    async def ready(self, trial_dir: str) -> None:
+        """Wait until the trial's folder is set up. Raises what setting it up raised."""
+        setup = self._setups.get(trial_dir)
+        if setup is not None:
+            await asyncio.wrap_future(setup)
+            self._claim(trial_dir)
+
+    def _claim(self, trial_dir: str) -> None:
+        """Take the result logs of the trial's set-up, waiting for it if it still runs."""
+        setup = self._setups.pop(trial_dir, None)
+        if setup is not None:
+            self._files[trial_dir] = setup.result()
 
     def trial_dir(self, dirname: str) -> str:
         path = os.path.join(self.path, dirname)
@@ -212,6 +253,9 @@ class ExperimentStorage:
     def append_result(self, trial_dir: str, result: Mapping[str, Any]) -> None:
         files = self._files.get(trial_dir)
         if files is None:
+            self._claim(trial_dir)
+            files = self._files.get(trial_dir)
+        if files is None:
             files = self._files[trial_dir] = _TrialFiles(trial_dir)
         _write_all(files.json, (json.dumps(result, default=repr) + "\n").encode("utf-8"))
         flat = flatten({k: v for k, v in result.items() if k != "config"})
@@ -224,6 +268,7 @@ class ExperimentStorage:
     def sizes(self, trial_dir: str) -> tuple[int, int]:
         """The sizes in bytes of a trial's ``result.json`` and ``progress.csv`` now (every
         write is flushed): where to cut them back to when the trial resumes from here."""
+        self._claim(trial_dir)
         return (
             _size(os.path.join(trial_dir, RESULT_FILE)),
             _size(os.path.join(trial_dir, PROGRESS_FILE)),
@@ -241,14 +286,21 @@ class ExperimentStorage:
                 os.truncate(path, size)
 
     def close_trial(self, trial_dir: str) -> None:
+        self._claim(trial_dir)
         files = self._files.pop(trial_dir, None)
         if files is not None:
             files.close()
 
     def close(self) -> None:
+        for trial_dir in list(self._setups):
+            with contextlib.suppress(Exception):  # a failed set-up was reported already
+                self._claim(trial_dir)
         for files in self._files.values():
             files.close()
         self._files.clear()
+        if self._writer is not None:
+            self._writer.shutdown()
+            self._writer = None
 
 
 def _size(path: str) -> int:

@@ -28,9 +28,33 @@ from ._trainable import DICT_CHECKPOINT_FILE, Trainable
 from ._trial_log import LOG_FILE, trial_output
 from ._workdir import trial_working_dir
 
-__all__ = ["TrialDriver", "error_outcome", "is_config_error", "load_error"]
+__all__ = ["TrialDriver", "error_outcome", "is_config_error", "load_error", "ship_trainable"]
 
 DEFAULT_METRIC = "_metric"  # Ray's name for a number a function trainable returns
+
+
+class _PickledOnce:
+    """A trainable pickled once per experiment: every trial's spawn message carries these
+    bytes instead of pickling the trainable again. A worker unpickles them anew for each
+    trial, so each trial gets its own trainable object, as before."""
+
+    __slots__ = ("blob",)
+
+    def __init__(self, blob: bytes) -> None:
+        self.blob = blob
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (pickle.loads, (self.blob,))
+
+
+def ship_trainable(trainable: Any) -> Any:
+    """What the trial actors are spawned with: ``trainable`` pickled once, or the trainable
+    itself when plain pickling cannot take it (the actor messages' own pickling, which
+    carries actor refs, then sends it with each trial)."""
+    try:
+        return _PickledOnce(cloudpickle.dumps(trainable))
+    except Exception:
+        return trainable
 
 
 def is_config_error(exc: BaseException | None) -> bool:

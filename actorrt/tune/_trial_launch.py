@@ -75,8 +75,9 @@ class TrialLauncher(ControllerState):
         if creator is not None:
             trial.trial_name = str(creator(trial))
         dirname = self.tune_config.trial_dirname_creator
-        trial.path = self.storage.trial_dir(str(dirname(trial)) if dirname else trial.trial_name)
-        self.storage.write_params(trial.path, config)
+        trial.path = self.storage.new_trial_dir(
+            str(dirname(trial)) if dirname else trial.trial_name, config
+        )
         failure: Exception | None = None
         try:
             trial.resources = resolve_resources(self.trainable, config)
@@ -134,7 +135,7 @@ class TrialLauncher(ControllerState):
                 max_restarts=-1 if max_failures < 0 else max_failures,
                 # The default name (unique per runtime): trial_name_creator may repeat names.
                 name=f"{trainable_name(self.trainable)}_{trial.trial_id}",
-            ).spawn(self.trainable, self.bus)
+            ).spawn(self.shipped_trainable, self.bus)
         except Exception as exc:  # infeasible resources, a trainable that does not travel
             if isinstance(exc, actorrt.InfeasibleResourceError):
                 exc = self._request_error(trial, exc)
@@ -147,6 +148,13 @@ class TrialLauncher(ControllerState):
         self._refs[trial.trial_id] = ref
         ended = False
         try:
+            # Its folder, made on a storage thread meanwhile: awaited only now, so trials
+            # still ask for their resources in the order they were created.
+            try:
+                await self.storage.ready(trial.path)
+            except Exception as exc:  # as when the folder is made on the loop: the run fails
+                self._fail(exc)
+                return
             trial.status = RUNNING
             self.progress.trial_status(trial)
             self.callbacks.trial_start(self.trials, trial)

@@ -8,9 +8,13 @@ process writes: ``print``, logging handlers on ``sys.stderr``, C extensions, and
 the trial runs with ``subprocess``.
 
 One trial runs in a worker process at a time, so the whole process's output while it runs
-is that trial's. The descriptors are put back when the trial's attempt ends, after the
-copying threads have written everything out, so the log is complete when the controller
-hears that the attempt ended.
+is that trial's. The pipes and their threads are made once per process and kept for the
+next trials it runs (worker processes are reused): a trial only points the descriptors at
+them and back. When a trial's attempt ends, the descriptors are put back, then a marker is
+written into each pipe; once its thread has copied everything up to the marker the log is
+closed, so the log is complete when the controller hears that the attempt ended. What a
+child process that outlives its trial writes later still reaches the driver's console (and
+the log of the trial running then, if any).
 """
 
 from __future__ import annotations
@@ -20,117 +24,164 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
+from typing import IO
 
 __all__ = ["LOG_FILE", "trial_output"]
 
 LOG_FILE = "output.log"
-_DRAIN_WAIT_S = 5.0  # how long to wait for a child process still holding the pipe
+_DRAIN_WAIT_S = 5.0  # how long to wait for a pipe's thread to reach the end marker
 _MAX_PARTIAL = 1 << 16  # a line this long goes to the log before its end comes
-
-
-class _Tee:
-    """Copies one pipe to a descriptor and to the shared log file."""
-
-    def __init__(self, fd: int, log: _Log) -> None:
-        self.fd = fd
-        self.log = log
-        self.saved = os.dup(fd)
-        try:
-            read, write = os.pipe()
-        except OSError:
-            os.close(self.saved)
-            raise
-        self.read = read
-        os.dup2(write, fd)
-        os.close(write)
-        self.thread = threading.Thread(
-            target=self._copy, name=f"actorrt-trial-log-{fd}", daemon=True
-        )
-        self.thread.start()
-
-    def _copy(self) -> None:
-        # The log gets whole lines, so stdout's and stderr's lines do not cut into each
-        # other there (print writes its pieces one by one, unbuffered in a worker).
-        partial = b""
-        try:
-            while True:
-                data = os.read(self.read, 1 << 16)
-                if not data:
-                    if partial:
-                        self.log.write(partial)
-                    return
-                lines, _, partial = (partial + data).rpartition(b"\n")
-                if lines:
-                    self.log.write(lines + b"\n")
-                if len(partial) >= _MAX_PARTIAL:
-                    self.log.write(partial)
-                    partial = b""
-                view = memoryview(data)
-                while view:
-                    try:
-                        written = os.write(self.saved, view)
-                    except OSError:  # the driver's end is gone: keep the log going
-                        break
-                    view = view[written:]
-        finally:
-            os.close(self.read)
-            os.close(self.saved)
-            self.log.done()
-
-    def restore(self) -> None:
-        """Point the descriptor back where it was; the pipe then ends for the thread
-        (unless a child process still holds it)."""
-        os.dup2(self.saved, self.fd)
+_READ_SIZE = 1 << 16
 
 
 class _Log:
-    """The log file, written by two threads, closed by the last one to finish."""
+    """The open log file, written by both pipes' threads."""
 
-    def __init__(self, path: str, writers: int) -> None:
-        self.file = open(path, "ab")  # noqa: SIM115 (closed by the last writer's thread)
+    def __init__(self, path: str) -> None:
+        self.file: IO[bytes] | None = open(path, "ab")  # noqa: SIM115 (closed by close())
         self.lock = threading.Lock()
-        self.writers = writers
 
     def write(self, data: bytes) -> None:
         with self.lock:
-            self.file.write(data)
-            self.file.flush()
+            if self.file is not None:
+                self.file.write(data)
+                self.file.flush()
 
-    def done(self) -> None:
+    def close(self) -> None:
         with self.lock:
-            self.writers -= 1
-            if self.writers == 0:
+            if self.file is not None:
                 self.file.close()
+                self.file = None
+
+
+class _Tee:
+    """One descriptor's pipe and the thread copying it: made once, used by every trial."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.saved = os.dup(fd)  # where the descriptor points between trials
+        try:
+            self.read, self.write = os.pipe()
+        except OSError:
+            os.close(self.saved)
+            raise
+        # Atomic in a pipe (shorter than PIPE_BUF), so no other writer's bytes cut into it.
+        self.marker = b"\x00actorrt-trial-log-end-" + os.urandom(8).hex().encode() + b"\x00"
+        self.log: _Log | None = None
+        self.partial = b""  # the start of a line whose end has not come yet
+        self.reached = threading.Event()
+        threading.Thread(target=self._copy, name=f"actorrt-trial-log-{fd}", daemon=True).start()
+
+    def start(self, log: _Log) -> None:
+        """Send the descriptor into the pipe, copied to ``log`` too."""
+        self.log = log
+        self.reached.clear()
+        os.dup2(self.write, self.fd)
+
+    def end(self) -> None:
+        """Put the descriptor back and mark the end of the trial's output in the pipe."""
+        os.dup2(self.saved, self.fd)
+        os.write(self.write, self.marker)
+
+    def wait_end(self) -> None:
+        self.reached.wait(_DRAIN_WAIT_S)
+        self.log = None
+
+    def _copy(self) -> None:
+        marker = self.marker
+        held = b""  # the end of a read that may be the start of a marker
+        while True:
+            try:
+                data = os.read(self.read, _READ_SIZE)
+            except OSError:
+                return
+            if not data:
+                return
+            data = held + data
+            held = b""
+            while (at := data.find(marker)) >= 0:
+                self._pass_on(data[:at])
+                self._end_of_trial()
+                data = data[at + len(marker) :]
+            for size in range(min(len(marker) - 1, len(data)), 0, -1):
+                if marker.startswith(data[-size:]):
+                    data, held = data[:-size], data[-size:]
+                    break
+            self._pass_on(data)
+
+    def _pass_on(self, data: bytes) -> None:
+        if not data:
+            return
+        log = self.log
+        if log is not None:
+            # The log gets whole lines, so stdout's and stderr's lines do not cut into each
+            # other there (print writes its pieces one by one, unbuffered in a worker).
+            lines, _, self.partial = (self.partial + data).rpartition(b"\n")
+            if lines:
+                log.write(lines + b"\n")
+            if len(self.partial) >= _MAX_PARTIAL:
+                log.write(self.partial)
+                self.partial = b""
+        view = memoryview(data)
+        while view:
+            try:
+                written = os.write(self.saved, view)
+            except OSError:  # the driver's end is gone: keep the log going
+                break
+            view = view[written:]
+
+    def _end_of_trial(self) -> None:
+        log, partial, self.partial = self.log, self.partial, b""
+        if log is not None and partial:
+            log.write(partial)  # a last line with no newline
+        self.reached.set()
+
+
+_tees: list[_Tee] | None = None
+_tees_lock = threading.Lock()
+
+
+def _process_tees() -> list[_Tee]:
+    """This process's tees, made on first use (one per descriptor that could be set up)."""
+    global _tees
+    with _tees_lock:
+        if _tees is None:
+            tees = []
+            try:
+                for fd in (1, 2):
+                    tees.append(_Tee(fd))
+            except OSError as exc:  # out of descriptors: log what could be set up
+                print(f"actorrt.tune: trial logs will be incomplete: {exc}", file=sys.stderr)
+            _tees = tees
+        return _tees
 
 
 @contextlib.contextmanager
 def trial_output(path: str) -> Iterator[None]:
     """While the block runs, copy this process's stdout and stderr into ``path``
     (appended: a retried trial's attempts follow one another), still passing them on."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
+    _flush_streams()
     try:
-        log = _Log(path, writers=2)
+        log = _Log(path)
     except OSError as exc:  # the trial runs anyway; its output still reaches the driver
         print(f"actorrt.tune: cannot write the trial's log {path}: {exc}", file=sys.stderr)
         yield
         return
-    tees: list[_Tee] = []
-    try:
-        for fd in (1, 2):
-            tees.append(_Tee(fd, log))
-    except OSError as exc:  # out of descriptors: log what could be set up
-        print(f"actorrt.tune: the trial's log {path} is incomplete: {exc}", file=sys.stderr)
+    tees = _process_tees()
+    for tee in tees:
+        tee.start(log)
     try:
         yield
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
+        _flush_streams()
         for tee in tees:
-            tee.restore()
-        for _ in range(2 - len(tees)):
-            log.done()  # a tee that could not be set up will not close the file
+            tee.end()
         for tee in tees:
-            tee.thread.join(_DRAIN_WAIT_S)
+            tee.wait_end()
+        log.close()
+
+
+def _flush_streams() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()

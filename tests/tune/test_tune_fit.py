@@ -201,3 +201,48 @@ async def test_cancelling_fit_async_ends_every_trial(tmp_path: Any) -> None:
         with pytest.raises(asyncio.CancelledError):
             await fit
         assert actorrt.available_resources()["CPU"] == 2
+
+
+def _fails_at_once(config: dict[str, Any]) -> None:
+    raise ValueError("no result on purpose")
+
+
+@pytest.mark.actorrt(num_cpus=2)
+async def test_a_trial_with_no_result_has_no_metrics_dataframe(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Any
+) -> None:
+    grid = await tune.Tuner(
+        _fails_at_once, run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0)
+    ).fit_async()
+    [result] = list(grid)
+    assert isinstance(result.error, ValueError)
+    assert result.metrics_dataframe is None  # as in Ray: no results, no frame
+
+
+def _two_reports(config: dict[str, Any]) -> None:
+    for i in range(2):
+        tune.report({"x": config["x"], "i": i})
+
+
+@pytest.mark.actorrt(num_cpus=2)
+async def test_trial_dirname_creator_may_nest_and_repeat_folders(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Any
+) -> None:
+    grid = await tune.Tuner(
+        _two_reports,
+        param_space={"x": tune.grid_search([0, 1, 2, 3])},
+        tune_config=tune.TuneConfig(
+            trial_dirname_creator=lambda trial: f"group/parity_{trial.config['x'] % 2}"
+        ),
+        run_config=tune.RunConfig(storage_path=str(tmp_path), name="exp", verbose=0),
+    ).fit_async()
+    assert not grid.errors and len(grid) == 4
+    for result in grid:
+        assert result.path == str(tmp_path / "exp" / "group" / f"parity_{result.config['x'] % 2}")
+    for parity in (0, 1):
+        with open(tmp_path / "exp" / "group" / f"parity_{parity}" / "result.json") as f:  # noqa: ASYNC230
+            lines = [json.loads(line) for line in f]
+        # Two trials share the folder: both wrote their results into its logs.
+        assert sorted((r["x"], r["i"]) for r in lines) == sorted(
+            (x, i) for x in (parity, parity + 2) for i in range(2)
+        )

@@ -276,3 +276,61 @@ async def test_each_trial_folder_gets_the_output_of_its_process(
         [line] = [ln for ln in captured.out.splitlines() if f"stdout of trial {x}" in ln]
         assert name in line
         assert f"stderr of trial {x}" in captured.err
+
+
+def bulky(config: dict[str, Any]) -> None:
+    x = config["x"]
+    for i in range(3000):  # about 100 KiB: the pipe is read in several pieces
+        print(f"trial {x} line {i:05d} " + "." * 20)
+    tune.report({"pid": os.getpid()})
+    sys.stdout.write(f"trial {x} ends without a newline")
+
+
+@pytest.mark.actorrt(num_cpus=1)
+async def test_trials_one_after_another_in_a_process_each_get_their_own_whole_log(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Any
+) -> None:
+    grid = await tune.Tuner(
+        tune.with_resources(bulky, {"cpu": 1}),
+        param_space={"x": tune.grid_search([1, 2, 3])},
+        run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0),
+    ).fit_async()
+    assert not grid.errors
+    assert len({r.metrics["pid"] for r in grid}) == 1  # the same worker process ran them all
+    for result in grid:
+        x = result.config["x"]
+        with open(os.path.join(result.path, "output.log"), "rb") as f:  # noqa: ASYNC230
+            log = f.read()
+        expected = b"".join(
+            f"trial {x} line {i:05d} {'.' * 20}\n".encode() for i in range(3000)
+        ) + f"trial {x} ends without a newline".encode()
+        assert log == expected
+
+
+@pytest.mark.parametrize("read_size", [3, 7, 1 << 16])
+def test_the_end_marker_is_found_even_cut_across_reads(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, read_size: int
+) -> None:
+    from actorrt.tune import _trial_log
+
+    monkeypatch.setattr(_trial_log, "_READ_SIZE", read_size)
+    forwarded = tmp_path / "console"
+    fd = os.open(forwarded, os.O_WRONLY | os.O_CREAT)
+    try:
+        tee = _trial_log._Tee(fd)
+        for n in range(3):
+            log = _trial_log._Log(str(tmp_path / f"log{n}"))
+            tee.start(log)
+            os.write(fd, f"first {n}\nsecond\x00 {n}\nno newline {n}".encode())
+            tee.end()
+            tee.wait_end()
+            log.close()
+            assert (tmp_path / f"log{n}").read_bytes() == (
+                f"first {n}\nsecond\x00 {n}\nno newline {n}".encode()
+            )
+        os.write(fd, b"between trials\n")  # back where it pointed: not through the tee
+    finally:
+        os.close(fd)
+    assert forwarded.read_bytes() == b"".join(
+        f"first {n}\nsecond\x00 {n}\nno newline {n}".encode() for n in range(3)
+    ) + b"between trials\n"
