@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import time
 from collections.abc import Awaitable
@@ -208,10 +209,19 @@ class RemoteActor:
             except Exception as exc:  # unsendable: from another thread it fails at the wait
                 cf.set_exception(exc)
                 return
-            sent.add_done_callback(lambda f: self.loop.create_task(self._answer(f, cf)))
+            sent.add_done_callback(functools.partial(self._answered, cf))
 
         self.loop.call_soon_threadsafe(on_loop)
         return AskHandle(cf, self, method, deadline)
+
+    def _answered(self, cf: concurrent.futures.Future[Any], sent: asyncio.Future[Any]) -> None:
+        # An answer goes to the waiting thread at once; an error is translated first, as an
+        # awaited ask's is (a lost connection becomes the actor's death).
+        if not sent.cancelled() and sent.exception() is None:
+            if not cf.done():  # a wait ended as a proven deadlock is done already
+                cf.set_result(sent.result())
+            return
+        self.loop.create_task(self._answer(sent, cf))
 
     async def _answer(
         self, sent: asyncio.Future[Any], cf: concurrent.futures.Future[Any]
