@@ -218,7 +218,7 @@ class AskHandle(Generic[T]):
             if _same(waiter, self._cell) and waiter.max_concurrency == 1 and not cf.done():
                 raise self._self_ask_error()
             # Recorded only once the wait has lasted EDGE_DELAY, as an awaited one is.
-            concurrent.futures.wait((cf,), EDGE_DELAY if timeout is None else 0.0)
+            _settled_within(cf, EDGE_DELAY if timeout is None else 0.0)
             if cf.done():
                 waiter = None
         if waiter is not None:
@@ -304,3 +304,12 @@ class ThreadWait:
 
     def done(self) -> bool:
         return self._cf.done()
+
+
+def _settled_within(cf: concurrent.futures.Future[Any], seconds: float) -> None:
+    """Wait up to ``seconds`` for ``cf`` to be settled, whatever its outcome (the future's
+    own wait: cheaper than ``concurrent.futures.wait``, which builds a waiter per call)."""
+    try:
+        cf.exception(timeout=seconds)
+    except (TimeoutError, concurrent.futures.CancelledError):
+        pass
