@@ -126,3 +126,33 @@ def test_workers_import_their_owners_actorrt_not_one_in_the_working_directory(
     owner_file, worker_file, worker_cwd = out.stdout.splitlines()
     assert owner_file == worker_file == os.path.join(ROOT, "actorrt", "__init__.py")
     assert os.path.realpath(worker_cwd) == os.path.realpath(cwd)  # it still runs there
+
+
+@pytest.mark.parametrize("loop_kind", ["uvloop", "asyncio"])
+def test_a_worker_output_pipe_is_closed_once_and_only_by_its_owner(loop_kind: str) -> None:
+    # uvloop's pipe transport closes the descriptor itself and then the file object it was
+    # given: if that object owned the descriptor too, the second close() would close
+    # whatever another thread opened under the same number meanwhile (a Tune storage
+    # thread's file). Under either loop the descriptor must end closed, by one owner.
+    import uvloop
+
+    from actorrt._placement._worker_process import _pipe_reader
+
+    async def run() -> None:
+        r, w = os.pipe()
+        reader = await _pipe_reader(r)
+        transport = reader._transport  # type: ignore[attr-defined]
+        pipe = transport.get_extra_info("pipe")
+        assert pipe.closefd == (loop_kind == "asyncio")
+        os.write(w, b"line\n")
+        os.close(w)
+        assert await reader.read() == b"line\n"
+        transport.close()
+        await asyncio.sleep(0.05)
+        with pytest.raises(OSError):
+            os.fstat(r)  # closed: not leaked
+
+    if loop_kind == "uvloop":
+        uvloop.run(run())
+    else:
+        asyncio.run(run())

@@ -297,7 +297,13 @@ async def _pipe_reader(fd: int) -> asyncio.StreamReader:
     """A stream reading the pipe ``fd`` (taken over: closed with the stream)."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=1 << 16, loop=loop)
-    pipe = os.fdopen(fd, "rb", buffering=0)
+    # uvloop's pipe transport closes the descriptor itself, then closes the file object it
+    # was given as well: a second close() of the same number, which closes whatever another
+    # thread of this process opened under that number in between (a Tune storage thread's
+    # file). So under uvloop the file object does not own the descriptor; asyncio's
+    # transport closes it only through the file object, which then does.
+    by_loop = type(loop).__module__.startswith("uvloop")
+    pipe = os.fdopen(fd, "rb", buffering=0, closefd=not by_loop)
     connecting = loop.create_task(
         loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe)
     )
@@ -306,21 +312,30 @@ async def _pipe_reader(fd: int) -> asyncio.StreamReader:
         # closing it here could close a descriptor number that was reused meanwhile.
         await asyncio.shield(connecting)
     except asyncio.CancelledError:
-        connecting.add_done_callback(functools.partial(_close_connected, pipe))
+        connecting.add_done_callback(functools.partial(_close_connected, pipe, by_loop))
         raise
     except BaseException:
-        pipe.close()
+        _close_unconnected(pipe, by_loop)
         raise
     return reader
 
 
-def _close_connected(pipe: Any, connecting: asyncio.Task[Any]) -> None:
+def _close_connected(pipe: Any, by_loop: bool, connecting: asyncio.Task[Any]) -> None:
     """After a cancelled start: close the pipe through its transport, or itself."""
     if not connecting.cancelled() and connecting.exception() is None:
         transport, _ = connecting.result()
         transport.close()
     else:
-        pipe.close()
+        _close_unconnected(pipe, by_loop)
+
+
+def _close_unconnected(pipe: Any, by_loop: bool) -> None:
+    """Close a pipe that no transport took (its file object may not own the descriptor)."""
+    fd = pipe.fileno()
+    pipe.close()
+    if by_loop:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def describe_exit(code: int) -> str:
