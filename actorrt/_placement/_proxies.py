@@ -128,18 +128,7 @@ class RemoteMethod(MethodRef):
             and cell.running
             and _running_loop() is cell.loop
         ):
-            method = self._name
-            context = cell._contexts.get(method)
-            if context is None:
-                context = cell._contexts[method] = f"the arguments of {cell.cls_name}.{method}()"
-            try:
-                sent = conn.request_tagged(
-                    [_CALL, cell.actor_id, method, list(args), kwargs], context
-                )
-            except ConnectionLostError as exc:
-                sent = cell.loop.create_future()
-                sent.set_exception(exc)
-            return AskHandle(sent, cell, method, None)
+            return cell._ask_now(conn, self._name, args, kwargs)
         return cell.ask(self._name, args, kwargs, self._timeout)
 
 
@@ -179,22 +168,25 @@ class RemoteActor:
     ) -> AskHandle[Any]:
         conn = self.conn
         if timeout is None and conn is not None and self.running and _running_loop() is self.loop:
-            # The hot path, as _submit does it: on the loop, connected, no timeout.
-            context = self._contexts.get(method)
-            if context is None:
-                context = self._contexts[method] = f"the arguments of {self.cls_name}.{method}()"
-            try:
-                sent = conn.request_tagged(
-                    [_CALL, self.actor_id, method, list(args), kwargs], context
-                )
-            except ConnectionLostError as exc:
-                sent = self.loop.create_future()
-                sent.set_exception(exc)
-            return AskHandle(sent, self, method, None)
+            return self._ask_now(conn, method, args, kwargs)
         deadline = None if timeout is None else time.monotonic() + timeout
         if _running_loop() is not self.loop:
             return self._ask_from_thread(method, args, kwargs, deadline)
         return AskHandle(self._submit(method, args, kwargs), self, method, deadline)
+
+    def _ask_now(
+        self, conn: Connection, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> AskHandle[Any]:
+        """The hot path, as _submit does it: on the loop, connected, no timeout."""
+        context = self._contexts.get(method)
+        if context is None:
+            context = self._contexts[method] = f"the arguments of {self.cls_name}.{method}()"
+        try:
+            sent = conn.request_tagged([_CALL, self.actor_id, method, list(args), kwargs], context)
+        except ConnectionLostError as exc:
+            sent = self.loop.create_future()
+            sent.set_exception(exc)
+        return AskHandle(sent, self, method, None)
 
     def _ask_from_thread(
         self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], deadline: float | None
