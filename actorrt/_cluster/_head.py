@@ -230,11 +230,12 @@ class Head:
             now = self.loop.time()
             for peer in list(self._peers.values()):
                 if now - peer.last_seen > LOST_AFTER:
-                    self._lose(peer, f"nothing heard from it for {now - peer.last_seen:.1f} s")
+                    self._lose(peer, f"nothing heard from it for {now - peer.last_seen:.1f} s",
+                               silent=True)
                 else:
                     self._send(peer, Beat())
 
-    def _lose(self, peer: Peer, reason: str) -> None:
+    def _lose(self, peer: Peer, reason: str, silent: bool = False) -> None:
         if self._peers.pop(peer.conn, None) is None:
             return
         peer.conn.abort()
@@ -249,7 +250,11 @@ class Head:
             self._dispatch(self.broker.node_lost(peer.id, now=self.loop.time()))
         else:
             del self.drivers[peer.id]
-            logger.info("driver %s left: %s", peer.id, reason)
+            # A driver dropped for silence loses its grants while it may still be running:
+            # say so where the head's log is read. A closed connection is how drivers leave.
+            log = logger.warning if silent else logger.info
+            log("driver %s (%s, pid %s) %s: %s", peer.id, peer.info.get("host"),
+                peer.info.get("pid"), "is lost" if silent else "left", reason)
             events: list[Event] = []
             for holder in peer.holders:
                 events += self.broker.release(holder, now=self.loop.time())

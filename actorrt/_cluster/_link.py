@@ -222,20 +222,33 @@ class ClusterLink:
 
     async def _keep_alive(self) -> None:
         loop = asyncio.get_running_loop()
-        while self._head is not None and not self._head.is_closing():
+        head = self._head
+        while head is not None and not head.is_closing():
             await asyncio.sleep(self._beat)
             silent = loop.time() - self._heard
             if silent > self._lost_after:
                 self._lose_head(f"nothing heard from it for {silent:.1f} s")
                 return
-            self._head.notify(Beat())
+            try:
+                head.notify(Beat())
+            except ConnectionLostError:
+                break
             if self._udp is not None:
                 self._udp.beat()
+        # The connection is ending (the head closed it, or a write found it broken): the head
+        # is lost now, not whenever the transport reports its end (a TLS transport may wait
+        # for a flush that never comes), and never silently.
+        if head is not None:
+            self._lose_head(f"its connection closed ({head.close_reason or 'closed'})")
 
     def _beat_in(self, conn: Connection | None, msg: Beat | None) -> None:
         self._heard = asyncio.get_running_loop().time()
 
     def _head_closed(self, conn: Connection, error: ConnectionLostError) -> None:
+        self._lose_head(f"its connection closed ({error})")
+
+    def head_broken(self, error: ConnectionLostError) -> None:
+        """A send to the head found its connection ended: the head is lost from now on."""
         self._lose_head(f"its connection closed ({error})")
 
     def _lose_head(self, why: str) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Protocol
 
 from .._errors import HeadLostError, ResourceError
-from .._wire._connection import Connection
+from .._wire._connection import Connection, ConnectionLostError
 from .._wire._messages import (
     Blocked,
     Claim,
@@ -55,6 +55,9 @@ class HeadSide(Protocol):
 
     @property
     def head(self) -> Connection: ...
+
+    def head_broken(self, error: ConnectionLostError) -> None:
+        """Called when a send finds the head's connection ended; sets ``lost``."""
 
 
 class RemoteBroker:
@@ -120,11 +123,15 @@ class RemoteBroker:
             where = placement.target() if hasattr(placement, "target") else placement
             if isinstance(where, GroupTarget):
                 where = [self._out(where.group), where.bundle]
+        try:
+            reply = self.link.head.request(Claim(
+                self.prefix + rid, self.prefix + str(holder), spec, specs, str(strategy), where,
+                self._out(parent), allow_empty_head,
+            ))
+        except ConnectionLostError as exc:  # ended before anyone noticed: the head is lost
+            self.link.head_broken(exc)
+            raise self.lost or HeadLostError(f"the cluster's head is lost: {exc}") from exc
         self._claims[rid] = (str(holder), (specs, str(strategy)))
-        reply = self.link.head.request(Claim(
-            self.prefix + rid, self.prefix + str(holder), spec, specs, str(strategy), where,
-            self._out(parent), allow_empty_head,
-        ))
         reply.add_done_callback(lambda done: self._claimed(rid, str(holder), done))
         return []
 
