@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 EXTRAS ?= dev,tune,train,optuna,plots,lightning,transformers,hyperopt,bayesopt,nevergrad,bohb,pb2,zoopt,ax
 
-.PHONY: install demo test lint bench bench-check bench-ray clean
+.PHONY: install demo test lint slurm bench bench-check bench-ray clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,7 +22,17 @@ lint: install
 	$(VENV)/bin/ruff check actorrt tests benchmarks examples
 	$(VENV)/bin/mypy
 
-test: install lint
+# tests/cluster/test_slurm.py runs the Slurm recipe against a real Slurm: as root, Debian's
+# slurm-wlm and munge are installed when missing (nothing is done when they are there);
+# where they cannot be, that test says why it skipped.
+slurm:
+	@command -v slurmctld >/dev/null && command -v munged >/dev/null || \
+	    { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	        slurm-wlm munge >/dev/null; } || \
+	    echo "slurm-wlm and munge are not installed: tests/cluster/test_slurm.py will skip"
+
+test: install lint slurm
 	$(PY) -m pytest
 
 # Benchmarks (docs/benchmarks.md): one driver runs them all, writes
