@@ -42,7 +42,6 @@ def job_env(tmp_path: Path) -> dict[str, str]:
     env["PYTHONPATH"] = str(ROOT)
     env["ACTORRT_JOBS_DIR"] = str(tmp_path / "jobs")
     env["SWEEP_STORAGE"] = str(tmp_path / "results")
-    env["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"
     return env
 
 
