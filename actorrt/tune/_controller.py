@@ -186,7 +186,7 @@ class TuneController(ResultHandler):
             self._replaying = False
         restore_searcher(self.searcher, self.restored, rebuilt.trials, rebuilt.to_run)
         for trial in rebuilt.closed:  # resume_unfinished=False: they end here, for good
-            self.searcher.on_trial_complete(trial.trial_id, trial.last_result, error=False)
+            self.searcher.on_trial_complete(trial.trial_id, result=trial.last_result, error=False)
             self.record.end(trial, self.searcher)
         for trial in rebuilt.to_run:
             where = os.path.basename(trial.checkpoint) if trial.checkpoint else "the start"
