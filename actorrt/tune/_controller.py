@@ -189,7 +189,7 @@ class TuneController(ResultHandler):
             self.searcher.on_trial_complete(trial.trial_id, result=trial.last_result, error=False)
             self.record.end(trial, self.searcher)
         for trial in rebuilt.to_run:
-            where = os.path.basename(trial.checkpoint) if trial.checkpoint else "the start"
+            where = os.path.basename(trial.checkpoint_path or "") or "the start"
             self.progress.trial_status(trial, f"resumes from {where}")
             self._submit(trial)
 

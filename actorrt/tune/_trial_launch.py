@@ -211,7 +211,7 @@ class TrialLauncher(ControllerState):
             ):
                 self._errored(trial, outcome, error)
                 return
-            where = trial.checkpoint or "the start"
+            where = trial.checkpoint_path or "the start"
             self.progress.trial_status(
                 trial, f"failed ({outcome['error_type']}); retry {trial.num_failures} from {where}"
             )

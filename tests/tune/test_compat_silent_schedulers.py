@@ -201,3 +201,58 @@ def test_concurrency_limiter_refuses_a_bad_limit() -> None:
         ConcurrencyLimiter(Recording(), max_concurrent=1.5)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="at least 1, got 0"):
         ConcurrencyLimiter(Recording(), max_concurrent=0)
+
+
+# ------------------------------------------------ ExperimentAnalysis and its checkpoints
+
+
+def improves(config: dict[str, Any]) -> None:
+    for step in range(1, 4):
+        with tempfile.TemporaryDirectory() as folder:
+            Path(folder, "step").write_text(str(step))
+            tune.report(
+                {"score": config["rate"] * step},
+                checkpoint=tune.Checkpoint.from_directory(folder),
+            )
+
+
+def step_of(checkpoint: tune.Checkpoint) -> str:
+    return Path(checkpoint.path, "step").read_text()
+
+
+@pytest.mark.actorrt(num_cpus=2)
+async def test_analysis_falls_back_to_progress_csv_and_checkpoints_compare_equal(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Path
+) -> None:
+    grid = await tune.Tuner(
+        improves,
+        param_space={"rate": tune.grid_search([1.0, 2.0])},
+        tune_config=tune.TuneConfig(metric="score", mode="max"),
+        run_config=tune.RunConfig(storage_path=str(tmp_path), name="exp", verbose=0),
+    ).fit_async()
+    assert not grid.errors
+    analysis = tune.ExperimentAnalysis(
+        str(tmp_path / "exp"), default_metric="score", default_mode="max"
+    )
+    best = analysis.best_trial
+    # Ray's Trial.checkpoint is a Checkpoint, equal to the analysis's for the same folder.
+    assert isinstance(best.checkpoint, tune.Checkpoint)
+    assert analysis.best_checkpoint == best.checkpoint
+    assert step_of(best.checkpoint) == "3"
+
+    # Without result.json, Ray reads progress.csv: the same best trial and checkpoints.
+    for result in grid:
+        os.remove(os.path.join(result.path, "result.json"))
+    analysis = tune.ExperimentAnalysis(
+        str(tmp_path / "exp"), default_metric="score", default_mode="max"
+    )
+    assert analysis.best_config == {"rate": 2.0}
+    assert analysis.best_result["score"] == 6.0
+    checkpoint = analysis.get_best_checkpoint(analysis.best_trial)
+    assert checkpoint is not None and step_of(checkpoint) == "3"
+    last = analysis.get_last_checkpoint(analysis.best_trial)
+    assert last is not None and last == analysis.best_checkpoint
+    frames = analysis.trial_dataframes
+    assert [list(frame["score"]) for frame in frames.values()] in (
+        [[1.0, 2.0, 3.0], [2.0, 4.0, 6.0]], [[2.0, 4.0, 6.0], [1.0, 2.0, 3.0]]
+    )
