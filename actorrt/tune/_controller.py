@@ -103,8 +103,11 @@ class TuneController(ResultHandler):
             await self.bus.stop()
             self.storage.close()
             closed = self.record.close(interrupted=self.stop_reason if self._aborted else None)
-            if self._aborted and closed:
+            if self._aborted and closed and self._resumable:
                 self._print_resume_hint()
+            elif self._aborted and self.run_config.verbose >= 1:
+                print(f"[tune] the experiment ended: {self.stop_reason}", file=sys.stderr,
+                      flush=True)
             self.callbacks.experiment_end(self.trials)
         self._raise_fatal()  # on_experiment_end raised
         self.progress.final(self.trials, self.storage.path)

@@ -133,6 +133,7 @@ class ControllerState:
         self.bus: Any = None
         self._aborted = False
         self.stop_reason = "cancelled"  # why a run was cut off; Tuner.fit() names the signal
+        self._resumable = True  # False: what ended the run would end a resumed run too
 
     def _make_searcher(self) -> Searcher:
         config = self.tune_config

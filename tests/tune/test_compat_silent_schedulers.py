@@ -256,3 +256,29 @@ async def test_analysis_falls_back_to_progress_csv_and_checkpoints_compare_equal
     assert [list(frame["score"]) for frame in frames.values()] in (
         [[1.0, 2.0, 3.0], [2.0, 4.0, 6.0]], [[2.0, 4.0, 6.0], [1.0, 2.0, 3.0]]
     )
+
+
+# ------------------------------------------------- an exception in a trial name creator
+
+
+def names_badly(trial: Any) -> str:
+    raise KeyError("no such name")
+
+
+def test_a_failing_trial_name_creator_ends_fit_with_its_error_and_no_resume_hint(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    tuner = tune.Tuner(
+        improves,
+        param_space={"rate": tune.grid_search([1.0, 2.0])},
+        tune_config=tune.TuneConfig(trial_name_creator=names_badly),
+        run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=1),
+    )
+    with pytest.raises(KeyError, match="no such name") as caught:
+        tuner.fit()
+    notes = "\n".join(getattr(caught.value, "__notes__", []))
+    assert "raised by TuneConfig(trial_name_creator=names_badly)" in notes
+    err = capfd.readouterr().err
+    # Not a cancellation, and no hint to resume: a resumed run would fail the same way.
+    assert "cancelled" not in err and "Tuner.restore" not in err
+    assert "the experiment ended: KeyError" in err
