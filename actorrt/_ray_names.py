@@ -52,7 +52,7 @@ _TUNE = {
     "create_searcher": "build the searcher directly (tune.search.optuna.OptunaSearch, ...)",
     "create_scheduler": "build the scheduler directly (tune.schedulers.ASHAScheduler, ...)",
     "Trial": "trials are read through ExperimentAnalysis.trials and Result objects",
-    "is_session_enabled": "tune.get_context() raises outside a trial",
+    "is_session_enabled": "tune.get_context().get_trial_id() is None outside a trial",
 }
 
 _TRAIN = {

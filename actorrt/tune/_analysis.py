@@ -7,6 +7,7 @@ results as ``pandas`` data frames.
 
 from __future__ import annotations
 
+import csv
 import json
 import logging
 import math
@@ -18,7 +19,7 @@ from typing import Any
 from .._shared._checkpoint import Checkpoint
 from .._shared._storage_path import check_local_storage_path
 from ._experiment_state import HEADER_FILE, JOURNAL_FILE
-from ._storage import flatten, read_results
+from ._storage import PROGRESS_FILE, RESULT_FILE, flatten, read_results
 from ._trial import ERROR, TERMINATED, Trial
 
 __all__ = ["ExperimentAnalysis", "best_checkpoint", "load_trial", "metric_values"]
@@ -63,6 +64,33 @@ def best_checkpoint(
     return None if best is None else (best[1], best[2])
 
 
+def _csv_value(text: str) -> Any:
+    """A ``progress.csv`` cell as the value it was written from: an int, a float, a bool,
+    else the text."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return {"True": True, "False": False}.get(text, text)
+
+
+def trial_results(trial_dir: str) -> list[dict[str, Any]]:
+    """A trial's results from its ``result.json``; where that file is gone, from its
+    ``progress.csv`` (flat keys, ``config/lr``), as Ray falls back to it."""
+    if os.path.exists(os.path.join(trial_dir, RESULT_FILE)):
+        return read_results(trial_dir)
+    try:
+        with open(os.path.join(trial_dir, PROGRESS_FILE), encoding="utf-8", newline="") as f:
+            rows = list(csv.DictReader(f))
+    except FileNotFoundError:
+        return []
+    return [
+        {k: v if k == "trial_id" else _csv_value(v) for k, v in row.items() if k and v != ""}
+        for row in rows
+    ]
+
+
 def _check_mode(mode: str | None) -> str:
     if mode not in ("min", "max"):
         raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
@@ -85,7 +113,7 @@ def load_trial(trial_dir: str) -> Trial:
     entry = os.path.basename(trial_dir)
     with open(os.path.join(trial_dir, "params.json"), encoding="utf-8") as f:
         config = json.load(f)
-    results = read_results(trial_dir)
+    results = trial_results(trial_dir)
     last = results[-1] if results else {}
     last.pop("config", None)
     trial = Trial(str(last.get("trial_id", entry)), entry, config, None, trial_dir)
@@ -135,7 +163,7 @@ class ExperimentAnalysis:
 
     def _all_results(self, trial: Trial) -> list[dict[str, Any]]:
         if trial.trial_id not in self._results:
-            self._results[trial.trial_id] = read_results(trial.path)
+            self._results[trial.trial_id] = trial_results(trial.path)
         return self._results[trial.trial_id]
 
     def _metric_mode(self, metric: str | None, mode: str | None, what: str) -> tuple[str, str]:

@@ -103,8 +103,11 @@ class TuneController(ResultHandler):
             await self.bus.stop()
             self.storage.close()
             closed = self.record.close(interrupted=self.stop_reason if self._aborted else None)
-            if self._aborted and closed:
+            if self._aborted and closed and self._resumable:
                 self._print_resume_hint()
+            elif self._aborted and self.run_config.verbose >= 1:
+                print(f"[tune] the experiment ended: {self.stop_reason}", file=sys.stderr,
+                      flush=True)
             self.callbacks.experiment_end(self.trials)
         self._raise_fatal()  # on_experiment_end raised
         self.progress.final(self.trials, self.storage.path)
@@ -186,10 +189,10 @@ class TuneController(ResultHandler):
             self._replaying = False
         restore_searcher(self.searcher, self.restored, rebuilt.trials, rebuilt.to_run)
         for trial in rebuilt.closed:  # resume_unfinished=False: they end here, for good
-            self.searcher.on_trial_complete(trial.trial_id, trial.last_result, error=False)
+            self.searcher.on_trial_complete(trial.trial_id, result=trial.last_result, error=False)
             self.record.end(trial, self.searcher)
         for trial in rebuilt.to_run:
-            where = os.path.basename(trial.checkpoint) if trial.checkpoint else "the start"
+            where = os.path.basename(trial.checkpoint_path or "") or "the start"
             self.progress.trial_status(trial, f"resumes from {where}")
             self._submit(trial)
 

@@ -133,6 +133,7 @@ class ControllerState:
         self.bus: Any = None
         self._aborted = False
         self.stop_reason = "cancelled"  # why a run was cut off; Tuner.fit() names the signal
+        self._resumable = True  # False: what ended the run would end a resumed run too
 
     def _make_searcher(self) -> Searcher:
         config = self.tune_config
@@ -171,7 +172,7 @@ class ControllerState:
         if trial.last_result:
             trial.last_result["done"] = True
         self.scheduler.on_trial_complete(self, trial, trial.last_result)
-        self.searcher.on_trial_complete(trial.trial_id, trial.last_result, error=False)
+        self.searcher.on_trial_complete(trial.trial_id, result=trial.last_result, error=False)
         self.storage.close_trial(trial.path)
         self.record.end(trial, self.searcher)
         self.progress.trial_status(trial)
@@ -190,7 +191,7 @@ class ControllerState:
             error.add_note(f"trial {trial.trial_name}: {trial.error_text.rstrip()}")
         trial.error = error
         self.scheduler.on_trial_error(self, trial)
-        self.searcher.on_trial_complete(trial.trial_id, trial.last_result, error=True)
+        self.searcher.on_trial_complete(trial.trial_id, result=trial.last_result, error=True)
         self.storage.close_trial(trial.path)
         with open(os.path.join(trial.path, "error.txt"), "w", encoding="utf-8") as f:
             f.write(trial.error_text or repr(error))

@@ -45,7 +45,7 @@ logger = logging.getLogger("actorrt.tune")
 _NOT_PLOTTED = frozenset(
     {"config", "pid", "timestamp", "time_total_s", "training_iteration", "done"}
 )
-_TAG_PREFIX = "tune/"
+_TAG_PREFIX = "ray/tune/"  # the tags Ray writes, so dashboards and scripts carry over
 _END_WAIT_S = 30.0
 _FLUSH_AFTER_S = 2.0  # flush (and fsync) files at most this long after their last write
 

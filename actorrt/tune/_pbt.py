@@ -32,6 +32,13 @@ class _State:
         self.score: float | None = None
 
 
+def _finished(trial: Any) -> bool:
+    """Whether ``trial`` has ended for good, or ends at the result it just gave."""
+    status = getattr(trial, "status", None)
+    last = getattr(trial, "last_result", None) or {}
+    return status in ("TERMINATED", "ERROR") or bool(last.get("done"))
+
+
 class PopulationBasedTraining(TrialScheduler):
     """PBT (Jaderberg et al., 2017), Ray Tune's ``PopulationBasedTraining``.
 
@@ -160,8 +167,12 @@ class PopulationBasedTraining(TrialScheduler):
         return self.PAUSE
 
     def _quantiles(self) -> tuple[list[str], list[str]]:
+        # Finished trials are out of the population, as in Ray: never exploited, never
+        # donors (cloning one would run the clone past its stop criteria).
         scored = sorted(
-            ((s.score, trial_id) for trial_id, s in self._state.items() if s.score is not None),
+            (s.score, trial_id)
+            for trial_id, s in self._state.items()
+            if s.score is not None and not _finished(self._trials[trial_id])
         )
         if len(scored) < 2:
             return [], []
@@ -212,7 +223,7 @@ class PopulationBasedTraining(TrialScheduler):
         )
 
     def on_trial_complete(self, controller: Any, trial: Any, result: dict[str, Any]) -> None:
-        pass  # a finished trial's checkpoint may still be a donor
+        self._state.pop(trial.trial_id, None)
 
     def on_trial_error(self, controller: Any, trial: Any) -> None:
         self._state.pop(trial.trial_id, None)

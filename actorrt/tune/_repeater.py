@@ -104,7 +104,7 @@ class Repeater(WrappingSearcher):
         finite = [s for s in group.scores.values() if not math.isnan(s)]
         mean = sum(finite) / len(finite) if finite else math.nan
         told = {metric: mean} if metric and finite else None
-        self.searcher.on_trial_complete(group.primary, told, error=not finite)
+        self.searcher.on_trial_complete(group.primary, result=told, error=not finite)
 
     def get_state(self) -> Any:
         mine = {k: v for k, v in vars(self).items() if k != "searcher"}

@@ -422,6 +422,8 @@ def restore_searcher(
         for line, trial_id in restored.journal.ends:
             if line > lines and trial_id in by_id:
                 searcher.on_trial_complete(
-                    trial_id, by_id[trial_id].last_result, error=statuses[trial_id] == ERROR
+                    trial_id,
+                    result=by_id[trial_id].last_result,
+                    error=statuses[trial_id] == ERROR,
                 )
     resume_search(searcher, len(trials), {t.trial_id for t in to_run})

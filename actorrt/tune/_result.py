@@ -287,7 +287,7 @@ def grid_of(
             metrics={**t.last_result, "config": t.config} if t.last_result else {},
             config=t.config,
             path=t.path,
-            checkpoint=Checkpoint(t.checkpoint) if t.checkpoint else None,
+            checkpoint=t.checkpoint,
             error=t.error,
             trial_id=t.trial_id,
             status=t.status,

@@ -78,37 +78,47 @@ class ResultHandler(SchedulerActions):
         """What the scheduler, the searcher and the stopper make of the result, applied to
         the trial's attempt (PBT's restart, a pause, a resize); ``None`` when the scheduler
         or the searcher raised, which ends the experiment."""
-        # The scheduler first, as in Ray: it may add to the result (HyperBandForBOHB's
-        # hyperband_info) what the searcher reads. What either raises ends the experiment.
-        try:
-            decision = self.scheduler.on_trial_result(self, trial, result)
-            self.searcher.on_trial_result(trial.trial_id, result)
-        except Exception as exc:
-            self._fail(exc)
-            return None
-        if decision == TrialScheduler.PAUSE and trial.restart_with is not None:
-            self._take_donor_checkpoint(trial)
-            decision = STOP  # this attempt ends here; _attempts starts the next (PBT)
-        if self.stopper(trial.trial_id, result) or reported_done:
-            decision = STOP
+        # The stop criteria first, as in Ray: a trial that meets them (or reports done=True)
+        # stops, and neither the scheduler nor the searcher acts on that result (a PBT
+        # exploit of a finished trial would run it past its stop).
+        stopped = bool(self.stopper(trial.trial_id, result)) or reported_done
         if self.stopper.stop_all():
             self.stop_all("stopper")
-        if trial.should_stop:
+        decision: str = STOP
+        if not stopped:
+            # Then the scheduler: it may add to the result (HyperBandForBOHB's
+            # hyperband_info) what the searcher reads. What either raises ends the experiment.
+            try:
+                decision = self.scheduler.on_trial_result(self, trial, result)
+                if decision != TrialScheduler.STOP:
+                    self.searcher.on_trial_result(trial.trial_id, result)
+            except Exception as exc:
+                self._fail(exc)
+                return None
+        if decision == STOP or trial.should_stop:
             decision = STOP
+            trial.restart_with = None  # a PBT exploit of a trial that ends is dropped
+            result["done"] = True  # the trial ends with this result, as in Ray
+        elif decision == TrialScheduler.PAUSE and trial.restart_with is not None:
+            self._take_donor_checkpoint(trial)
+            decision = STOP  # this attempt ends here; _attempts starts the next (PBT)
+        # A class trainable is saved when it is paused or resized, as Ray saves it.
+        save = checkpoint is None and self._saves_itself()
         if decision == TrialScheduler.PAUSE:
-            self._pause(trial, checkpoint is not None)
-            decision = STOP  # this attempt ends here; resume_trial starts the next
+            self._pause(trial, checkpoint is not None or save)
+            decision = SAVE_AND_STOP if save else STOP  # resume_trial starts the next
         if trial.resize is not None:
-            if decision == STOP:  # it ends here anyway: the new group is not needed
+            if decision in (STOP, SAVE_AND_STOP):  # it ends anyway: no new group needed
                 self._forget(self._drop_resize(trial))
             else:
-                # A class trainable is saved now, as Ray saves one it pauses.
-                save = checkpoint is None and isinstance(self.trainable, type) and issubclass(
-                    self.trainable, Trainable
-                )
                 self._begin_resize(trial, checkpoint is not None or save)
                 decision = SAVE_AND_STOP if save else STOP  # _swap_group starts the next
         return decision
+
+    def _saves_itself(self) -> bool:
+        """Whether the trainable is a class ``Trainable``, which the controller can ask to
+        save a checkpoint at any report (a function trainable saves only what it reports)."""
+        return isinstance(self.trainable, type) and issubclass(self.trainable, Trainable)
 
     def on_checkpoint(self, trial_id: str, path: str) -> None:
         trial = self._by_id.get(trial_id)

@@ -42,7 +42,7 @@ class SchedulerActions(TrialLauncher):
                 "tune: trial %s was paused at a result without a checkpoint: it will resume "
                 "from %s and repeat the iterations since; report a checkpoint with every "
                 "result when a scheduler pauses trials (HyperBand)",
-                trial.trial_name, trial.checkpoint or "the start",
+                trial.trial_name, trial.checkpoint_path or "the start",
             )
         self.progress.trial_status(trial, "paused")
         self._notify()
@@ -136,7 +136,7 @@ class SchedulerActions(TrialLauncher):
                 "tune: trial %s changes resources at a result without a checkpoint: it "
                 "restarts from %s and repeats the iterations since; report a checkpoint "
                 "with every result under ResourceChangingScheduler",
-                trial.trial_name, trial.checkpoint or "the start",
+                trial.trial_name, trial.checkpoint_path or "the start",
             )
         self.progress.trial_status(
             trial, f"resources {trial.resources.bundles} -> {trial.resize[0].bundles}"

@@ -12,6 +12,7 @@ with it.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shutil
 import threading
@@ -25,6 +26,8 @@ from .._shared._checkpoint import Checkpoint
 from .._shared._trial_hook import set_trial_provider
 from ._resources import PlacementGroupFactory
 from ._storage import copy_dir_atomic
+
+logger = logging.getLogger("actorrt.tune")
 
 __all__ = ["StopTrial", "TuneContext", "get_checkpoint", "get_context", "report"]
 
@@ -264,10 +267,61 @@ def get_checkpoint() -> Checkpoint | None:
     return _current.checkpoint if _current is not None else None
 
 
-def get_context() -> TuneContext:
-    """The running trial's context: id, name, folder, resources.
+class _ContextOutsideTrial(TuneContext):
+    """``tune.get_context()`` outside a trial, as in Ray: every getter logs a warning (once
+    each) and returns ``None``."""
 
-    Raises:
-        RuntimeError: called outside a trial.
-    """
-    return _session("get_context").context
+    def __init__(self) -> None:
+        super().__init__({})
+        self._warned: set[str] = set()
+
+    def _outside(self, call: str) -> None:
+        if call not in self._warned:
+            self._warned.add(call)
+            logger.warning(
+                "tune.get_context().%s() was called outside a Tune trial: it returns None "
+                "(call it from a trainable that Tuner.fit() runs)", call,
+            )
+
+    # Ray's getters say they return str or int, and return None outside a trial.
+    def get_trial_id(self) -> Any:
+        return self._outside("get_trial_id")
+
+    def get_trial_name(self) -> Any:
+        return self._outside("get_trial_name")
+
+    def get_trial_dir(self) -> Any:
+        return self._outside("get_trial_dir")
+
+    def get_experiment_name(self) -> Any:
+        return self._outside("get_experiment_name")
+
+    def get_trial_resources(self) -> Any:
+        return self._outside("get_trial_resources")
+
+    def get_world_rank(self) -> Any:
+        return self._outside("get_world_rank")
+
+    def get_local_rank(self) -> Any:
+        return self._outside("get_local_rank")
+
+    def get_world_size(self) -> Any:
+        return self._outside("get_world_size")
+
+    def get_local_world_size(self) -> Any:
+        return self._outside("get_local_world_size")
+
+    def get_node_rank(self) -> Any:
+        return self._outside("get_node_rank")
+
+    def __repr__(self) -> str:
+        return "TuneContext(outside a trial)"
+
+
+_outside_trial = _ContextOutsideTrial()
+
+
+def get_context() -> TuneContext:
+    """The running trial's context: id, name, folder, resources. Outside a trial, as in
+    Ray, a context whose getters warn and return ``None``."""
+    return _outside_trial if _current is None else _current.context

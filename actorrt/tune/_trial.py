@@ -6,6 +6,7 @@ import math
 import shutil
 from typing import Any
 
+from .._shared._checkpoint import Checkpoint
 from ._placement_group_factory import PlacementGroupFactory
 from ._trial_config import CheckpointConfig
 
@@ -74,7 +75,13 @@ class Trial:
         return self.resources
 
     @property
-    def checkpoint(self) -> str | None:
+    def checkpoint(self) -> Checkpoint | None:
+        """The latest checkpoint, as Ray's ``Trial.checkpoint`` (equal to the same folder's
+        ``Checkpoint`` from a result or an analysis)."""
+        return Checkpoint(self.checkpoints[-1][0]) if self.checkpoints else None
+
+    @property
+    def checkpoint_path(self) -> str | None:
         """The latest checkpoint's folder."""
         return self.checkpoints[-1][0] if self.checkpoints else None
 

@@ -18,6 +18,7 @@ import asyncio
 import logging
 import math
 import os
+from collections.abc import Callable
 from typing import Any
 
 import actorrt
@@ -67,16 +68,32 @@ class TrialLauncher(ControllerState):
                 return  # not now: a limiter is full
             self._start(trial_id, config)
 
+    def _user_name(self, option: str, creator: Callable[[Trial], Any], trial: Trial) -> str:
+        """What ``TuneConfig(option=creator)`` names ``trial``; what it raises ends the
+        experiment, saying so, with no resume hint (a resumed run would call it again)."""
+        try:
+            return str(creator(trial))
+        except Exception as exc:
+            exc.add_note(
+                f"raised by TuneConfig({option}={getattr(creator, '__name__', creator)}) "
+                f"for trial {trial.trial_id} (config {trial.config}); the experiment ends"
+            )
+            self._resumable = False
+            self._fail(exc)
+            raise
+
     def _start(self, trial_id: str, config: dict[str, Any]) -> None:
         config = in_space_order(config, self.param_space)
         name = f"{trainable_name(self.trainable)}_{trial_id}"
         trial = Trial(trial_id, name, config, None, "")
         creator = self.tune_config.trial_name_creator
         if creator is not None:
-            trial.trial_name = str(creator(trial))
+            trial.trial_name = self._user_name("trial_name_creator", creator, trial)
         dirname = self.tune_config.trial_dirname_creator
         trial.path = self.storage.new_trial_dir(
-            str(dirname(trial)) if dirname else trial.trial_name, config
+            self._user_name("trial_dirname_creator", dirname, trial) if dirname
+            else trial.trial_name,
+            config,
         )
         failure: Exception | None = None
         try:
@@ -211,7 +228,7 @@ class TrialLauncher(ControllerState):
             ):
                 self._errored(trial, outcome, error)
                 return
-            where = trial.checkpoint or "the start"
+            where = trial.checkpoint_path or "the start"
             self.progress.trial_status(
                 trial, f"failed ({outcome['error_type']}); retry {trial.num_failures} from {where}"
             )

@@ -204,12 +204,13 @@ async def test_tensorboard_files_are_written_by_default_and_read_back(
         }
         x = result.config["x"]
         for step in (1, 2, 3):
-            assert scalars[("tune/loss", step)] == pytest.approx(x / step)
-            assert scalars[("tune/nested/acc", step)] == pytest.approx(step / 4)
-            assert scalars[("tune/converged", step)] == float(step == 3)
+            assert scalars[("ray/tune/loss", step)] == pytest.approx(x / step)
+            assert scalars[("ray/tune/nested/acc", step)] == pytest.approx(step / 4)
+            assert scalars[("ray/tune/converged", step)] == float(step == 3)
         tags = {tag for tag, _ in scalars}
-        assert "tune/time_this_iter_s" in tags
-        assert not tags & {"tune/phase", "tune/pid", "tune/training_iteration", "tune/done"}
+        assert "ray/tune/time_this_iter_s" in tags
+        left_out = {"phase", "pid", "training_iteration", "done"}
+        assert not tags & {f"ray/tune/{name}" for name in left_out}
         # The trial's config and last values, for TensorBoard's hyperparameter view.
         hparams = [v for e in events for v in e.summary.value if v.tag.startswith("_hparams_/")]
         start = next(v for v in hparams if v.tag == "_hparams_/session_start_info")
@@ -237,6 +238,6 @@ async def test_tensorboard_logger_off_by_environment_and_on_when_given(
     ).fit_async()
     losses = [
         v.simple_value for e in read_events(given[0].path) for v in e.summary.value
-        if v.tag == "tune/loss"
+        if v.tag == "ray/tune/loss"
     ]
     assert losses == pytest.approx([1.0, 0.5, 1 / 3])

@@ -91,16 +91,27 @@ def test_without_scikit_learn_pb2_names_its_extra(monkeypatch: pytest.MonkeyPatc
 
 def grows(config: dict[str, Any]) -> None:
     value, start = 0.0, 0
+    marks = config["marks"]
     checkpoint = tune.get_checkpoint()
     if checkpoint is not None:
         with open(os.path.join(checkpoint.path, "state.json")) as f:
             value, start = json.load(f)
-    marks = config["marks"]
+        Path(marks, "restored").touch()  # an exploited trial started from a donor's state
     for step in range(start + 1, 100):  # stopped at training_iteration 12
         value += config["lr"]
+        deadline = time.monotonic() + 30
         if step == 3 and config["lr"] == 0.01:  # the slowest learner's first perturbation
-            deadline = time.monotonic() + 30  # waits for another trial's score to be in
-            while not os.listdir(marks) and time.monotonic() < deadline:
+            # waits for another trial's score to be in
+            while not any(n != "restored" for n in os.listdir(marks)):
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.02)
+        elif step == 5 and config["lr"] != 0.01:
+            # A donor stays live (unfinished: finished trials are out of the population)
+            # until the slowest has restarted from one.
+            while not os.path.exists(os.path.join(marks, "restored")):
+                if time.monotonic() > deadline:
+                    break
                 time.sleep(0.02)
         with tempfile.TemporaryDirectory() as d:
             with open(os.path.join(d, "state.json"), "w") as f:
