@@ -5,6 +5,8 @@ methods handed to the actor's thread in runs (actors in worker processes), and u
 ``max_concurrency`` messages as concurrent tasks. None of them checks the lifecycle per
 message: a stop arrives as the ``STOP`` envelope, a kill as the cancellation of the task.
 A failing tell raises :class:`~actorrt._core._lifecycle.Crash` for the supervisor.
+An ask whose reply is cancelled by the time the actor reaches it (its caller timed out, was
+cancelled or called ``handle.cancel()``) is dropped unrun; one that has begun runs to its end.
 
 A reply (the fourth item of an envelope) has the part of the future interface that
 :func:`settle` uses; it may also have ``settle_run(batch, outcomes) -> bool``, which answers
@@ -85,6 +87,8 @@ class MailboxServing:
                 mailbox.admit_one()
             if name is STOP:
                 return
+            if reply is not None and reply.cancelled():
+                continue  # its caller gave up before it began: it never runs
             try:
                 func, is_async = methods[name]
                 result = func(instance, *args, **kwargs)
@@ -117,13 +121,19 @@ class MailboxServing:
                 continue
             batch = self._take_sync_run(queue, mailbox, methods)
             if batch:
-                await self._run_batch(instance, batch)
+                mailbox.taken = batch
+                try:
+                    await self._run_batch(instance, batch)
+                finally:
+                    mailbox.taken = []
                 continue
             name, args, kwargs, reply = queue.popleft()
             if mailbox.overflow:
                 mailbox.admit_one()
             if name is STOP:
                 return
+            if reply is not None and reply.cancelled():
+                continue  # its caller gave up before it began: it never runs
             try:
                 func, _is_async = methods[name]
                 result = await func(instance, *args, **kwargs)
@@ -250,7 +260,9 @@ class MailboxServing:
         crashed: asyncio.Future[Crash],
     ) -> None:
         try:
-            name, args, kwargs, _reply = envelope
+            name, args, kwargs, reply = envelope
+            if reply is not None and reply.cancelled():
+                return  # its caller gave up before it began: it never runs
             func, is_async = self.methods[name]
             if is_async:
                 result = await func(instance, *args, **kwargs)
@@ -293,6 +305,11 @@ def _run_sync_batch(
     message runs. What is not run goes back to the mailbox's front, in order."""
     outcomes: list[tuple[bool, Any]] = []
     for name, args, kwargs, reply in batch:
+        if reply is not None and reply.cancelled():
+            # Its caller gave up before it began: it never runs (settling a cancelled
+            # reply does nothing).
+            outcomes.append((True, None))
+            continue
         try:
             result = methods[name][0](instance, *args, **kwargs)
         except Exception as exc:

@@ -215,7 +215,7 @@ class Connection(FrameReader):
         Returns:
             A future that gets the peer's reply, or its exception, or a
             :class:`ConnectionLostError` if the connection ends first. Cancelling it does not
-            withdraw the request.
+            withdraw the request by itself: :meth:`withdraw` does.
 
         Raises:
             TypeError: the payload cannot be sent (nothing was sent).
@@ -253,6 +253,21 @@ class Connection(FrameReader):
         future: asyncio.Future[Any] = self._loop.create_future()
         self._pending[request_id] = future
         return future
+
+    def withdraw(self, future: asyncio.Future[Any]) -> int | None:
+        """Stop waiting for the reply ``future`` stands for: it is forgotten here (a reply
+        that still comes is dropped) and its request id returned, for the caller to tell the
+        peer; ``None`` when it is not pending (answered already, or another connection's)."""
+        for request_id, pending in self._pending.items():
+            if pending is future:
+                del self._pending[request_id]
+                return request_id
+        return None
+
+    def drop_reply(self) -> None:
+        """An incoming request will get no reply (its requester withdrew it): it no longer
+        counts towards the requests left unreplied that pause reading."""
+        self._replied()
 
     def notify(
         self, payload: object, *, context: object = "notification", tagged: bool = False
