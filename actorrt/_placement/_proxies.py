@@ -208,7 +208,7 @@ class RemoteActor:
             return
         request_id = conn.withdraw(answer)
         if request_id is not None and not conn.is_closing():
-            conn.notify([_CANCEL_CALL, self.actor_id, request_id], tagged=True)
+            conn.notify([_CANCEL_CALL, self.actor_id, request_id], tagged=True, urgent=True)
 
     def _ask_from_thread(
         self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], deadline: float | None
