@@ -418,7 +418,10 @@ class RelayTarget(RemoteActor):
     async def _lifecycle(self, message: Stop | Kill | WaitStopped) -> ActorDiedError:
         assert self.conn is not None
         try:
-            result: ActorDiedError = await self.conn.request(message)
+            # A stop keeps its place behind calls waiting for room in flight; a kill or a
+            # wait overtakes them (a kill fails what is queued anyway).
+            urgent = not isinstance(message, Stop)
+            result: ActorDiedError = await self.conn.request(message, urgent=urgent)
         except ConnectionLostError:
             return await self.lost()
         return result
