@@ -121,3 +121,23 @@ async def test_a_running_ask_runs_to_its_end_and_cancel_says_whether_it_gave_up(
     assert await done == "done"
     with pytest.raises(asyncio.CancelledError):
         await held
+
+
+async def test_an_ask_made_and_cancelled_from_another_thread_never_runs(
+    actorrt_runtime: actorrt.Runtime,
+) -> None:
+    gate, started = asyncio.Event(), asyncio.Event()
+    ref = await Inline.spawn(gate, started)
+    held = ref.hold()
+    await started.wait()
+
+    def from_thread() -> bool:
+        handle = ref.record("from a thread")
+        return handle.cancel()
+
+    assert await asyncio.to_thread(from_thread) is True
+    kept = ref.record("kept")  # queued after it: once this has run, so would the other
+    gate.set()
+    await held
+    assert await kept == "kept"
+    assert await ref.history() == ["kept"]

@@ -17,6 +17,7 @@ leave as one frame) and returns ``False`` when it cannot (then each is settled a
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -103,7 +104,10 @@ class MailboxServing:
                 self._failed(reply, name, exc)
             else:
                 if reply is not None and not reply.done():
-                    reply.set_result(result)
+                    try:
+                        reply.set_result(result)
+                    except _INVALID_STATE:  # cancelled from another thread meanwhile
+                        pass
 
     async def _serve_in_batches(self, instance: Any) -> None:
         """Serve with sync methods on the actor's thread, a run of queued ones per trip.
@@ -337,10 +341,16 @@ def settle(reply: Any, result: Any, error: BaseException | None) -> None:
     """Deliver an answer to an asyncio or concurrent future that may be gone or done."""
     if reply is None or reply.done():
         return
-    if error is None:
-        reply.set_result(result)
-    else:
-        reply.set_exception(error)
+    try:
+        if error is None:
+            reply.set_result(result)
+        else:
+            reply.set_exception(error)
+    except _INVALID_STATE:  # a caller on another thread gave up (cancelled it) meanwhile
+        pass
+
+
+_INVALID_STATE = (asyncio.InvalidStateError, concurrent.futures.InvalidStateError)
 
 
 def _as_error(exc: BaseException, method: str) -> BaseException:
