@@ -3,7 +3,9 @@ awaiting task, ``handle.cancel()``; inline and in a worker process."""
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,17 +73,28 @@ async def _give_up_three_ways(ref: actorrt.ActorRef) -> None:  # type: ignore[ty
         await handle
 
 
-async def test_an_abandoned_queued_ask_never_runs_inline(actorrt_runtime: actorrt.Runtime) -> None:
+async def _held_inline() -> tuple[Any, asyncio.Event, Any]:
+    """An inline actor busy with hold(): what is sent to it now stays queued."""
     gate, started = asyncio.Event(), asyncio.Event()
     ref = await Inline.spawn(gate, started)
     held = ref.hold()
     await started.wait()
-    await _give_up_three_ways(ref)
-    kept = ref.record("kept")
-    gate.set()
+    return ref, gate, held
+
+
+async def _only_kept_runs(ref: Any, held: Any, open_gate: Callable[[], object]) -> None:
+    """Queue one more ask, let the actor go on, and check only that one ran."""
+    kept = ref.record("kept")  # queued after the others: once it has run, so would they
+    open_gate()
     await held
     assert await kept == "kept"
     assert await ref.history() == ["kept"]
+
+
+async def test_an_abandoned_queued_ask_never_runs_inline(actorrt_runtime: actorrt.Runtime) -> None:
+    ref, gate, held = await _held_inline()
+    await _give_up_three_ways(ref)
+    await _only_kept_runs(ref, held, gate.set)
 
 
 async def test_an_abandoned_queued_ask_never_runs_in_a_worker_process(
@@ -98,20 +111,13 @@ async def test_an_abandoned_queued_ask_never_runs_in_a_worker_process(
     # The worker reads its connection in order: once it has answered a ping sent after the
     # cancellations, it has handled them, so the gate may open.
     await ref._cell.conn.request(Ping())
-    kept = ref.record("kept")
-    gate.touch()
-    await held
-    assert await kept == "kept"
-    assert await ref.history() == ["kept"]
+    await _only_kept_runs(ref, held, gate.touch)
 
 
 async def test_a_running_ask_runs_to_its_end_and_cancel_says_whether_it_gave_up(
     actorrt_runtime: actorrt.Runtime,
 ) -> None:
-    gate, started = asyncio.Event(), asyncio.Event()
-    ref = await Inline.spawn(gate, started)
-    held = ref.hold()
-    await started.wait()
+    ref, gate, held = await _held_inline()
     assert held.cancel() is True  # begun: it runs on, its answer is discarded
     gate.set()
     assert await ref.record("after") == "after"
@@ -126,18 +132,11 @@ async def test_a_running_ask_runs_to_its_end_and_cancel_says_whether_it_gave_up(
 async def test_an_ask_made_and_cancelled_from_another_thread_never_runs(
     actorrt_runtime: actorrt.Runtime,
 ) -> None:
-    gate, started = asyncio.Event(), asyncio.Event()
-    ref = await Inline.spawn(gate, started)
-    held = ref.hold()
-    await started.wait()
+    ref, gate, held = await _held_inline()
 
     def from_thread() -> bool:
         handle = ref.record("from a thread")
         return handle.cancel()
 
     assert await asyncio.to_thread(from_thread) is True
-    kept = ref.record("kept")  # queued after it: once this has run, so would the other
-    gate.set()
-    await held
-    assert await kept == "kept"
-    assert await ref.history() == ["kept"]
+    await _only_kept_runs(ref, held, gate.set)
