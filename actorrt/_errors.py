@@ -159,7 +159,8 @@ class MailboxFullError(ActorError):
 
 
 class AskTimeoutError(ActorError, TimeoutError):
-    """An ask got no answer within its timeout. The message itself still runs."""
+    """An ask got no answer within its timeout. The ask is withdrawn: a message the actor
+    had not begun never runs; one already running runs to its end."""
 
 
 class RuntimeStateError(ActorrtError, RuntimeError):

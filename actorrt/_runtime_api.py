@@ -13,6 +13,7 @@ from ._core._context import current_cell
 from ._placement._scheduler import gpu_ids
 from ._roles._role import ResourceViews
 from ._runtime import Runtime, current_runtime
+from ._sigterm import DEFAULT_GRACE, SIGTERM_EXIT_STATUS, OrderlySigterm, check_grace
 from .resources import PendingRequest
 
 try:
@@ -74,22 +75,69 @@ def get_gpu_ids() -> list[int | str]:
     return [int(i) if i.isdigit() else i for i in ids]
 
 
-def run(main: Callable[[], Awaitable[T]] | Coroutine[Any, Any, T], **runtime_kwargs: Any) -> T:
+def run(
+    main: Callable[[], Awaitable[T]] | Coroutine[Any, Any, T],
+    *,
+    sigterm_grace: float | None = DEFAULT_GRACE,
+    **runtime_kwargs: Any,
+) -> T:
     """Run ``main`` (an async function or a coroutine) with a fresh runtime on uvloop.
 
     Returns what ``main`` returns; the runtime shuts down when it ends.
+
+    **Ctrl-C** cancels ``main`` (as ``asyncio.run`` does): the runtime shuts down in order
+    (every actor's ``on_stop`` runs) and ``KeyboardInterrupt`` is raised. **SIGTERM** (how
+    containers, Slurm and Kubernetes stop a program) does the same and then raises
+    ``SystemExit(143)`` (128 + SIGTERM, the shell's convention), so the program ends with
+    that status once ``finally`` blocks and ``atexit`` handlers have run. If the stop takes
+    longer than ``sigterm_grace`` seconds, or a second SIGTERM comes, the process ends at
+    once, by SIGTERM. SIGTERM is handled so only when ``run`` is called on the main thread
+    with Python's default SIGTERM action in place (a handler the program installed is left
+    alone).
+
+    Args:
+        main: the async function (called with no arguments) or the coroutine to run.
+        sigterm_grace: seconds an orderly stop after SIGTERM may take; ``None`` leaves
+            SIGTERM alone (Python's default: the process ends at once).
+        **runtime_kwargs: the ``Runtime`` arguments.
+
+    Raises:
+        TypeError: ``main`` is neither; ``sigterm_grace`` is not a number.
+        ValueError: ``sigterm_grace`` is not positive and finite.
+        SystemExit: SIGTERM (status 143).
     """
     import uvloop
 
+    if not (asyncio.iscoroutine(main) or callable(main)):
+        raise TypeError(f"actorrt.run() takes an async function or coroutine, got {main!r}")
+    grace = check_grace(sigterm_grace, "actorrt.run()")
+    orderly: OrderlySigterm | None = None
+
     async def runner() -> T:
+        nonlocal orderly
+        task = asyncio.current_task()
+        if grace is not None and task is not None:
+            loop = asyncio.get_running_loop()
+
+            def stop_main() -> None:
+                loop.call_soon_threadsafe(task.cancel)
+
+            orderly = OrderlySigterm(stop_main, grace, "actorrt.run()")
+            orderly.install()
         async with Runtime(**runtime_kwargs):
             if asyncio.iscoroutine(main):
                 return await main
-            if callable(main):
-                return await main()
-            raise TypeError(f"actorrt.run() takes an async function or coroutine, got {main!r}")
+            return await main()
 
-    if not (asyncio.iscoroutine(main) or callable(main)):
-        raise TypeError(f"actorrt.run() takes an async function or coroutine, got {main!r}")
-    result: T = uvloop.run(runner())
+    try:
+        result: T = uvloop.run(runner())
+    except asyncio.CancelledError:
+        if orderly is not None and orderly.terminated:
+            raise SystemExit(SIGTERM_EXIT_STATUS) from None
+        raise
+    finally:
+        if orderly is not None:
+            orderly.uninstall()
+    if orderly is not None and orderly.terminated:
+        raise SystemExit(SIGTERM_EXIT_STATUS)  # main caught the cancellation: still ending
     return result

@@ -23,6 +23,7 @@ from ._core._handle import AskHandle, ThreadWait
 from ._errors import AskTimeoutError, RuntimeAlreadyRunningError
 from ._ray_init import ray_init_args
 from ._runtime import Runtime, current_runtime
+from ._sigterm import DEFAULT_GRACE, SIGTERM_EXIT_STATUS, OrderlySigterm, check_grace
 
 T = TypeVar("T")
 
@@ -33,7 +34,7 @@ _facade: _Facade | None = None
 class _Facade:
     """A runtime held open on a portal thread until ``shutdown()``."""
 
-    def __init__(self, runtime_kwargs: dict[str, Any]) -> None:
+    def __init__(self, runtime_kwargs: dict[str, Any], grace: float | None) -> None:
         import anyio.from_thread  # only the sync facade needs it: not at ``import actorrt``
 
         self._portal_cm: contextlib.AbstractContextManager[Any] = (
@@ -50,15 +51,29 @@ class _Facade:
         except BaseException:
             self._portal_cm.__exit__(None, None, None)
             raise
+        self.orderly: OrderlySigterm | None = None
+        if grace is not None:
+            self.orderly = OrderlySigterm(_terminated, grace, "the actorrt runtime")
+            self.orderly.install()
 
     def close(self) -> None:
         try:
             self.portal.call(self.runtime.shutdown)
         finally:
             self._portal_cm.__exit__(None, None, None)
+            if self.orderly is not None:
+                self.orderly.uninstall()
 
 
-def init(address: str | None = None, **kwargs: Any) -> Runtime:
+def _terminated() -> None:
+    """SIGTERM while ``init()``'s runtime runs: end the script as an uncaught exception
+    would, so ``finally`` blocks run and ``shutdown()`` (at exit) stops every actor."""
+    raise SystemExit(SIGTERM_EXIT_STATUS)
+
+
+def init(
+    address: str | None = None, *, sigterm_grace: float | None = DEFAULT_GRACE, **kwargs: Any
+) -> Runtime:
     """Start a runtime on a background thread, for synchronous scripts.
 
     Takes the same keyword arguments as ``Runtime``, and Ray's ``ray.init`` arguments:
@@ -69,6 +84,14 @@ def init(address: str | None = None, **kwargs: Any) -> Runtime:
     ``log_to_driver``, ``namespace``, ``configure_logging``, ...) are ignored with one
     warning naming them. ``shutdown()`` (also registered to run at exit) stops the runtime.
 
+    **SIGTERM** (how containers, Slurm and Kubernetes stop a program), while the runtime
+    runs, raises ``SystemExit(143)`` in the main thread, as Ctrl-C raises
+    ``KeyboardInterrupt``: ``finally`` blocks run, and ``shutdown()`` at exit stops every
+    actor in order (``on_stop`` runs). If that takes longer than ``sigterm_grace`` seconds,
+    or a second SIGTERM comes, the process ends at once, by SIGTERM. Only when ``init()`` is
+    called on the main thread with Python's default SIGTERM action in place (a handler the
+    program installed is left alone); ``sigterm_grace=None`` leaves SIGTERM alone.
+
     ``address``, as in Ray: an actorrt cluster's head ``"HOST:PORT"``, ``"auto"`` for the head
     started on this machine, or ``"local"`` for this machine alone. Left out, it is
     ``$ACTORRT_ADDRESS`` when set, else the head started on this machine when one runs there
@@ -78,10 +101,13 @@ def init(address: str | None = None, **kwargs: Any) -> Runtime:
         RuntimeAlreadyRunningError: a runtime is already running in this process (and
             not ``ignore_reinit_error``).
         ValueError: an address of another form (a Ray Client ``ray://`` one, say), or
-            resources given to a program that joins a cluster.
-        TypeError: an argument that is neither Ray's nor actorrt's.
+            resources given to a program that joins a cluster; ``sigterm_grace`` not
+            positive and finite.
+        TypeError: an argument that is neither Ray's nor actorrt's; ``sigterm_grace`` not
+            a number.
     """
     global _facade
+    grace = check_grace(sigterm_grace, "actorrt.init()")
     runtime_kwargs, reinit_ok = ray_init_args(address, kwargs)
     with _lock:
         try:
@@ -95,7 +121,7 @@ def init(address: str | None = None, **kwargs: Any) -> Runtime:
                 "actorrt.init(): a runtime is already running in this process; "
                 "call actorrt.shutdown() first"
             )
-        _facade = _Facade(runtime_kwargs)
+        _facade = _Facade(runtime_kwargs, grace)
         return _facade.runtime
 
 

@@ -110,6 +110,10 @@ class ActorCell(Supervised, MailboxServing):
             raise self._closed_error() from exc
         return AskHandle(cf, self, method, deadline)
 
+    def withdraw(self, answer: asyncio.Future[Any] | concurrent.futures.Future[Any]) -> None:
+        """Nothing to tell: the envelope carries ``answer`` itself, and the serving loop
+        drops an envelope whose answer is cancelled before it begins."""
+
     def _deliver(self, envelope: Envelope) -> None:
         if self.accepting:
             self.mailbox.put_waiting(envelope, None)

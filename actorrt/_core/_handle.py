@@ -15,6 +15,11 @@ from typing import Any, Final, Generic, Protocol, TypeVar
 from .._errors import AskTimeoutError, ConnectionLostError, DeadlockError
 from ._context import RunningActor, current_cell
 
+try:
+    from asyncio import _get_running_loop as _running_loop
+except ImportError:  # pragma: no cover - CPython always has it
+    from asyncio.events import _get_running_loop as _running_loop
+
 
 class Target(Protocol):
     """What a handle needs of the actor it waits on: an inline cell or a proxy."""
@@ -25,6 +30,11 @@ class Target(Protocol):
     def describe(self) -> str: ...
 
     async def lost(self) -> BaseException: ...
+
+    def withdraw(self, answer: asyncio.Future[Any] | concurrent.futures.Future[Any]) -> None:
+        """The caller gave up on the ask that ``answer`` (cancelled by now) belongs to: an
+        actor elsewhere is told, so a queued message is dropped there too."""
+        ...
 
 T = TypeVar("T")
 
@@ -74,21 +84,18 @@ def _same(waiter: RunningActor, target: Target) -> bool:
     return waiter is target  # type: ignore[comparison-overlap]
 
 
-def _retrieve(fut: asyncio.Future[Any]) -> None:
-    """Mark the outcome of an ask that its caller gave up on (it timed out) as seen: the
-    answer, or the actor's death, comes later and nobody awaits it any more, so asyncio
-    must not log "Future exception was never retrieved" for it."""
-    if not fut.cancelled():
-        fut.exception()
-
-
 class AskHandle(Generic[T]):
     """The pending answer to one ask.
 
     Awaiting it gives the method's return value, or raises the exception the method raised
     (or :class:`~actorrt.ActorDiedError` when the actor ended first, or
-    :class:`~actorrt.AskTimeoutError` when a timeout was set and passed; the message itself
-    still runs).
+    :class:`~actorrt.AskTimeoutError` when a timeout was set and passed).
+
+    A caller that gives up (its timeout passes, the task awaiting the handle is cancelled, or
+    it calls :meth:`cancel`) withdraws the message: if the actor has not begun it yet, it is
+    dropped and never runs, also in a worker process. One that has begun runs to its end,
+    sync or async (``ref.kill()`` is what cuts a running message short); its answer is
+    discarded.
     """
 
     # __slots__ for speed: one handle is built per ask.
@@ -151,6 +158,10 @@ class AskHandle(Generic[T]):
         try:
             try:
                 result: T = yield from self._fut  # type: ignore[misc]
+            except asyncio.CancelledError:
+                if self._fut.cancelled():  # the awaiting task was cancelled: it gave up
+                    self._cell.withdraw(self._fut)
+                raise
             except ConnectionLostError:
                 if self._cell.inline:
                     raise
@@ -164,12 +175,17 @@ class AskHandle(Generic[T]):
 
     async def _await_deadline(self) -> T:
         assert isinstance(self._fut, asyncio.Future) and self._deadline is not None
+        if self._fut.cancelled():
+            raise self._timeout_error()  # awaited again after its timeout passed
         remaining = self._deadline - time.monotonic()
         try:
             return await asyncio.wait_for(asyncio.shield(self._fut), max(remaining, 0.0))
         except TimeoutError:
-            self._fut.add_done_callback(_retrieve)
+            self.cancel()
             raise self._timeout_error() from None
+        except asyncio.CancelledError:
+            self.cancel()
+            raise
         except ConnectionLostError:
             if self._cell.inline:
                 raise
@@ -177,20 +193,52 @@ class AskHandle(Generic[T]):
 
     async def _await_foreign(self) -> T:
         assert isinstance(self._fut, concurrent.futures.Future)
+        if self._fut.cancelled() and self._deadline is not None:
+            raise self._timeout_error()
         wrapped = asyncio.wrap_future(self._fut)
-        if self._deadline is None:
-            return await asyncio.shield(wrapped)
-        remaining = self._deadline - time.monotonic()
+        remaining = None if self._deadline is None else self._deadline - time.monotonic()
         try:
+            if remaining is None:
+                return await asyncio.shield(wrapped)
             return await asyncio.wait_for(asyncio.shield(wrapped), max(remaining, 0.0))
         except TimeoutError:
-            wrapped.add_done_callback(_retrieve)
+            self.cancel()
             raise self._timeout_error() from None
+        except asyncio.CancelledError:
+            self.cancel()
+            raise
+
+    def cancel(self) -> bool:
+        """Give up on this ask: a message the actor has not begun is dropped and never runs
+        (in a worker process too); one already running runs to its end, sync or async, and
+        its answer is discarded. Awaiting the handle afterwards raises
+        ``asyncio.CancelledError`` (``AskTimeoutError`` once a timeout passed).
+
+        Safe from any thread. Returns ``False`` when the answer had arrived already (nothing
+        to give up), ``True`` otherwise.
+        """
+        fut = self._fut
+        if fut.done():
+            return False
+        if isinstance(fut, concurrent.futures.Future):
+            fut.cancel()
+            self._cell.withdraw(fut)
+            return True
+        loop = fut.get_loop()
+        if _running_loop() is loop:
+            self._give_up(fut)
+        else:
+            loop.call_soon_threadsafe(self._give_up, fut)
+        return True
+
+    def _give_up(self, fut: asyncio.Future[Any]) -> None:
+        if fut.cancel():
+            self._cell.withdraw(fut)
 
     def _timeout_error(self) -> AskTimeoutError:
         return AskTimeoutError(
             f"{self._cell.describe()}.{self._method}() did not answer within its timeout; "
-            "the message was sent and still runs"
+            "it was withdrawn (a message not begun yet is dropped; one running runs to its end)"
         )
 
     def _self_ask_error(self) -> DeadlockError:
@@ -248,8 +296,13 @@ class AskHandle(Generic[T]):
                 raise
             lost = asyncio.run_coroutine_threadsafe(self._cell.lost(), fut.get_loop())
             raise lost.result() from None
+        except concurrent.futures.CancelledError:
+            if self._deadline is not None and time.monotonic() >= self._deadline:
+                raise self._timeout_error() from None
+            raise
         except concurrent.futures.TimeoutError:
             if self._deadline is not None and time.monotonic() >= self._deadline:
+                self.cancel()
                 raise self._timeout_error() from None
             raise
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Iterator
 from typing import Any
 
 # A control message that asks the actor to finish after what is queued ahead of it.
@@ -28,11 +29,15 @@ Envelope = tuple[str, tuple[Any, ...], dict[str, Any], Any]
 class Mailbox:
     """A bounded FIFO with an ordered overflow line for senders that wait for room."""
 
-    __slots__ = ("overflow", "queue", "size", "waiter")
+    __slots__ = ("overflow", "queue", "size", "taken", "waiter")
 
     def __init__(self, size: int) -> None:
         self.size = size
         self.queue: deque[Envelope] = deque()
+        # The run of messages the actor took at once and is working through (a worker's
+        # batch of sync methods): the later ones have not begun yet, so a caller may still
+        # give them up.
+        self.taken: list[Envelope] = []
         # (envelope, future resolved when it is admitted, or None when nobody awaits that)
         self.overflow: deque[tuple[Envelope, asyncio.Future[None] | None]] = deque()
         self.waiter: asyncio.Future[None] | None = None
@@ -93,6 +98,13 @@ class Mailbox:
         waiter = asyncio.get_running_loop().create_future()
         self.waiter = waiter
         await waiter
+
+    def waiting(self) -> Iterator[Envelope]:
+        """Every message not begun yet (and the rest of the run being worked through)."""
+        yield from self.taken
+        yield from self.queue
+        for envelope, _admitted in self.overflow:
+            yield envelope
 
     def drain(self, error: BaseException) -> list[Envelope]:
         """Remove and return everything queued, overflow included, in order.

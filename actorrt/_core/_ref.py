@@ -114,7 +114,8 @@ class MethodRef:
 
         Args:
             timeout: seconds the caller waits for the answer before ``AskTimeoutError``
-                (counted from the call). The message still runs; only the wait ends.
+                (counted from the call). The ask is then withdrawn: a message the actor
+                has not begun never runs; one already running runs to its end.
         """
         if timeout is not None:
             if isinstance(timeout, bool) or not isinstance(timeout, int | float):

@@ -5,6 +5,8 @@ methods handed to the actor's thread in runs (actors in worker processes), and u
 ``max_concurrency`` messages as concurrent tasks. None of them checks the lifecycle per
 message: a stop arrives as the ``STOP`` envelope, a kill as the cancellation of the task.
 A failing tell raises :class:`~actorrt._core._lifecycle.Crash` for the supervisor.
+An ask whose reply is cancelled by the time the actor reaches it (its caller timed out, was
+cancelled or called ``handle.cancel()``) is dropped unrun; one that has begun runs to its end.
 
 A reply (the fourth item of an envelope) has the part of the future interface that
 :func:`settle` uses; it may also have ``settle_run(batch, outcomes) -> bool``, which answers
@@ -15,6 +17,7 @@ leave as one frame) and returns ``False`` when it cannot (then each is settled a
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -85,6 +88,8 @@ class MailboxServing:
                 mailbox.admit_one()
             if name is STOP:
                 return
+            if reply is not None and reply.cancelled():
+                continue  # its caller gave up before it began: it never runs
             try:
                 func, is_async = methods[name]
                 result = func(instance, *args, **kwargs)
@@ -99,7 +104,10 @@ class MailboxServing:
                 self._failed(reply, name, exc)
             else:
                 if reply is not None and not reply.done():
-                    reply.set_result(result)
+                    try:
+                        reply.set_result(result)
+                    except _INVALID_STATE:  # cancelled from another thread meanwhile
+                        pass
 
     async def _serve_in_batches(self, instance: Any) -> None:
         """Serve with sync methods on the actor's thread, a run of queued ones per trip.
@@ -117,13 +125,19 @@ class MailboxServing:
                 continue
             batch = self._take_sync_run(queue, mailbox, methods)
             if batch:
-                await self._run_batch(instance, batch)
+                mailbox.taken = batch
+                try:
+                    await self._run_batch(instance, batch)
+                finally:
+                    mailbox.taken = []
                 continue
             name, args, kwargs, reply = queue.popleft()
             if mailbox.overflow:
                 mailbox.admit_one()
             if name is STOP:
                 return
+            if reply is not None and reply.cancelled():
+                continue  # its caller gave up before it began: it never runs
             try:
                 func, _is_async = methods[name]
                 result = await func(instance, *args, **kwargs)
@@ -250,7 +264,9 @@ class MailboxServing:
         crashed: asyncio.Future[Crash],
     ) -> None:
         try:
-            name, args, kwargs, _reply = envelope
+            name, args, kwargs, reply = envelope
+            if reply is not None and reply.cancelled():
+                return  # its caller gave up before it began: it never runs
             func, is_async = self.methods[name]
             if is_async:
                 result = await func(instance, *args, **kwargs)
@@ -293,6 +309,11 @@ def _run_sync_batch(
     message runs. What is not run goes back to the mailbox's front, in order."""
     outcomes: list[tuple[bool, Any]] = []
     for name, args, kwargs, reply in batch:
+        if reply is not None and reply.cancelled():
+            # Its caller gave up before it began: it never runs (settling a cancelled
+            # reply does nothing).
+            outcomes.append((True, None))
+            continue
         try:
             result = methods[name][0](instance, *args, **kwargs)
         except Exception as exc:
@@ -320,10 +341,16 @@ def settle(reply: Any, result: Any, error: BaseException | None) -> None:
     """Deliver an answer to an asyncio or concurrent future that may be gone or done."""
     if reply is None or reply.done():
         return
-    if error is None:
-        reply.set_result(result)
-    else:
-        reply.set_exception(error)
+    try:
+        if error is None:
+            reply.set_result(result)
+        else:
+            reply.set_exception(error)
+    except _INVALID_STATE:  # a caller on another thread gave up (cancelled it) meanwhile
+        pass
+
+
+_INVALID_STATE = (asyncio.InvalidStateError, concurrent.futures.InvalidStateError)
 
 
 def _as_error(exc: BaseException, method: str) -> BaseException:

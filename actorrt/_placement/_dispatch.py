@@ -25,6 +25,7 @@ from .._wire._dispatcher import Dispatcher, notification, request, request_run
 from .._wire._messages import (
     AskDeadlock,
     Call,
+    CancelCall,
     Died,
     GetActor,
     GroupReady,
@@ -79,6 +80,7 @@ class Host:
             ],
             notifications=[
                 notification(Tell, self._tell),
+                notification(CancelCall, self._cancel_call),
                 notification(SpawnCancel, self._spawn_cancel),
                 notification(Died, self._died),
                 notification(Restarted, self._restarted),
@@ -176,6 +178,20 @@ class Host:
             except Exception as exc:
                 conn.reply_error(request_id, exc)
         return stop
+
+    def _cancel_call(self, conn: Connection, msg: CancelCall) -> None:
+        """The caller of a ``Call`` gave up: drop it if it is still queued here. One that has
+        begun runs on (its answer is dropped by the caller's side); one relayed onwards to
+        another process is not followed."""
+        actor_id, request_id = msg
+        target = self._lookup(actor_id)
+        if target is None or not target.inline:
+            return
+        for envelope in target.mailbox.waiting():
+            reply = envelope[3]
+            if type(reply) is WireReply and reply.matches(conn, request_id):
+                reply.cancel()
+                return
 
     def _tell(self, conn: Connection, msg: Tell) -> None:
         actor_id, method, args, kwargs = msg

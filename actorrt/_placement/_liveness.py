@@ -133,7 +133,7 @@ class LivenessWatch:
             why = None
         if live.ping_sent is None:
             try:
-                pong = conn.request(Ping())
+                pong = conn.request(Ping(), urgent=True)  # never in line behind calls
             except Exception:  # the connection is going: its end is reported elsewhere
                 return
             live.ping_sent = now

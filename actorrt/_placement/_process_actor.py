@@ -300,7 +300,9 @@ class ProcessActor(Supervised, RemoteActor):
             worker.kill()  # frozen: it cannot answer a kill request
         elif self._up() and conn is not None and worker is not None:
             try:
-                await asyncio.wait_for(conn.request(Kill(self.actor_id)), KILL_GRACE)
+                # A kill overtakes calls waiting for room in flight: queued ones fail anyway.
+                kill = conn.request(Kill(self.actor_id), urgent=True)
+                await asyncio.wait_for(kill, KILL_GRACE)
             except Exception:
                 worker.kill()
         killed = self.died_error(DeathReason.KILLED)

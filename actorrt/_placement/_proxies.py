@@ -40,7 +40,7 @@ from .._wire._connection import (
     Connection,
     ConnectionLostError,
 )
-from .._wire._messages import Call, Kill, Stop, Tell, WaitStopped, tag_of
+from .._wire._messages import Call, CancelCall, Kill, Stop, Tell, WaitStopped, tag_of
 from .._wire._refs import RefAddress
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ class WireReply:
     """
 
     # __slots__ for speed: one per remote ask.
-    __slots__ = ("_cls_name", "_conn", "_done", "_method", "_request_id")
+    __slots__ = ("_cancelled", "_cls_name", "_conn", "_done", "_method", "_request_id")
 
     def __init__(self, conn: Connection, request_id: int, cls_name: str, method: str) -> None:
         self._conn = conn
@@ -72,6 +72,7 @@ class WireReply:
         self._cls_name = cls_name
         self._method = method
         self._done = False
+        self._cancelled = False
 
     def __str__(self) -> str:
         return f"the result of {self._cls_name}.{self._method}()"
@@ -80,7 +81,17 @@ class WireReply:
         return self._done
 
     def cancelled(self) -> bool:
-        return False
+        return self._cancelled
+
+    def matches(self, conn: Connection, request_id: int) -> bool:
+        return self._conn is conn and self._request_id == request_id
+
+    def cancel(self) -> None:
+        """Its caller withdrew the ask (``CancelCall``): no reply goes out, and the serving
+        loop drops the envelope unrun."""
+        if not self._done:
+            self._done = self._cancelled = True
+            self._conn.drop_reply()
 
     def set_result(self, value: Any) -> None:
         self._done = True
@@ -188,6 +199,17 @@ class RemoteActor:
             sent.set_exception(exc)
         return AskHandle(sent, self, method, None)
 
+    def withdraw(self, answer: asyncio.Future[Any] | concurrent.futures.Future[Any]) -> None:
+        """The caller gave up on an ask: forget its reply and tell the far side, which drops
+        the message if it has not begun. From the caller's loop; an ask made from another
+        thread withdraws itself when its future is cancelled (``_ask_from_thread``)."""
+        conn = self.conn
+        if conn is None or not isinstance(answer, asyncio.Future):
+            return
+        request_id = conn.withdraw(answer)
+        if request_id is not None and not conn.is_closing():
+            conn.notify([_CANCEL_CALL, self.actor_id, request_id], tagged=True, urgent=True)
+
     def _ask_from_thread(
         self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], deadline: float | None
     ) -> AskHandle[Any]:
@@ -196,15 +218,30 @@ class RemoteActor:
         cf: concurrent.futures.Future[Any] = concurrent.futures.Future()
 
         def on_loop() -> None:
+            if cf.cancelled():
+                return  # given up before it was sent
             try:
                 sent = self._submit(method, args, kwargs)
             except Exception as exc:  # unsendable: from another thread it fails at the wait
                 cf.set_exception(exc)
                 return
             sent.add_done_callback(functools.partial(self._answered, cf))
+            cf.add_done_callback(functools.partial(self._given_up, sent))
 
         self.loop.call_soon_threadsafe(on_loop)
         return AskHandle(cf, self, method, deadline)
+
+    def _given_up(self, sent: asyncio.Future[Any], cf: concurrent.futures.Future[Any]) -> None:
+        """The thread's ask was cancelled (its caller gave up): withdraw what was sent."""
+        if cf.cancelled():
+            try:
+                self.loop.call_soon_threadsafe(self._withdraw_sent, sent)
+            except RuntimeError:  # the loop has closed: nothing is left to withdraw
+                pass
+
+    def _withdraw_sent(self, sent: asyncio.Future[Any]) -> None:
+        if sent.cancel():
+            self.withdraw(sent)
 
     def _answered(self, cf: concurrent.futures.Future[Any], sent: asyncio.Future[Any]) -> None:
         # An answer goes to the waiting thread at once; an error is translated first, as an
@@ -327,6 +364,7 @@ TELL_HIGH_WATER = DEFAULT_WRITE_LIMITS[0]
 
 
 _CALL: Final = tag_of(Call)
+_CANCEL_CALL: Final = tag_of(CancelCall)
 _TUPLE_REPLY: Final = REPLY | FLAG_TOP_TUPLE
 _TELL: Final = tag_of(Tell)
 
@@ -380,7 +418,10 @@ class RelayTarget(RemoteActor):
     async def _lifecycle(self, message: Stop | Kill | WaitStopped) -> ActorDiedError:
         assert self.conn is not None
         try:
-            result: ActorDiedError = await self.conn.request(message)
+            # A stop keeps its place behind calls waiting for room in flight; a kill or a
+            # wait overtakes them (a kill fails what is queued anyway).
+            urgent = not isinstance(message, Stop)
+            result: ActorDiedError = await self.conn.request(message, urgent=urgent)
         except ConnectionLostError:
             return await self.lost()
         return result

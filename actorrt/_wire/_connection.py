@@ -26,13 +26,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+from collections import deque
 from collections.abc import Callable
 from typing import Any, Final, Protocol, cast
 
 from .._errors import ProtocolVersionError
 from . import _auth
 from ._codec import Codec
-from ._frames import BATCH_ITEM, BATCH_ITEM_LEN
+from ._frames import BATCH_ITEM, BATCH_ITEM_LEN, KIND_MASK
 from ._frames import ERROR as ERROR
 from ._frames import HEADER as HEADER
 from ._frames import NOTIFY as NOTIFY
@@ -42,7 +44,16 @@ from ._frames import ConnectionLostError as ConnectionLostError
 from ._frames import FrameTooLargeError as FrameTooLargeError
 from ._reader import READ_BUFFER, FrameReader, Routes, RunRoutes
 from ._tls import tcp_channel
-from ._writer import BIG_FRAME, CLOSED, CLOSING, EAGER_FLUSH, HANDSHAKE, OPEN
+from ._writer import (
+    BIG_FRAME,
+    CLOSED,
+    CLOSING,
+    DEFAULT_MAX_IN_FLIGHT,
+    EAGER_FLUSH,
+    HANDSHAKE,
+    OPEN,
+    Held,
+)
 
 __all__ = [
     "DEFAULT_HANDSHAKE_TIMEOUT",
@@ -65,6 +76,30 @@ DEFAULT_MAX_FRAME_SIZE: Final = 1 << 31
 DEFAULT_WRITE_LIMITS: Final = (1 << 20, 1 << 18)
 DEFAULT_INCOMING_LIMITS: Final = (4096, 1024)
 DEFAULT_HANDSHAKE_TIMEOUT: Final = 10.0
+MAX_IN_FLIGHT_ENV: Final = "ACTORRT_MAX_BYTES_IN_FLIGHT"
+
+
+def max_in_flight_bytes(value: int | None = None) -> int:
+    """The bound on a connection's bytes in flight: ``value``, else
+    ``$ACTORRT_MAX_BYTES_IN_FLIGHT``, else 64 MiB; a clear error for anything but a positive
+    whole number of bytes."""
+    where = "max_in_flight"
+    if value is None:
+        text = os.environ.get(MAX_IN_FLIGHT_ENV)
+        if text is None:
+            return DEFAULT_MAX_IN_FLIGHT
+        where = f"${MAX_IN_FLIGHT_ENV}"
+        try:
+            value = int(text)
+        except ValueError:
+            raise ValueError(
+                f"{where} must be a whole number of bytes (e.g. 67108864), got {text!r}"
+            ) from None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{where} must be a whole number of bytes, got {value!r}")
+    if value <= 0:
+        raise ValueError(f"{where} must be a positive number of bytes, got {value}")
+    return value
 
 
 class Handler(Protocol):
@@ -101,6 +136,9 @@ class Connection(FrameReader):
         write_limits: ``(high, low)`` write-buffer watermarks, in bytes.
         incoming_limits: ``(high, low)``: stop reading with this many requests unreplied,
             resume at the low mark.
+        max_in_flight: the bound, in bytes, on large requests sent and not answered yet
+            (:mod:`~actorrt._wire._writer`, "Bytes in flight"); by default
+            ``$ACTORRT_MAX_BYTES_IN_FLIGHT`` when set, else 64 MiB.
         handshake_timeout: seconds the peer has to finish the handshake.
         on_open: called once the handshake has succeeded.
         on_close: called once with the :class:`ConnectionLostError` when the connection ends.
@@ -133,6 +171,7 @@ class Connection(FrameReader):
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         write_limits: tuple[int, int] = DEFAULT_WRITE_LIMITS,
         incoming_limits: tuple[int, int] = DEFAULT_INCOMING_LIMITS,
+        max_in_flight: int | None = None,
         handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
         on_open: Callable[[Connection], None] | None = None,
         on_close: Callable[[Connection, ConnectionLostError], None] | None = None,
@@ -177,6 +216,10 @@ class Connection(FrameReader):
         self._flush_at_tick_end = self._flush
         self._write_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
+        self._max_in_flight = max_in_flight_bytes(max_in_flight)
+        self._held: deque[Held] = deque()
+        self._unacked: dict[int, int] = {}
+        self._unacked_bytes = 0
         self._rbuf = bytearray(READ_BUFFER)
         self._rview = memoryview(self._rbuf)
         self._rstart = self._rend = 0
@@ -200,7 +243,12 @@ class Connection(FrameReader):
     # -- sending ------------------------------------------------------------------------
 
     def request(
-        self, payload: object, *, context: object = "request", tagged: bool = False
+        self,
+        payload: object,
+        *,
+        context: object = "request",
+        tagged: bool = False,
+        urgent: bool = False,
     ) -> asyncio.Future[Any]:
         """Send a request now and return a future for its reply.
 
@@ -211,11 +259,13 @@ class Connection(FrameReader):
             tagged: ``payload`` is a typed message already in its wire form, the list
                 ``[tag, *fields]`` (what a sender on the hot path builds instead of the
                 message object; the peer decodes it as the message).
+            urgent: sent at once, never in line behind requests waiting for room in flight
+                (for small control messages whose order against calls does not matter).
 
         Returns:
             A future that gets the peer's reply, or its exception, or a
             :class:`ConnectionLostError` if the connection ends first. Cancelling it does not
-            withdraw the request.
+            withdraw the request by itself: :meth:`withdraw` does.
 
         Raises:
             TypeError: the payload cannot be sent (nothing was sent).
@@ -224,7 +274,7 @@ class Connection(FrameReader):
         """
         request_id = self._next_id
         self._next_id = request_id + 1
-        self._send(REQUEST, request_id, payload, context, tagged)
+        self._send(REQUEST, request_id, payload, context, tagged, urgent)
         future: asyncio.Future[Any] = self._loop.create_future()
         self._pending[request_id] = future
         return future
@@ -234,14 +284,16 @@ class Connection(FrameReader):
         message sent in a burst joins the loop tick's open batch right here."""
         request_id = self._next_id
         self._next_id = request_id + 1
-        if self._batch_at < 0:  # no batch open: sent as request() sends it
+        if self._batch_at < 0 or self._held:  # as request() sends it
             self._send(REQUEST, request_id, payload, context, True)
         else:
             if self._state is not OPEN:
                 raise self._unusable()
             flags, head, buffers = self._codec.pack_tagged(payload, context)
             if buffers or len(head) > BIG_FRAME:
-                self._send_large(REQUEST | flags, request_id, head, buffers, context)
+                self._send_large(
+                    REQUEST | flags, request_id, head, buffers, context, False, payload, True
+                )
             else:  # into the open batch, as FrameWriter._send puts it there
                 wbuf = self._wbuf
                 wbuf.append(_pack_item(0xCF, request_id, 0xCC, REQUEST | flags))
@@ -254,11 +306,50 @@ class Connection(FrameReader):
         self._pending[request_id] = future
         return future
 
+    def withdraw(self, future: asyncio.Future[Any]) -> int | None:
+        """Stop waiting for the reply ``future`` stands for: it is forgotten here (a reply
+        that still comes is dropped) and its request id returned, for the caller to tell the
+        peer; ``None`` when it is not pending (answered already, or another connection's)
+        or when it never left (it waited for room in flight: it is dropped here)."""
+        for request_id, pending in self._pending.items():
+            if pending is future:
+                del self._pending[request_id]
+                break
+        else:
+            return None
+        for frame in self._held:
+            if frame[1] == request_id and frame[0] & KIND_MASK == REQUEST:
+                self._held.remove(frame)
+                self._release()  # it may have held up the line
+                return None
+        if request_id in self._unacked:
+            self._acked(request_id)
+        return request_id
+
+    def _unsendable(self, kind: int, request_id: int, exc: Exception) -> None:
+        """A message that waited for room in flight cannot be encoded now that it leaves."""
+        if kind == REQUEST:
+            future = self._pending.pop(request_id, None)
+            if future is not None and not future.done():
+                future.set_exception(exc)
+        else:
+            logger.error("dropped a notification that cannot be encoded any more: %s", exc)
+
+    def drop_reply(self) -> None:
+        """An incoming request will get no reply (its requester withdrew it): it no longer
+        counts towards the requests left unreplied that pause reading."""
+        self._replied()
+
     def notify(
-        self, payload: object, *, context: object = "notification", tagged: bool = False
+        self,
+        payload: object,
+        *,
+        context: object = "notification",
+        tagged: bool = False,
+        urgent: bool = False,
     ) -> None:
         """Send a message that gets no reply. Takes and raises what :meth:`request` does."""
-        self._send(NOTIFY, 0, payload, context, tagged)
+        self._send(NOTIFY, 0, payload, context, tagged, urgent)
 
     def reply(self, request_id: int, value: object, *, context: object = "reply") -> None:
         """Answer an incoming request with a value.
@@ -429,6 +520,9 @@ class Connection(FrameReader):
         self._wbuf.clear()
         self._wsize = 0
         self._batch_at = -1
+        self._held.clear()  # their requests are pending: they fail below
+        self._unacked.clear()
+        self._unacked_bytes = 0
         if not self.ready.done():
             failure: ConnectionError = error
             if self._handshake.started:  # refused mid-handshake

@@ -34,6 +34,7 @@ __all__ = [
     "Beat",
     "Blocked",
     "Call",
+    "CancelCall",
     "Claim",
     "ClusterStatus",
     "Deadlocked",
@@ -81,7 +82,7 @@ __all__ = [
 #: another version is refused. Version 1 was the positional-tuple protocol of earlier
 #: releases (its handshake magic was ``b"actorrt\x01"``); version 2 had no batch frames;
 #: version 3 had no cluster messages. At most 255.
-PROTOCOL_VERSION: Final = 4
+PROTOCOL_VERSION: Final = 5
 
 
 # A message that arrived with an unknown type, the wrong number of fields, or a field of the
@@ -108,6 +109,14 @@ class Tell(NamedTuple):
     method: str
     args: list[Any]
     kwargs: dict[str, Any]
+
+
+class CancelCall(NamedTuple):
+    """The caller of a ``Call`` on this connection gave up (notification, either side): if
+    the message is still queued, it is dropped unrun and gets no reply."""
+
+    actor_id: str
+    request_id: int  # the Call's request id on this connection
 
 
 class Stop(NamedTuple):
@@ -273,6 +282,7 @@ from ._cluster_messages import (  # noqa: E402  (the cluster's part of the set)
 
 Message: TypeAlias = (
     Call
+    | CancelCall
     | Tell
     | Stop
     | Kill
@@ -356,6 +366,7 @@ _TAGS: Final[dict[type[Any], int]] = {
     KillWorker: 38,
     WorkerOutput: 39,
     WorkerExit: 40,
+    CancelCall: 41,
 }
 _BY_TAG: Final[dict[int, type[Any]]] = {tag: cls for cls, tag in _TAGS.items()}
 
@@ -405,6 +416,7 @@ _FIELD_TYPES: Final[dict[type[Any], tuple[Any, ...]]] = {
     KillWorker: (str,),
     WorkerOutput: (str, int, str),
     WorkerExit: (str, int),
+    CancelCall: (str, int),
 }
 
 

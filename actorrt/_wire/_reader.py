@@ -245,6 +245,8 @@ class FrameReader(FrameWriter):
                     size = len(batch)
                     while True:
                         future = pending.pop(request_id, None)
+                        if self._unacked and request_id in self._unacked:
+                            self._acked(request_id)
                         if future is not None and not future.done():
                             future.set_result(
                                 tuple(value) if kind_flags & FLAG_TOP_TUPLE else value
@@ -306,6 +308,8 @@ class FrameReader(FrameWriter):
                     continue
             if kind == REPLY:
                 future = pending.pop(request_id, None)
+                if self._unacked and request_id in self._unacked:
+                    self._acked(request_id)
                 if future is not None and not future.done():
                     future.set_result(value)
             elif kind == REQUEST:
@@ -331,6 +335,8 @@ class FrameReader(FrameWriter):
                     logger.exception("the handler failed on a notification")
             elif kind == ERROR:
                 future = pending.pop(request_id, None)
+                if self._unacked and request_id in self._unacked:
+                    self._acked(request_id)
                 if future is not None and not future.done():
                     future.set_exception(value)
             else:
@@ -422,6 +428,8 @@ class FrameReader(FrameWriter):
             self.reply_error(request_id, exc)
         elif kind in (REPLY, ERROR):
             future = self._pending.pop(request_id, None)
+            if request_id in self._unacked:
+                self._acked(request_id)
             if future is not None and not future.done():
                 future.set_exception(exc)
         else:

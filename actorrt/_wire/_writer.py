@@ -13,6 +13,17 @@ the slots and the transport). What it does:
   :meth:`FrameWriter.drain` blocks while the peer is not reading. A producer that sends
   without awaiting replies awaits ``drain()`` between sends, and then neither the queue nor
   the transport's buffer grows beyond its high-water mark plus one frame.
+* **Bytes in flight.** A request that carries a large frame counts its bytes from the moment
+  it is sent until its reply arrives (unsent and unacknowledged alike). When another one
+  would take that count above ``max_in_flight``, or the transport's buffer is above its
+  high-water mark, it waits in a line, and so does every request and notification sent
+  after it, in order; a reply, or the ack of a counted request, or the transport draining,
+  lets the line move. A large message is encoded when it is sent (so an unsendable one
+  raises there) and, if it must wait, dropped and encoded again when it leaves: the line
+  holds the caller's own objects, not copies of them. So the bytes
+  a connection holds for its peer stay under the bound plus one message; a single message
+  larger than the bound still goes, alone. Replies never wait (the peer bounded their
+  requests), nor do requests sent ``urgent`` (a liveness ping, a cancellation).
 * **Size limits.** A frame above ``max_frame_size`` is refused before anything is written
   (:class:`FrameTooLargeError`); large buffers are written as they are, never joined.
 """
@@ -20,6 +31,7 @@ the slots and the transport). What it does:
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -31,12 +43,15 @@ from ._frames import (
     BATCH_ITEM_LEN,
     HEADER,
     HEADER_LEN,
+    KIND_MASK,
     MIN_LENGTH,
+    NOTIFY,
+    REQUEST,
     ConnectionLostError,
     FrameTooLargeError,
 )
 
-__all__ = ["BIG_FRAME", "EAGER_FLUSH", "FrameWriter"]
+__all__ = ["BIG_FRAME", "DEFAULT_MAX_IN_FLIGHT", "EAGER_FLUSH", "FrameWriter"]
 
 _pack_header = HEADER.pack
 _pack_item = BATCH_ITEM.pack
@@ -46,6 +61,12 @@ _BATCH_HEAD: Final = HEADER_LEN + BATCH_ARRAY.size
 BIG_FRAME: Final = 1 << 16  # frames above this travel (and are read) as buffers of their own
 _JOIN_LIMIT: Final = 1 << 20  # queued writes above this are not joined into one bytes
 EAGER_FLUSH: Final = 1 << 12  # a burst is written at least every 4 KiB (see _send)
+DEFAULT_MAX_IN_FLIGHT: Final = 64 << 20  # bytes of large requests in flight per connection
+
+# A message waiting for room in flight: kind and flags, request id, its encoded head (None: a
+# large one, encoded again from its payload when it leaves), size with its header, and the
+# payload, its context and whether it is tagged (for that second encoding).
+Held = tuple[int, int, bytes | None, int, object, object, bool]
 
 # The connection's states, in order (shared with _connection and _reader).
 HANDSHAKE: Final = 0
@@ -68,10 +89,14 @@ class FrameWriter(asyncio.BufferedProtocol):
         "_drain_waiters",
         "_flush_at_tick_end",
         "_flush_scheduled",
+        "_held",
         "_loop",
         "_max_frame",
+        "_max_in_flight",
         "_state",
         "_transport",
+        "_unacked",
+        "_unacked_bytes",
         "_wbuf",
         "_write_limits",
         "_write_paused",
@@ -91,6 +116,12 @@ class FrameWriter(asyncio.BufferedProtocol):
     _flush_at_tick_end: Callable[[], None]
     _write_paused: bool
     _drain_waiters: list[asyncio.Future[None]]
+    # Frames waiting for room in flight, in order; the sizes of the large requests sent and
+    # not answered yet, by request id, and their sum; the bound.
+    _held: deque[Held]
+    _unacked: dict[int, int]
+    _unacked_bytes: int
+    _max_in_flight: int
     # The batch of this tick: where its header goes in _wbuf (-1: none open), the union of
     # its messages' flags, and _wsize where its messages begin.
     _batch_at: int
@@ -101,8 +132,16 @@ class FrameWriter(asyncio.BufferedProtocol):
 
         def _unusable(self) -> ConnectionLostError: ...
 
+        def _unsendable(self, kind: int, request_id: int, exc: Exception) -> None: ...
+
     def _send(
-        self, kind: int, request_id: int, payload: object, context: object, tagged: bool = False
+        self,
+        kind: int,
+        request_id: int,
+        payload: object,
+        context: object,
+        tagged: bool = False,
+        urgent: bool = False,
     ) -> None:
         if self._state is not OPEN:
             raise self._unusable()
@@ -112,8 +151,14 @@ class FrameWriter(asyncio.BufferedProtocol):
             flags, head, buffers = self._codec.pack(payload, context)
         size = len(head)
         if buffers or size > BIG_FRAME:
-            self._send_large(kind | flags, request_id, head, buffers, context)
+            self._send_large(
+                kind | flags, request_id, head, buffers, context, urgent, payload, tagged
+            )
             return
+        if self._held and kind <= NOTIFY and not urgent:
+            held = (kind | flags, request_id, head, size + HEADER_LEN, None, None, False)
+            self._held.append(held)
+            return  # in line behind a request waiting for room in flight
         wbuf = self._wbuf
         if not self._flush_scheduled:
             # The first frame of this tick leaves at once, as a frame of its own, so a lone
@@ -176,19 +221,105 @@ class FrameWriter(asyncio.BufferedProtocol):
         ) + _pack_array(0xDD, 3 * ((len(wbuf) - at - 1) // 2))
 
     def _send_large(
-        self, kind_flags: int, request_id: int, head: bytes, buffers: list[Any], context: object
+        self,
+        kind_flags: int,
+        request_id: int,
+        head: bytes,
+        buffers: list[Any],
+        context: object,
+        urgent: bool = False,
+        payload: object = None,
+        tagged: bool = False,
     ) -> None:
-        size = len(head) + sum(map(len, buffers))
-        if size + HEADER_LEN > self._max_frame:
+        size = len(head) + sum(map(len, buffers)) + HEADER_LEN
+        if size > self._max_frame:
             raise FrameTooLargeError(
-                f"cannot send {context}: its frame of {size + HEADER_LEN} bytes exceeds "
+                f"cannot send {context}: its frame of {size} bytes exceeds "
                 f"max_frame_size={self._max_frame}"
             )
+        kind = kind_flags & KIND_MASK
+        if kind <= NOTIFY and not urgent and (self._held or not self._admits(kind, size)):
+            # Waits for room in flight (see the module): the encoding is let go.
+            self._held.append((kind_flags, request_id, None, size, payload, context, tagged))
+            return
+        self._put_large(kind_flags, request_id, head, buffers, size)
+        self._write_queued()  # large: no point waiting for the end of the tick
+
+    def _admits(self, kind: int, size: int) -> bool:
+        """Whether a large request or notification may go now (see the module)."""
+        if self._write_paused:
+            return False
+        if kind != REQUEST:
+            return True
+        unacked = self._unacked_bytes
+        return unacked == 0 or unacked + size <= self._max_in_flight
+
+    def _put_large(
+        self, kind_flags: int, request_id: int, head: bytes, buffers: list[Any], size: int
+    ) -> None:
         if self._batch_at >= 0:
             self._seal_batch()  # what was sent before it goes first
-        self._wbuf += [_pack_header(size + MIN_LENGTH, request_id, kind_flags), head, *buffers]
-        self._wsize += size + HEADER_LEN
-        self._write_queued()  # large: no point waiting for the end of the tick
+        header = _pack_header(size - HEADER_LEN + MIN_LENGTH, request_id, kind_flags)
+        self._wbuf += [header, head, *buffers]
+        self._wsize += size
+        if kind_flags & KIND_MASK == REQUEST:
+            self._unacked[request_id] = size
+            self._unacked_bytes += size
+
+    def _acked(self, request_id: int) -> None:
+        """A counted request was answered (or withdrawn): its bytes leave the count."""
+        size = self._unacked.pop(request_id, 0)
+        self._unacked_bytes -= size
+        if self._held:
+            self._release()
+
+    def _release(self) -> None:
+        """Send what waited in line, in order, while there is room in flight."""
+        held = self._held
+        if self._state is not OPEN:
+            return
+        moved = False
+        while held:
+            kind_flags, request_id, head, size, payload, context, tagged = held[0]
+            if head is not None:  # a small one, in line to keep the order
+                held.popleft()
+                if self._batch_at >= 0:
+                    self._seal_batch()
+                header = _pack_header(size - HEADER_LEN + MIN_LENGTH, request_id, kind_flags)
+                self._wbuf += [header, head]
+                self._wsize += size
+                moved = True
+                continue
+            if not self._admits(kind_flags & KIND_MASK, size):
+                break
+            held.popleft()
+            self._send_again(kind_flags & KIND_MASK, request_id, payload, context, tagged)
+            moved = True
+        if moved:
+            self._write_queued()
+
+    def _send_again(
+        self, kind: int, request_id: int, payload: object, context: object, tagged: bool
+    ) -> None:
+        """Encode a message that waited for room in flight, and queue it."""
+        try:
+            if tagged:
+                flags, head, buffers = self._codec.pack_tagged(payload, context)
+            else:
+                flags, head, buffers = self._codec.pack(payload, context)
+        except Exception as exc:  # it could be encoded at its call: something changed since
+            self._unsendable(kind, request_id, exc)
+            return
+        size = len(head) + sum(map(len, buffers)) + HEADER_LEN
+        self._put_large(kind | flags, request_id, head, buffers, size)
+
+    @property
+    def bytes_in_flight(self) -> int:
+        """Bytes of large requests sent and not answered yet, plus the transport's unsent
+        bytes (what the bound on bytes in flight limits; see the module)."""
+        transport = self._transport
+        unsent = transport.get_write_buffer_size() if transport is not None else 0
+        return self._unacked_bytes + unsent
 
     def _flush(self) -> None:
         """The tick-end callback: write what was queued since the tick's first frame."""
@@ -248,6 +379,8 @@ class FrameWriter(asyncio.BufferedProtocol):
     def resume_writing(self) -> None:
         """Called by the transport when its buffer is back under the low-water mark."""
         self._write_paused = False
+        if self._held:
+            self._release()
         waiters, self._drain_waiters = self._drain_waiters, []
         for waiter in waiters:
             if not waiter.done():

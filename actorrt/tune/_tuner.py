@@ -8,13 +8,11 @@ import contextlib
 import dataclasses
 import inspect
 import os
-import signal
-import threading
 from collections.abc import Iterator
-from types import FrameType
 from typing import Any
 
 import actorrt
+from actorrt._sigterm import DEFAULT_GRACE, SIGTERM_EXIT_STATUS, OrderlySigterm
 
 from .._shared._storage_path import check_local_storage_path
 from ._config import RunConfig, TuneConfig
@@ -27,35 +25,24 @@ from ._trainable import Trainable
 
 __all__ = ["Tuner"]
 
-SIGTERM_EXIT_STATUS = 128 + signal.SIGTERM  # the shell's status for "ended by SIGTERM"
-
-
 class _Terminated(KeyboardInterrupt):
     """SIGTERM during ``Tuner.fit()``: handled as Ctrl-C is, then turned into ``SystemExit``."""
 
 
+def _interrupt() -> None:
+    raise _Terminated()
+
+
 @contextlib.contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """While ``fit()`` runs, SIGTERM interrupts it as Ctrl-C does (only where Python's
-    default SIGTERM action is in place, on the main thread: a handler the program installed
-    is left alone)."""
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
-    ):
-        yield
-        return
-
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        # One is enough: more SIGTERMs during the cleanup would only cut it short.
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        raise _Terminated()
-
-    signal.signal(signal.SIGTERM, interrupt)
+def _sigterm_interrupts() -> Iterator[OrderlySigterm]:
+    """While ``fit()`` runs, SIGTERM interrupts it as Ctrl-C does, bounded by the grace
+    (actorrt's one SIGTERM mechanism: where it may take SIGTERM over, see there)."""
+    orderly = OrderlySigterm(_interrupt, DEFAULT_GRACE, "Tuner.fit()")
+    orderly.install()
     try:
-        yield
+        yield orderly
     finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        orderly.uninstall()
 
 
 def _from_trainer(trainable: Any) -> Any:
@@ -337,8 +324,9 @@ class Tuner:
         then raises ``SystemExit(143)``, so an uncaught one ends the program with status 143
         (128 + SIGTERM, the shell's convention) after ``finally`` blocks and ``atexit``
         handlers ran. SIGTERM is handled so only when called on the main thread with the
-        default SIGTERM action in place. A second Ctrl-C while the trials stop cuts that
-        short.
+        default SIGTERM action in place (or the one ``actorrt.init()`` installed). A second
+        Ctrl-C while the trials stop cuts that short; a second SIGTERM, or the stop taking
+        more than 30 s, ends the process at once, by SIGTERM.
 
         Raises:
             RuntimeError: called on a thread whose event loop runs (use ``fit_async``).
@@ -369,7 +357,7 @@ class Tuner:
                     terminated = isinstance(exc, _Terminated)
                     if self._task is not None:
                         why = "SIGTERM" if terminated else "Ctrl-C"
-                        actorrt.get(self._interrupt(why), timeout=30)
+                        actorrt.get(self._interrupt(why), timeout=DEFAULT_GRACE)
                     if terminated:
                         raise SystemExit(SIGTERM_EXIT_STATUS) from None
                     raise

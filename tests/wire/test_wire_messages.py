@@ -35,6 +35,7 @@ pytestmark = pytest.mark.timeout(30)
 EXAMPLES: list[_messages.Message] = [
     Call("ab-1", "train", [1, (2, "x"), {"k": [3]}], {"lr": 0.1}),
     Tell("ab-1", "record", [], {}),
+    _messages.CancelCall("ab-1", 7),
     Stop("ab-1", 2.5),
     Stop("ab-1", None),
     _messages.Kill("ab-1"),
