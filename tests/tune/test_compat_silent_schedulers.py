@@ -282,3 +282,40 @@ def test_a_failing_trial_name_creator_ends_fit_with_its_error_and_no_resume_hint
     # Not a cancellation, and no hint to resume: a resumed run would fail the same way.
     assert "cancelled" not in err and "Tuner.restore" not in err
     assert "the experiment ended: KeyError" in err
+
+
+# ------------------------------ Ray 2.7-2.40's train.CheckpointConfig(checkpoint_frequency)
+
+
+@pytest.mark.actorrt(num_cpus=2)
+async def test_train_checkpoint_config_with_a_frequency_checkpoints_a_trainable(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Path
+) -> None:
+    from actorrt import air, train
+
+    class Stops(Counter):
+        def step(self) -> dict[str, Any]:
+            result = super().step()
+            return {**result, "done": self.count >= 4}
+
+    grid = await tune.Tuner(
+        Stops,
+        param_space={"rate": 1.0},
+        run_config=train.RunConfig(
+            storage_path=str(tmp_path),
+            checkpoint_config=air.CheckpointConfig(checkpoint_frequency=2, num_to_keep=5),
+            verbose=0,
+        ),
+    ).fit_async()
+    [result] = grid
+    assert result.error is None
+    names = sorted(n for n in os.listdir(result.path) if n.startswith("checkpoint_"))
+    assert len(names) == 2  # iterations 2 and 4
+    assert result.checkpoint is not None and step_count(result.checkpoint) == "4"
+    bad = r"checkpoint_frequency must be an int >= 0 \(0: never\), got -1"
+    with pytest.raises(ValueError, match=bad):
+        train.CheckpointConfig(checkpoint_frequency=-1)
+
+
+def step_count(checkpoint: tune.Checkpoint) -> str:
+    return Path(checkpoint.path, "count").read_text()
