@@ -319,3 +319,22 @@ async def test_train_checkpoint_config_with_a_frequency_checkpoints_a_trainable(
 
 def step_count(checkpoint: tune.Checkpoint) -> str:
     return Path(checkpoint.path, "count").read_text()
+
+
+def test_a_trial_has_rays_status_constants_and_string(tmp_path: Path) -> None:
+    seen: list[tuple[str, str, str, str]] = []
+
+    class Names(tune.Callback):
+        def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any,
+                              **info: Any) -> None:
+            seen.append((str(trial), trial.trainable_name, trial.status, trial.TERMINATED))
+
+    tune.Tuner(
+        improves,
+        param_space={"rate": 1.0},
+        tune_config=tune.TuneConfig(trial_name_creator=lambda trial: "custom"),
+        run_config=tune.RunConfig(storage_path=str(tmp_path), callbacks=[Names()], verbose=0),
+    ).fit()
+    [(text, trainable, status, terminated)] = seen
+    assert trainable == "improves" and text.startswith("improves_") and text != "custom"
+    assert status == terminated == "TERMINATED"
