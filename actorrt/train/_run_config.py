@@ -51,16 +51,38 @@ class CheckpointConfig:
         checkpoint_score_attribute: a metric reported with each checkpoint, used to rank
             them; ``train.report`` raises ``ValueError`` when a checkpoint comes without it.
         checkpoint_score_order: ``"max"`` (higher is better) or ``"min"``.
+        checkpoint_frequency, checkpoint_at_end: Ray 2.7-2.40's spellings, still accepted:
+            they take effect when this config reaches ``tune.Tuner`` (a class
+            ``Trainable`` saves every ``checkpoint_frequency`` iterations and at the end);
+            a training loop saves what it passes to ``train.report(checkpoint=...)``, so a
+            trainer's own ``fit()`` warns that it does not use them.
 
     Raises:
-        ValueError: ``num_to_keep < 1`` or an unknown order.
+        ValueError: ``num_to_keep < 1``, an unknown order or a negative frequency.
     """
 
     num_to_keep: int | None = None
     checkpoint_score_attribute: str | None = None
     checkpoint_score_order: str = "max"
+    checkpoint_frequency: int = 0
+    checkpoint_at_end: bool | None = None
+
+    def tune_settings(self) -> list[str]:
+        """The Tune-only settings that were given."""
+        given = {"checkpoint_frequency": self.checkpoint_frequency or None,
+                 "checkpoint_at_end": self.checkpoint_at_end}
+        return [f"CheckpointConfig({k})" for k, v in given.items() if v is not None]
 
     def __post_init__(self) -> None:
+        frequency = self.checkpoint_frequency
+        if isinstance(frequency, bool) or not isinstance(frequency, int) or frequency < 0:
+            raise ValueError(
+                f"checkpoint_frequency must be an int >= 0 (0: never), got {frequency!r}"
+            )
+        if self.checkpoint_at_end not in (None, True, False):
+            raise ValueError(
+                f"checkpoint_at_end must be True, False or None, got {self.checkpoint_at_end!r}"
+            )
         n = self.num_to_keep
         if n is not None:
             if isinstance(n, bool) or not isinstance(n, int):

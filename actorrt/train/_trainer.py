@@ -195,6 +195,7 @@ class DataParallelTrainer:
         self.scaling_config._check_resolved()
         trial = enclosing_trial()
         unused = sorted(self.run_config.tune_settings())
+        unused += self.run_config.checkpoint_config.tune_settings()
         if trial is None and unused and not self._warned_tune_settings:
             self._warned_tune_settings = True
             logger.warning(

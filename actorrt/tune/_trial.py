@@ -19,6 +19,10 @@ PAUSED = "PAUSED"  # a scheduler paused it: its actor is stopped, it resumes fro
 class Trial:
     """One trial: a config and everything that happened to it.
 
+    ``Trial.PENDING``, ``RUNNING``, ``PAUSED``, ``TERMINATED`` and ``ERROR`` are its
+    statuses, as Ray names them; ``str(trial)`` is ``<trainable name>_<trial id>``, as in
+    Ray (``trial_name`` is that unless ``TuneConfig(trial_name_creator=)`` named it).
+
     Attributes:
         trial_id: ``"<experiment tag>_<index>"``.
         trial_name: shown in output; names the actor.
@@ -34,6 +38,8 @@ class Trial:
         num_failures: failed attempts so far.
     """
 
+    PENDING, RUNNING, PAUSED, TERMINATED, ERROR = PENDING, RUNNING, PAUSED, TERMINATED, ERROR
+
     def __init__(
         self,
         trial_id: str,
@@ -44,6 +50,11 @@ class Trial:
     ) -> None:
         self.trial_id = trial_id
         self.trial_name = trial_name
+        suffix = f"_{trial_id}"
+        # The trainable's name, as Ray's Trial.trainable_name (read off a default name).
+        self.trainable_name = trial_name.removesuffix(suffix) if trial_name.endswith(
+            suffix
+        ) else ""
         self.config = config
         self.resources = resources
         self.path = path
@@ -137,6 +148,11 @@ class Trial:
             return {"checkpoint": None, "iteration": 0, "time_total_s": 0.0}
         path, _, iteration, time_total = self.checkpoints[-1]
         return {"checkpoint": path, "iteration": iteration, "time_total_s": time_total}
+
+    def __str__(self) -> str:
+        if not self.trainable_name:
+            return self.trial_name
+        return f"{self.trainable_name}_{self.trial_id}"
 
     def __repr__(self) -> str:
         return f"Trial({self.trial_name}, {self.status})"

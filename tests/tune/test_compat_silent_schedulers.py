@@ -282,3 +282,59 @@ def test_a_failing_trial_name_creator_ends_fit_with_its_error_and_no_resume_hint
     # Not a cancellation, and no hint to resume: a resumed run would fail the same way.
     assert "cancelled" not in err and "Tuner.restore" not in err
     assert "the experiment ended: KeyError" in err
+
+
+# ------------------------------ Ray 2.7-2.40's train.CheckpointConfig(checkpoint_frequency)
+
+
+@pytest.mark.actorrt(num_cpus=2)
+async def test_train_checkpoint_config_with_a_frequency_checkpoints_a_trainable(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Path
+) -> None:
+    from actorrt import air, train
+
+    class Stops(Counter):
+        def step(self) -> dict[str, Any]:
+            result = super().step()
+            return {**result, "done": self.count >= 4}
+
+    grid = await tune.Tuner(
+        Stops,
+        param_space={"rate": 1.0},
+        run_config=train.RunConfig(
+            storage_path=str(tmp_path),
+            checkpoint_config=air.CheckpointConfig(checkpoint_frequency=2, num_to_keep=5),
+            verbose=0,
+        ),
+    ).fit_async()
+    [result] = grid
+    assert result.error is None
+    names = sorted(n for n in os.listdir(result.path) if n.startswith("checkpoint_"))
+    assert len(names) == 2  # iterations 2 and 4
+    assert result.checkpoint is not None and step_count(result.checkpoint) == "4"
+    bad = r"checkpoint_frequency must be an int >= 0 \(0: never\), got -1"
+    with pytest.raises(ValueError, match=bad):
+        train.CheckpointConfig(checkpoint_frequency=-1)
+
+
+def step_count(checkpoint: tune.Checkpoint) -> str:
+    return Path(checkpoint.path, "count").read_text()
+
+
+def test_a_trial_has_rays_status_constants_and_string(tmp_path: Path) -> None:
+    seen: list[tuple[str, str, str, str]] = []
+
+    class Names(tune.Callback):
+        def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any,
+                              **info: Any) -> None:
+            seen.append((str(trial), trial.trainable_name, trial.status, trial.TERMINATED))
+
+    tune.Tuner(
+        improves,
+        param_space={"rate": 1.0},
+        tune_config=tune.TuneConfig(trial_name_creator=lambda trial: "custom"),
+        run_config=tune.RunConfig(storage_path=str(tmp_path), callbacks=[Names()], verbose=0),
+    ).fit()
+    [(text, trainable, status, terminated)] = seen
+    assert trainable == "improves" and text.startswith("improves_") and text != "custom"
+    assert status == terminated == "TERMINATED"
