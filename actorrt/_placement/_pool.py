@@ -33,9 +33,16 @@ import resource
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .._core._spawn_progress import waiting_for
 from .._wire._connection import Connection
 from ._bootstrap import BOOTSTRAP, PACKAGE_PARENT, START_FAILED
-from ._forkserver import ForkServer, ForkUnavailable, fork_server_enabled, preload_modules
+from ._forkserver import (
+    PRELOAD_VARIABLE,
+    ForkServer,
+    ForkUnavailable,
+    fork_server_enabled,
+    preload_modules,
+)
 from ._liveness import LivenessWatch
 from ._remote_worker import NodeStarter, RemoteWorkerProcess
 from ._worker_process import THREAD_VARIABLES, WorkerKey, WorkerProcess, describe_exit
@@ -174,6 +181,11 @@ class WorkerPool:
         starting = False
         try:
             try:
+                if self.forks is None and not self._forks_off:
+                    waiting_for(
+                        "the fork server to start (it imports actorrt's worker side and "
+                        f"{PRELOAD_VARIABLE}'s modules once)"
+                    )
                 forks = await self.fork_server_for(key)
                 # Each start in flight still needs a pidfd and its connection: a start is
                 # refused while they might not fit, rather than failing at the connection.
@@ -188,6 +200,7 @@ class WorkerPool:
                 if out_of_fds(exc):
                     raise OSError(errno.EMFILE, fd_limit_message(exc)) from exc
                 raise
+            waiting_for(f"worker process {worker.pid} to start and connect to its runtime")
             worker.conn = await asyncio.wait_for(
                 asyncio.shield(worker.connected), start_timeout
             )
@@ -220,7 +233,12 @@ class WorkerPool:
         worker.on_exit = self._exited
         try:
             boot = {**self.boot_fields, **self.remote_boot}
+            waiting_for(f"the agent of {worker.starter.where} to start a worker process")
             await worker.start("", self.remote_secret, 0, boot)
+            waiting_for(
+                f"worker process {worker.pid} on {worker.starter.where} to start and connect "
+                "to this runtime"
+            )
             worker.conn = await asyncio.wait_for(
                 asyncio.shield(worker.connected), start_timeout
             )
