@@ -54,6 +54,8 @@ __all__ = [  # what the placement layer imports from here
 
 logger = logging.getLogger("actorrt")
 
+STARTING_FDS = 4  # descriptors a worker start in flight may still open here
+
 
 def near_fd_limit(more: int = 0) -> bool:
     """Whether this process has (nearly) as many open files as its limit allows, counting
@@ -187,9 +189,10 @@ class WorkerPool:
                         f"{PRELOAD_VARIABLE}'s modules once)"
                     )
                 forks = await self.fork_server_for(key)
-                # Each start in flight still needs a pidfd and its connection: a start is
-                # refused while they might not fit, rather than failing at the connection.
-                if near_fd_limit(2 * self._starting):
+                # Each start in flight may still open its two output pipes' read ends, a
+                # pidfd and its connection: a start is refused while they might not fit,
+                # rather than failing at the connection (a burst is checked as a whole).
+                if near_fd_limit(STARTING_FDS * self._starting):
                     raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
                 self._starting += 1
                 starting = True
