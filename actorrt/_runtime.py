@@ -29,6 +29,7 @@ from ._core._cell import ActorCell
 from ._core._context import current_cell
 from ._core._options import ActorOptions
 from ._core._ref import ActorRef
+from ._core._spawn_progress import waiting_for
 from ._core._waits import WaitGraph
 from ._errors import ActorDiedError, ActorNotFoundError, DeathReason, RuntimeClosedError
 from ._placement._router import Workers
@@ -298,6 +299,7 @@ class Runtime(RoleDelegation):
         """Register ``cell`` and start it; returns its ref once ``on_start`` has run."""
         self._register(cell)
         started: asyncio.Future[None] = self.loop.create_future()
+        waiting_for(f"{cell.describe()} to run its constructor and on_start")
         cell.start(started)
         assert cell.task is not None
         self._tasks.add(cell.task)

@@ -2,6 +2,7 @@
 
     python -m benchmarks.processes [--check] [--reps R] [--quick]
                                    [--n-seq N] [--n-pipe N] [--cycles N] [--cold N]
+                                   [--burst N]
 
 Baseline, shaped as docs/benchmarks.md fixes it, reused from :mod:`benchmarks.wire`: a child
 interpreter on uvloop (``benchmarks._echo_server raw``) echoes length-prefixed msgpack frames
@@ -23,7 +24,11 @@ reference, as an actor class in an importable module is):
    new worker process each time (milliseconds until ``spawn`` returns), forked by the
    runtime's fork server, which the first spawn of the repetition started; that first
    spawn's time (the fork server's start included) goes into the JSON as
-   ``first_start_ms_samples`` and is printed below the table.
+   ``first_start_ms_samples`` and is printed below the table;
+5. a burst: ``--burst`` spawns in flight at once (one ``asyncio.gather``), each on a new
+   worker process (one ``worker_env`` for the burst, new to the pool), seconds until every
+   one has started; beside it, in the same repetition, the same burst on a runtime whose
+   workers all start as fresh interpreters (``ACTORRT_FORKSERVER=0``).
 
 Each repetition runs the raw baseline (its own uvloop loop and echo child) and then the actorrt
 figures, so drift hits both alike. Beside each rate, the CPU time per call of each process
@@ -33,8 +38,9 @@ on this machine class (docs/benchmarks.md) are printed beside the table for refe
 actorrt/Ray ratios go into the JSON.
 
 ``--check`` exits 1 when the sequential ask to a sync method is under 60% of raw sequential,
-pipelined calls under 30% of raw pipelined, start+stop under 500 cycles/s, or the cold worker
-start's median over 30 ms.
+pipelined calls under 30% of raw pipelined, start+stop under 500 cycles/s, the cold worker
+start's median over 30 ms, or the burst through the fork server under twice as fast as the
+same burst of fresh interpreters.
 """
 
 from __future__ import annotations
@@ -61,11 +67,13 @@ from .wire import WINDOW, RawClient, raw_pipelined, raw_sequential, start_server
 RAY = {"sequential calls/s": 832.0, "pipelined calls/s": 1955.0, "actor starts/s": 2.0}
 
 SIZES = {  # n_seq, n_pipe, cycles, cold, reps
-    "default": {"n_seq": 10_000, "n_pipe": 100_000, "cycles": 500, "cold": 3, "reps": 5},
-    "quick": {"n_seq": 200, "n_pipe": 2_000, "cycles": 20, "cold": 1, "reps": 1},
+    "default": {"n_seq": 10_000, "n_pipe": 100_000, "cycles": 500, "cold": 3, "burst": 100,
+                "reps": 5},
+    "quick": {"n_seq": 200, "n_pipe": 2_000, "cycles": 20, "cold": 1, "burst": 10, "reps": 1},
 }
 WARMUP = 200
 COLD_START_MS = 30.0  # median of the starts on a new worker process
+BURST_RATIO = 2.0  # a burst through the fork server against one of fresh interpreters
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _cold_keys = itertools.count()
 _SOCKET_BASE = "/tmp" if os.path.isdir("/tmp") else None  # short socket paths, as wire.py
@@ -176,6 +184,33 @@ async def cold_start_ms(cls: Any) -> float:
     return elapsed
 
 
+async def burst_seconds(cls: Any, n: int) -> float:
+    """Seconds until ``n`` spawns issued at once have all started, each on a new worker."""
+    options = cls.options(worker_env={"ACTORRT_BENCH_BURST": str(next(_cold_keys))})
+    start = time.perf_counter()
+    refs = await asyncio.gather(*(options.spawn() for _ in range(n)))
+    elapsed = time.perf_counter() - start
+    await asyncio.gather(*(ref.stop() for ref in refs))
+    return elapsed
+
+
+def plain_burst_seconds(n: int) -> float:
+    """:func:`burst_seconds` on a fresh runtime whose workers start as fresh interpreters."""
+    before = os.environ.get("ACTORRT_FORKSERVER")
+    os.environ["ACTORRT_FORKSERVER"] = "0"
+
+    async def one() -> float:
+        return await burst_seconds(_echo_class(), n)
+
+    try:
+        return actorrt.run(one)
+    finally:
+        if before is None:
+            del os.environ["ACTORRT_FORKSERVER"]
+        else:
+            os.environ["ACTORRT_FORKSERVER"] = before
+
+
 async def ask_rep(ref: Any, n_seq: int, n_pipe: int) -> dict[str, tuple[float, float, float]]:
     """The ask figures of one echo actor ``ref``, after a warm-up of 200 asks: sequential
     (sync and async method) and pipelined, each as ``(rate, CPU µs per call here, CPU µs
@@ -188,7 +223,9 @@ async def ask_rep(ref: Any, n_seq: int, n_pipe: int) -> dict[str, tuple[float, f
     return {"seq": seq, "aseq": aseq, "pipe": pipe}
 
 
-async def actor_rep(n_seq: int, n_pipe: int, cycles: int, cold: int) -> dict[str, Any]:
+async def actor_rep(
+    n_seq: int, n_pipe: int, cycles: int, cold: int, burst: int
+) -> dict[str, Any]:
     """One repetition of the actorrt figures, on the runtime ``actorrt.run`` made."""
     cls = _echo_class()
     started = time.perf_counter()
@@ -203,17 +240,21 @@ async def actor_rep(n_seq: int, n_pipe: int, cycles: int, cold: int) -> dict[str
     # ran on the one warm worker.
     same_worker = await last.pid() == pid
     await last.stop()
-    colds = [await cold_start_ms(cls) for _ in range(cold)]  # last: cold workers stay idle
-    return {**asks, "cycles": cps, "same_worker": same_worker, "cold": colds, "first": first}
+    colds = [await cold_start_ms(cls) for _ in range(cold)]  # cold workers stay idle
+    bursts = await burst_seconds(cls, burst)
+    return {**asks, "cycles": cps, "same_worker": same_worker, "cold": colds, "first": first,
+            "burst": bursts}
 
 
 # ----------------------------------------------------------------------------------- main
 
 
-def measure(n_seq: int, n_pipe: int, cycles: int, cold: int, reps: int) -> dict[str, Any]:
+def measure(
+    n_seq: int, n_pipe: int, cycles: int, cold: int, burst: int, reps: int
+) -> dict[str, Any]:
     timed = ("raw_seq", "raw_pipe", "seq", "aseq", "pipe")
     samples: dict[str, list[Any]] = {
-        k: [] for k in (*timed, "cycles", "same_worker", "cold", "first")
+        k: [] for k in (*timed, "cycles", "same_worker", "cold", "first", "burst", "plain_burst")
     }
     for key in timed:  # CPU µs per call: here, and in the child or worker
         samples[key + "_cpu"], samples[key + "_peer_cpu"] = [], []
@@ -221,15 +262,16 @@ def measure(n_seq: int, n_pipe: int, cycles: int, cold: int, reps: int) -> dict[
         rep: dict[str, Any] = uvloop.run(raw_rep(n_seq, n_pipe))
 
         async def one() -> dict[str, Any]:
-            return await actor_rep(n_seq, n_pipe, cycles, cold)
+            return await actor_rep(n_seq, n_pipe, cycles, cold, burst)
 
         rep |= actorrt.run(one)
+        rep["plain_burst"] = plain_burst_seconds(burst)
         for key in timed:
             rate, here, there = rep[key]
             samples[key].append(rate)
             samples[key + "_cpu"].append(here)
             samples[key + "_peer_cpu"].append(there)
-        for key in ("cycles", "same_worker", "first"):
+        for key in ("cycles", "same_worker", "first", "burst", "plain_burst"):
             samples[key].append(rep[key])
         samples["cold"].extend(rep["cold"])
     return samples
@@ -239,6 +281,7 @@ def main() -> None:
     args = sized_parser(__doc__, SIZES, {
         "n_seq": "sequential calls per sample", "n_pipe": "pipelined calls per sample",
         "cycles": "start+stop cycles per sample", "cold": "cold worker starts per repetition",
+        "burst": "spawns in flight at once, each on a new worker process",
     }).parse_args()
     sizes = chosen_sizes(args, SIZES)
 
@@ -253,6 +296,8 @@ def main() -> None:
         Figure("start+stop, warm worker", "cycles/s", s["cycles"], target_value=500),
         Figure("cold worker start", "ms", s["cold"], target_value=COLD_START_MS,
                lower_is_better=True),
+        Figure(f"burst of {sizes['burst']} spawns in flight", "s", s["burst"],
+               s["plain_burst"], target_ratio=BURST_RATIO, lower_is_better=True),
         Figure("raw echo, sequential", "req/s", s["raw_seq"]),
         Figure("raw echo, pipelined window 1000", "req/s", s["raw_pipe"]),
     ]
@@ -291,6 +336,7 @@ def main() -> None:
         "same_worker_for_all_cycles": s["same_worker"],
         "cold_start_ms_samples": s["cold"],
         "first_start_ms_samples": s["first"],
+        "burst_baseline": "the same burst with ACTORRT_FORKSERVER=0 (fresh interpreters)",
         "ray_2_60": RAY,
         "actorrt_over_ray": vs_ray,
         "actorrt_cold_starts_per_s_over_ray": vs_ray_cold,
@@ -313,6 +359,10 @@ def main() -> None:
     print(f"cold worker start samples (ms): {', '.join(f'{v:.0f}' for v in s['cold'])}")
     print("first start of each runtime, its fork server's start included (ms): "
           + ", ".join(f"{v:.0f}" for v in s["first"]))
+    print(f"burst of {sizes['burst']} spawns in flight (s), forked: "
+          + ", ".join(f"{v:.2f}" for v in s["burst"])
+          + "; fresh interpreters (ACTORRT_FORKSERVER=0): "
+          + ", ".join(f"{v:.2f}" for v in s["plain_burst"]))
     exit_for(ok, args.check)
 
 

@@ -24,6 +24,7 @@ def test_processes_benchmark_runs_and_writes_json(tmp_path: Path) -> None:
         "process calls, pipelined 1000",
         "start+stop, warm worker",
         "cold worker start",
+        "burst of 10 spawns in flight",
         "raw echo, sequential",
         "raw echo, pipelined window 1000",
     }
@@ -35,6 +36,9 @@ def test_processes_benchmark_runs_and_writes_json(tmp_path: Path) -> None:
     assert figures["cold worker start"]["median"] > 0
     assert figures["cold worker start"]["target_value"] == 30
     assert figures["cold worker start"]["met"] in (True, False)
+    burst = figures["burst of 10 spawns in flight"]
+    assert burst["median"] > 0 and burst["baseline_median"] > 0 and burst["ratio"] > 0
+    assert burst["target_ratio"] == 2.0 and burst["met"] in (True, False)
     assert len(machine_samples := data["machine"]["first_start_ms_samples"]) == 1
     assert machine_samples[0] > 0
     machine = data["machine"]

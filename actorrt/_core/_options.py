@@ -44,8 +44,10 @@ class ActorOptions:
             ``STRICT_SPREAD``).
         spawn_timeout: seconds that ``spawn()`` may take, from the call until the actor has
             started (resources granted, constructor and ``on_start`` run); past it the spawn
-            raises ``TimeoutError``, its request is withdrawn and the half-started actor
-            ended. A bounded spawn is never a wait edge of the deadlock check.
+            raises ``TimeoutError`` saying what it was waiting for (its resources, the fork
+            server, its worker process to connect, its constructor), its request is
+            withdrawn and the half-started actor ended. A bounded spawn is never a wait
+            edge of the deadlock check.
     """
 
     name: str | None = None

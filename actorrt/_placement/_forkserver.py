@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from importlib.util import find_spec
 from typing import Any
 
+from .._core._spawn_progress import waiting_for
 from ._bootstrap import FORKSERVER_MAIN, command
 
 logger = logging.getLogger("actorrt")
@@ -77,6 +78,11 @@ def preload_modules(value: str | None = None) -> tuple[str, ...]:
     return names
 
 
+def _wake(writable: asyncio.Future[None]) -> None:
+    if not writable.done():
+        writable.set_result(None)
+
+
 class Forked:
     """A worker the template forked: its pid, the read ends of its output pipes, its exit."""
 
@@ -113,6 +119,9 @@ class ForkServer:
         # Per fork request: its answer (the pid and the future of its exit), its pipes' ends.
         self._pending: dict[str, tuple[asyncio.Future[Answer], int, int]] = {}
         self._exits: dict[int, asyncio.Future[int]] = {}
+        self._sending = asyncio.Lock()  # held by the one request being sent
+        self._writable: asyncio.Future[None] | None = None  # what that request waits for
+        self.queued = 0  # requests not yet sent: waiting for their turn or for room
 
     @property
     def pid(self) -> int | None:
@@ -182,25 +191,45 @@ class ForkServer:
         Raises:
             ForkUnavailable: the template could not fork it (the pool starts it the plain way).
         """
-        ctl = self._ctl
-        if ctl is None or self.lost_reason is not None:
-            raise ForkUnavailable(self.lost_reason or "it is not running")
         loop = asyncio.get_running_loop()
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
         forked: asyncio.Future[Answer] = loop.create_future()
-        self._pending[worker_id] = (forked, out_r, err_r)
-        request = {"fork": worker_id, "env": dict(env), "cwd": cwd, "boot": dict(boot)}
+        request = json.dumps(
+            {"fork": worker_id, "env": dict(env), "cwd": cwd, "boot": dict(boot)}
+        ).encode()
+        waiting_for(
+            f"its turn to send a fork request to the fork server (pid {self.pid}; "
+            f"{self.queued} request(s) ahead of it, {len(self._pending)} sent and not yet "
+            "answered)"
+        )
+        self.queued += 1
         try:
-            await self._send(ctl, json.dumps(request).encode(), [out_w, err_w])
-        except OSError as exc:
-            self._pending.pop(worker_id, None)
-            for fd in (out_r, err_r):
-                os.close(fd)
-            raise ForkUnavailable(f"the request could not be sent: {exc}") from exc
+            # One request at a time: the socket has one writer callback, and each request's
+            # pipes are made only once it is its turn, so a burst waiting here holds none.
+            async with self._sending:
+                ctl = self._ctl
+                if ctl is None or self.lost_reason is not None:
+                    raise ForkUnavailable(self.lost_reason or "it is not running")
+                out_r, out_w = os.pipe()
+                err_r, err_w = os.pipe()
+                self._pending[worker_id] = (forked, out_r, err_r)
+                try:
+                    await self._send(ctl, request, [out_w, err_w])
+                except BaseException as exc:
+                    if self._pending.pop(worker_id, None) is not None:
+                        for fd in (out_r, err_r):
+                            os.close(fd)
+                    if isinstance(exc, OSError):
+                        raise ForkUnavailable(f"the request could not be sent: {exc}") from exc
+                    raise
+                finally:
+                    os.close(out_w)
+                    os.close(err_w)
         finally:
-            os.close(out_w)
-            os.close(err_w)
+            self.queued -= 1
+        waiting_for(
+            f"the fork server (pid {self.pid}) to fork its worker process "
+            f"({len(self._pending)} fork request(s) sent and not yet answered)"
+        )
         try:
             pid, exited = await forked
         except BaseException:
@@ -211,6 +240,7 @@ class ForkServer:
         return Forked(pid, out_r, err_r, exited)
 
     async def _send(self, ctl: socket.socket, data: bytes, fds: list[int]) -> None:
+        """Send one request, waiting while the socket is full (one sender at a time)."""
         loop = asyncio.get_running_loop()
         while True:
             try:
@@ -218,11 +248,16 @@ class ForkServer:
                 return
             except BlockingIOError:
                 writable: asyncio.Future[None] = loop.create_future()
-                loop.add_writer(ctl.fileno(), writable.set_result, None)
+                self._writable = writable
+                loop.add_writer(ctl.fileno(), _wake, writable)
                 try:
-                    await writable
+                    await writable  # or ForkUnavailable, once the template is lost
                 finally:
-                    loop.remove_writer(ctl.fileno())
+                    self._writable = None
+                    if self._ctl is ctl:
+                        loop.remove_writer(ctl.fileno())
+            if self._ctl is not ctl:
+                raise ForkUnavailable(self.lost_reason or "it is not running")
 
     def _readable(self) -> None:
         ctl = self._ctl
@@ -278,6 +313,10 @@ class ForkServer:
         if self._ctl is not None:
             loop = asyncio.get_running_loop()
             loop.remove_reader(self._ctl.fileno())
+            if self._writable is not None:  # a request waits for room to send: it fails
+                loop.remove_writer(self._ctl.fileno())
+                if not self._writable.done():
+                    self._writable.set_exception(ForkUnavailable(self.lost_reason))
             self._ctl.close()
             self._ctl = None
         failure = ForkUnavailable(self.lost_reason)

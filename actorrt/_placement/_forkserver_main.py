@@ -175,15 +175,18 @@ class Server:
         """In the child: set it up as a worker, then run the worker's main."""
         code = START_FAILED
         try:
+            # First of all, the template's own descriptors go: nothing but the template may
+            # hold its control socket (a worker that shut it down would end the template and
+            # every worker forked from it), nor its signal pipe.
+            self.ctl.close()
+            signal.set_wakeup_fd(-1)
+            for fd in (self.wake_r, self.wake_w):
+                os.close(fd)
             os.setsid()  # its own session and process group, killed as a whole
             _libc().prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
             if os.getppid() != self.pid:
                 os._exit(1)  # the fork server died before the line above
-            signal.set_wakeup_fd(-1)
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            for fd in (self.wake_r, self.wake_w):
-                os.close(fd)
-            self.ctl.close()
             boot = json.dumps(request["boot"]).encode() + b"\n"
             boot_r, boot_w = os.pipe()
             if len(boot) > 1 << 16:  # it must fit the pipe: nobody reads it yet

@@ -33,9 +33,16 @@ import resource
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .._core._spawn_progress import waiting_for
 from .._wire._connection import Connection
 from ._bootstrap import BOOTSTRAP, PACKAGE_PARENT, START_FAILED
-from ._forkserver import ForkServer, ForkUnavailable, fork_server_enabled, preload_modules
+from ._forkserver import (
+    PRELOAD_VARIABLE,
+    ForkServer,
+    ForkUnavailable,
+    fork_server_enabled,
+    preload_modules,
+)
 from ._liveness import LivenessWatch
 from ._remote_worker import NodeStarter, RemoteWorkerProcess
 from ._worker_process import THREAD_VARIABLES, WorkerKey, WorkerProcess, describe_exit
@@ -46,6 +53,8 @@ __all__ = [  # what the placement layer imports from here
 ]
 
 logger = logging.getLogger("actorrt")
+
+STARTING_FDS = 4  # descriptors a worker start in flight may still open here
 
 
 def near_fd_limit(more: int = 0) -> bool:
@@ -174,10 +183,16 @@ class WorkerPool:
         starting = False
         try:
             try:
+                if self.forks is None and not self._forks_off:
+                    waiting_for(
+                        "the fork server to start (it imports actorrt's worker side and "
+                        f"{PRELOAD_VARIABLE}'s modules once)"
+                    )
                 forks = await self.fork_server_for(key)
-                # Each start in flight still needs a pidfd and its connection: a start is
-                # refused while they might not fit, rather than failing at the connection.
-                if near_fd_limit(2 * self._starting):
+                # Each start in flight may still open its two output pipes' read ends, a
+                # pidfd and its connection: a start is refused while they might not fit,
+                # rather than failing at the connection (a burst is checked as a whole).
+                if near_fd_limit(STARTING_FDS * self._starting):
                     raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
                 self._starting += 1
                 starting = True
@@ -188,6 +203,7 @@ class WorkerPool:
                 if out_of_fds(exc):
                     raise OSError(errno.EMFILE, fd_limit_message(exc)) from exc
                 raise
+            waiting_for(f"worker process {worker.pid} to start and connect to its runtime")
             worker.conn = await asyncio.wait_for(
                 asyncio.shield(worker.connected), start_timeout
             )
@@ -220,7 +236,12 @@ class WorkerPool:
         worker.on_exit = self._exited
         try:
             boot = {**self.boot_fields, **self.remote_boot}
+            waiting_for(f"the agent of {worker.starter.where} to start a worker process")
             await worker.start("", self.remote_secret, 0, boot)
+            waiting_for(
+                f"worker process {worker.pid} on {worker.starter.where} to start and connect "
+                "to this runtime"
+            )
             worker.conn = await asyncio.wait_for(
                 asyncio.shield(worker.connected), start_timeout
             )

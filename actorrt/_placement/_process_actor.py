@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from .._core._handle import AskHandle
 from .._core._lifecycle import ActorServices, Crash, ProcessExit, State
+from .._core._spawn_progress import waiting_for
 from .._core._supervision import Supervised
 from .._errors import ActorDiedError, ConnectionLostError, DeathReason
 from .._wire._connection import Connection
@@ -202,6 +203,10 @@ class ProcessActor(Supervised, RemoteActor):
                 self.worker = worker
             worker.label = self.describe()
             worker.hosted = self
+            waiting_for(
+                f"worker process {worker.pid}{worker.where} to run the constructor of "
+                f"{self.describe()} and its on_start"
+            )
             if self._lost.done():
                 self._lost = self.loop.create_future()
             self.conn = worker.conn

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .._core._cell import ActorCell
 from .._core._options import ActorOptions
 from .._core._ref import ActorRef
+from .._core._spawn_progress import waiting_for
 from .._placement._scheduler import Scheduler, gpu_ids
 from ..resources import Granted, GroupTarget
 from ._role import RuntimeHost, SpawnRequest
@@ -175,6 +176,10 @@ class GrantedSpawns:
                 parent=parent_id,
                 allow_empty_head=True,
             )
+            waiting_for(
+                f"its placement group of {len(options.placement_group)} bundle(s) to be "
+                "reserved (actorrt.pending_requests() lists the request while it waits)"
+            )
             await self._wait_child(group_id, reserved, waiter, pending)
             placement = GroupTarget(group_id, 0)
         elif not isinstance(placement, str | GroupTarget):
@@ -182,6 +187,10 @@ class GrantedSpawns:
         request_id = scheduler.new_request_id()
         future = scheduler.submit(
             request_id, actor_id, options.own_resources(), placement=placement, parent=parent_id
+        )
+        waiting_for(
+            "its resources to be granted (actorrt.pending_requests() lists the request while "
+            "it waits)"
         )
         return await self._wait_child(request_id, future, waiter, pending)
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from .._core._placement_group import PlacementService
 from .._core._ref import ActorRef
+from .._core._spawn_progress import tracked
 from .._core._waits import WaitGraph
 from .._placement._services import OwnerServices
 from ..resources import PendingRequest
@@ -144,13 +145,15 @@ async def within_spawn_timeout(
     timeout = options.spawn_timeout
     if timeout is None:
         return await start(request)
-    try:
-        return await asyncio.wait_for(start(dataclasses.replace(request, bounded=True)), timeout)
-    except TimeoutError:
-        name = f" name={options.name!r}" if options.name else ""
-        raise TimeoutError(
-            f"spawning {actor_class.cls.__name__}({name.strip()}) did not finish within "
-            f"spawn_timeout={timeout} s; its resource request was withdrawn and nothing "
-            "of it was kept (while a spawn waits, actorrt.pending_requests() says what "
-            "for)"
-        ) from None
+    # The task wait_for starts (and every task it starts) sees this spawn's progress.
+    with tracked() as progress:
+        starting = start(dataclasses.replace(request, bounded=True))
+        try:
+            return await asyncio.wait_for(starting, timeout)
+        except TimeoutError:
+            name = f" name={options.name!r}" if options.name else ""
+            raise TimeoutError(
+                f"spawning {actor_class.cls.__name__}({name.strip()}) did not finish within "
+                f"spawn_timeout={timeout} s: it was waiting for {progress.step}. Its "
+                "resource request was withdrawn and nothing of it was kept"
+            ) from None
