@@ -22,6 +22,7 @@ PACKAGE = Path(actorrt.__file__).parent
 # level; never a higher level, nor another group of the same level.
 LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (0, "errors", ("actorrt._errors",)),
+    (0, "owned", ("actorrt._owned",)),
     (1, "wire", ("actorrt._wire",)),
     (1, "resources", ("actorrt.resources",)),
     (2, "core", ("actorrt._core",)),
@@ -210,8 +211,11 @@ def test_the_checker_sees_what_it_must() -> None:
 
 
 # The libraries are built on the public face, as any user library could be: below their own
-# tier they use only these (``_ray_names`` says which Ray names are missing).
-LIBRARY_BASE = ("actorrt", "actorrt.resources", "actorrt._shared", "actorrt._ray_names")
+# tier they use only these (``_ray_names`` says which Ray names are missing; ``_owned`` is
+# the one check that a folder is this user's alone, shared with the runtime's discovery).
+LIBRARY_BASE = (
+    "actorrt", "actorrt.resources", "actorrt._shared", "actorrt._ray_names", "actorrt._owned",
+)
 
 
 def test_libraries_use_only_the_public_api_below_them() -> None:

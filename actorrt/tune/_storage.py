@@ -17,15 +17,15 @@ import contextlib
 import csv
 import json
 import os
-import shutil
 from collections.abc import Mapping
 from typing import IO, Any
 
 import cloudpickle
 
+from .._shared._storage_path import check_experiment_dir, ensure_experiment_dir
+
 __all__ = [
     "ExperimentStorage",
-    "copy_dir_atomic",
     "flatten",
     "read_results",
     "trim_torn_tail",
@@ -66,19 +66,20 @@ def write_bytes_atomic(path: str, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def trim_torn_tail(path: str) -> None:
+def trim_torn_tail(path: str) -> int:
     """Cut a line-oriented file back to its last newline: a line that a crash left half
-    written is dropped, so the next append starts a line of its own."""
+    written is dropped, so the next append starts a line of its own. Return how many bytes
+    were cut (0: the file ended in a whole line, or is missing)."""
     try:
         size = os.path.getsize(path)
     except FileNotFoundError:
-        return
+        return 0
     if size == 0:
-        return
+        return 0
     with open(path, "rb+") as f:
         f.seek(max(size - 1, 0))
         if f.read(1) == b"\n":
-            return
+            return 0
         # Search backwards for the last newline, a block at a time.
         end = size
         while end > 0:
@@ -88,9 +89,10 @@ def trim_torn_tail(path: str) -> None:
             cut = block.rfind(b"\n")
             if cut >= 0:
                 f.truncate(start + cut + 1)
-                return
+                return size - (start + cut + 1)
             end = start
         f.truncate(0)
+        return size
 
 
 def read_results(trial_dir: str) -> list[dict[str, Any]]:
@@ -113,23 +115,6 @@ def read_results(trial_dir: str) -> list[dict[str, Any]]:
                 f"{os.path.join(trial_dir, RESULT_FILE)}: line {i + 1} is not JSON: {line[:80]!r}"
             ) from None
     return results
-
-
-def _link_or_copy(source: str, dest: str) -> None:
-    try:
-        os.link(source, dest)
-    except OSError:  # another filesystem, or links not allowed
-        shutil.copy2(source, dest)
-
-
-def copy_dir_atomic(source: str, dest: str, *, link: bool = False) -> None:
-    """Copy a directory to ``dest`` through a temporary name and a rename; with ``link``,
-    hard-link the files where the filesystem allows (for files never modified in place)."""
-    tmp = f"{dest}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(source, tmp, copy_function=_link_or_copy if link else shutil.copy2)
-    shutil.rmtree(dest, ignore_errors=True)
-    os.replace(tmp, dest)
 
 
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -193,8 +178,9 @@ class ExperimentStorage:
 
     def __init__(self, storage_path: str, name: str) -> None:
         self.path = os.path.join(os.path.abspath(os.path.expanduser(storage_path)), name)
-        # Only this user may read it: it holds pickled configs (params.pkl, tuner.pkl).
-        os.makedirs(self.path, mode=0o700, exist_ok=True)
+        # Only this user may read or change it: it holds pickles (params.pkl, tuner.pkl)
+        # that a restore loads, so a link or a folder others made or can write is refused.
+        ensure_experiment_dir(self.path)
         self._files: dict[str, _TrialFiles] = {}
         self._setups: dict[str, concurrent.futures.Future[_TrialFiles]] = {}
         self._writer: concurrent.futures.ThreadPoolExecutor | None = None
@@ -233,10 +219,9 @@ class ExperimentStorage:
         try:
             os.mkdir(path, 0o700)  # the common case: one new folder in the experiment's
         except FileExistsError:
-            if not os.path.isdir(path):
-                raise
+            check_experiment_dir(path, "the trial folder")
         except FileNotFoundError:  # a dirname with folders in it
-            os.makedirs(path, mode=0o700, exist_ok=True)
+            ensure_experiment_dir(path, "the trial folder")
         return path
 
     def write_params(self, trial_dir: str, config: Mapping[str, Any]) -> None:
