@@ -47,7 +47,7 @@ from typing import IO, Any
 import cloudpickle
 
 from .._shared._storage_path import open_experiment_file
-from ._storage import trim_torn_tail, write_bytes_atomic
+from ._storage import trim_torn_tail, write_bytes_atomic, writing
 from ._syncer import Syncer
 
 __all__ = [
@@ -278,11 +278,12 @@ class Journal:
         if self._file is None:
             return
         line = {"event": event, "t": round(self.elapsed(), 3), **fields}
-        self._file.write(json.dumps(line, default=repr) + "\n")
-        self._file.flush()
-        if durable:
-            os.fsync(self._file.fileno())
-        elif durable_soon:
+        with writing(self.path, "append to the journal"):
+            self._file.write(json.dumps(line, default=repr) + "\n")
+            self._file.flush()
+            if durable:
+                os.fsync(self._file.fileno())
+        if durable_soon and not durable:
             self._syncer.request()
         self.lines += 1
 

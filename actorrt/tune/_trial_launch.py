@@ -110,8 +110,10 @@ class TrialLauncher(ControllerState):
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.pop(task, None)
-        if not task.cancelled() and task.exception() is not None:
-            logger.error("tune: the task of a trial failed", exc_info=task.exception())
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            logger.error("tune: the task of a trial failed", exc_info=error)
+            self._fail(error)  # the experiment ends with it, rather than without that trial
         self._notify()
 
     # --------------------------------------------------------- one trial
