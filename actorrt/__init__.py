@@ -5,6 +5,8 @@ Layers, bottom to top. A module imports only its own layer and the layers below 
 graph has no cycle. docs/architecture.md draws the layers and the path of a call.
 
 0. errors: ``_errors``: every exception of the package, in one tree, and ``DeathReason``.
+   owned: ``_owned``: the one check that a folder is this user's alone (runtime discovery,
+   Tune's experiment folders); imports nothing of the package, and the libraries use it.
 1. wire: ``_wire``: frames, connections, the codec, authentication, transports and the
    typed, versioned messages. resources: ``actorrt.resources``: the pure broker (specs,
    nodes, GPUs, placement groups, deadlock detection), driven by events; probing the

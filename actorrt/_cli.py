@@ -295,7 +295,7 @@ def _choose(entries: list[_discovery.RuntimeEntry], pid: int | None) -> _discove
 def _results(args: argparse.Namespace) -> int:
     try:
         experiment = read_experiment(args.path)
-    except NotAnExperimentError as exc:
+    except (NotAnExperimentError, PermissionError) as exc:
         raise CliError(str(exc), code=2) from None
     trials = experiment.trials
     metric, mode, note = _objective(experiment, args.metric, args.mode)

@@ -46,6 +46,7 @@ from typing import Any
 
 from ._error_summary import ErrorSummary, summarise_error
 from ._errors import ActorrtError
+from ._shared._storage_path import check_experiment_dir
 from .tune._storage import flatten
 
 __all__ = [
@@ -132,6 +133,8 @@ def read_experiment(path: str) -> Experiment:
     Raises:
         NotAnExperimentError: ``path`` does not exist, is a file, or holds no trial folders
             (the message says what it is instead: a trial folder, a folder of experiments).
+        PermissionError: the folder, or a trial folder in it, is a link, another user's,
+            or writable by others (a folder that another user could have planted).
     """
     given, path = path, os.path.abspath(os.path.expanduser(path))
     if not os.path.exists(path):
@@ -141,11 +144,15 @@ def read_experiment(path: str) -> Experiment:
         )
     if not os.path.isdir(path):
         raise NotAnExperimentError(f"{given!r} is a file, not an experiment folder")
+    # The folder Tuner.restore would load: refused here too when it is not this user's alone.
+    check_experiment_dir(path)
     try:
         names = sorted(os.listdir(path))
     except PermissionError as exc:
         raise NotAnExperimentError(f"{given!r} cannot be read: {exc.strerror}") from None
     trial_dirs = [os.path.join(path, n) for n in names if _is_trial_dir(os.path.join(path, n))]
+    for trial_dir in trial_dirs:
+        check_experiment_dir(trial_dir, "the trial folder")
     # A trial folder may hold folders that look like trials (a trainer's run folder):
     # its own params.json says what it is.
     if not trial_dirs or os.path.isfile(os.path.join(path, "params.json")):

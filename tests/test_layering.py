@@ -22,6 +22,7 @@ PACKAGE = Path(actorrt.__file__).parent
 # level; never a higher level, nor another group of the same level.
 LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (0, "errors", ("actorrt._errors",)),
+    (0, "owned", ("actorrt._owned",)),
     (1, "wire", ("actorrt._wire",)),
     (1, "resources", ("actorrt.resources",)),
     (2, "core", ("actorrt._core",)),
@@ -212,9 +213,12 @@ def test_the_checker_sees_what_it_must() -> None:
 
 # The libraries are built on the public face, as any user library could be: below their own
 # tier they use only these (``_ray_names`` says which Ray names are missing; ``_sigterm`` is
-# the one SIGTERM mechanism that ``actorrt.run``, ``actorrt.init`` and ``Tuner.fit`` share).
+# the one SIGTERM mechanism that ``actorrt.run``, ``actorrt.init`` and ``Tuner.fit`` share;
+# ``_owned`` the one check that a folder is this user's alone, shared with the runtime's
+# discovery; ``_wire._pickling`` the one pickler, which keeps the file names of user code).
 LIBRARY_BASE = (
-    "actorrt", "actorrt.resources", "actorrt._shared", "actorrt._ray_names", "actorrt._sigterm"
+    "actorrt", "actorrt.resources", "actorrt._shared", "actorrt._ray_names", "actorrt._sigterm",
+    "actorrt._owned", "actorrt._wire._pickling",
 )
 
 

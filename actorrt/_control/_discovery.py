@@ -39,6 +39,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
+from .._owned import check_owned_dir, ensure_owned_dir
 from .._wire import _auth
 
 __all__ = [
@@ -104,22 +105,7 @@ def discovery_dir() -> str:
     return os.path.join(tempfile.gettempdir(), f"actorrt-{os.getuid()}")
 
 
-def _check_private(path: str, st: os.stat_result) -> None:
-    if not stat.S_ISDIR(st.st_mode):
-        raise PermissionError(
-            f"the runtime discovery directory {path!r} is not a directory (a link or a file "
-            f"is refused); remove it, or set {DIR_ENV} to a directory of your own"
-        )
-    if st.st_uid != os.getuid():
-        raise PermissionError(
-            f"the runtime discovery directory {path!r} belongs to uid {st.st_uid}, not to you "
-            f"(uid {os.getuid()}); set {DIR_ENV} to a directory of your own"
-        )
-    if stat.S_IMODE(st.st_mode) & 0o077:
-        raise PermissionError(
-            f"the runtime discovery directory {path!r} has mode "
-            f"{stat.S_IMODE(st.st_mode):#o}; it must be 0700 (chmod 700 it)"
-        )
+_ADVICE = f"remove it, or set {DIR_ENV} to a directory of your own"
 
 
 def ensure_private_dir(path: str) -> str:
@@ -132,16 +118,11 @@ def ensure_private_dir(path: str) -> str:
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        try:
-            os.makedirs(path, mode=0o700)
-        except FileExistsError:
-            pass  # made meanwhile by another runtime
-        st = os.lstat(path)
-    if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) & 0o077:
-        os.chmod(path, 0o700)  # ours, made under a loose umask: tighten it
-        st = os.lstat(path)
-    _check_private(path, st)
-    return path
+        pass
+    else:
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and st.st_mode & 0o077:
+            os.chmod(path, 0o700)  # ours, made under a loose umask: tighten it
+    return ensure_owned_dir(path, "the runtime discovery directory", _ADVICE, private=True)
 
 
 def _proc_stat(pid: int) -> list[bytes] | None:
@@ -250,10 +231,9 @@ def list_runtimes(directory: str | None = None) -> list[RuntimeEntry]:
     """
     directory = directory or discovery_dir()
     try:
-        st = os.lstat(directory)
+        check_owned_dir(directory, "the runtime discovery directory", _ADVICE, private=True)
     except FileNotFoundError:
         return []
-    _check_private(directory, st)
     return _clean_stale(directory)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from .._shared._checkpoint import Checkpoint
 from .._shared._storage_path import check_local_storage_path
+from ._checkpoint_dirs import checkpoint_index
 from ._experiment_state import HEADER_FILE, JOURNAL_FILE
 from ._storage import PROGRESS_FILE, RESULT_FILE, flatten, read_results
 from ._trial import ERROR, TERMINATED, Trial
@@ -119,8 +120,7 @@ def load_trial(trial_dir: str) -> Trial:
     trial = Trial(str(last.get("trial_id", entry)), entry, config, None, trial_dir)
     trial.last_result = last
     trial.status = ERROR if os.path.exists(os.path.join(trial_dir, "error.txt")) else TERMINATED
-    names = sorted(n for n in os.listdir(trial_dir) if n.startswith("checkpoint_")
-                   and not n.endswith(".tmp"))
+    names = sorted(n for n in os.listdir(trial_dir) if checkpoint_index(n) is not None)
     trial.checkpoints = [(os.path.join(trial_dir, n), math.nan, 0, 0.0) for n in names]
     return trial
 

@@ -36,7 +36,7 @@ from ._result_checks import ResultChecker
 from ._schedulers import FIFOScheduler, TrialScheduler
 from ._search import BasicVariantGenerator, ConcurrencyLimiter, Searcher
 from ._stopper import to_stopper
-from ._storage import ExperimentStorage
+from ._storage import ExperimentStorage, writing
 from ._trial import ERROR, PENDING, RUNNING, TERMINATED, Trial
 from ._trial_actor import ship_trainable
 from ._trial_config import CheckpointConfig, FailureConfig
@@ -193,8 +193,12 @@ class ControllerState:
         self.scheduler.on_trial_error(self, trial)
         self.searcher.on_trial_complete(trial.trial_id, result=trial.last_result, error=True)
         self.storage.close_trial(trial.path)
-        with open(os.path.join(trial.path, "error.txt"), "w", encoding="utf-8") as f:
-            f.write(trial.error_text or repr(error))
+        error_file = os.path.join(trial.path, "error.txt")
+        try:
+            with writing(error_file, "write"), open(error_file, "w", encoding="utf-8") as f:
+                f.write(trial.error_text or repr(error))
+        except OSError as exc:  # the disk is full: the trial's error stays in memory
+            self._fail(exc)
         self.record.end(trial, self.searcher)
         self.progress.trial_status(trial, f"{type(error).__name__}: {error}")
         self.callbacks.trial_error(self.trials, trial)

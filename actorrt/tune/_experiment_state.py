@@ -46,7 +46,8 @@ from typing import IO, Any
 
 import cloudpickle
 
-from ._storage import trim_torn_tail, write_bytes_atomic
+from .._shared._storage_path import open_experiment_file
+from ._storage import trim_torn_tail, write_bytes_atomic, writing
 from ._syncer import Syncer
 
 __all__ = [
@@ -208,13 +209,20 @@ def read_header(experiment_path: str) -> Header:
 
     Raises:
         ValueError: the file is not a header this version wrote.
+        PermissionError: it is a link, another user's, or writable by others.
     """
     path = os.path.join(experiment_path, HEADER_FILE)
     try:
-        with open(path, "rb") as f:
-            data = cloudpickle.load(f)
-    except Exception as exc:
+        f = open_experiment_file(path, "the experiment header")
+    except PermissionError:
+        raise  # not this user's alone: never unpickled
+    except OSError as exc:
         raise ValueError(f"{path} cannot be read ({type(exc).__name__}: {exc})") from exc
+    with f:
+        try:
+            data = cloudpickle.load(f)
+        except Exception as exc:
+            raise ValueError(f"{path} cannot be read ({type(exc).__name__}: {exc})") from exc
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         found = data.get("format") if isinstance(data, dict) else type(data).__name__
         raise ValueError(f"{path} is not an actorrt experiment header ({FORMAT}): found {found!r}")
@@ -270,11 +278,12 @@ class Journal:
         if self._file is None:
             return
         line = {"event": event, "t": round(self.elapsed(), 3), **fields}
-        self._file.write(json.dumps(line, default=repr) + "\n")
-        self._file.flush()
-        if durable:
-            os.fsync(self._file.fileno())
-        elif durable_soon:
+        with writing(self.path, "append to the journal"):
+            self._file.write(json.dumps(line, default=repr) + "\n")
+            self._file.flush()
+            if durable:
+                os.fsync(self._file.fileno())
+        if durable_soon and not durable:
             self._syncer.request()
         self.lines += 1
 
@@ -314,7 +323,7 @@ def read_journal(experiment_path: str) -> list[dict[str, Any]]:
         ValueError: a line other than the last is not UTF-8 text or not a JSON object.
     """
     path = os.path.join(experiment_path, JOURNAL_FILE)
-    with open(path, "rb") as f:
+    with open_experiment_file(path, "the experiment journal") as f:
         raw_lines = f.read().split(b"\n")
     events: list[dict[str, Any]] = []
     last = max((i for i, raw in enumerate(raw_lines) if raw.strip()), default=-1)
@@ -435,10 +444,12 @@ def read_searcher_state(experiment_path: str) -> tuple[bytes, int] | None:
     ``None`` when none was saved."""
     path = os.path.join(experiment_path, SEARCHER_FILE)
     try:
-        with open(path, "rb") as f:
-            data = cloudpickle.load(f)
+        f = open_experiment_file(path, "the searcher state")
     except FileNotFoundError:
         return None
-    except Exception as exc:
-        raise ValueError(f"{path} cannot be read ({type(exc).__name__}: {exc})") from exc
+    with f:
+        try:
+            data = cloudpickle.load(f)
+        except Exception as exc:
+            raise ValueError(f"{path} cannot be read ({type(exc).__name__}: {exc})") from exc
     return bytes(data["state"]), int(data["journal_lines"])

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._callbacks import DISABLE_AUTO_LOGGERS_ENV, Callback, importable
-from ._storage import flatten
+from ._storage import flatten, full_disk_hint
 
 if TYPE_CHECKING:
     from ._trial import Trial
@@ -169,7 +169,10 @@ class TBXLoggerCallback(LoggerCallback):
     def _put(self, item: tuple[Any, ...]) -> None:
         error, self._error = self._error, None
         if error is not None:
-            raise RuntimeError(f"TBXLoggerCallback could not write: {error}") from error
+            raise RuntimeError(
+                "TBXLoggerCallback could not write the TensorBoard event files "
+                f"(events.out.tfevents.* in the trial folders): {error}{full_disk_hint(error)}"
+            ) from error
         if self._thread is None:
             self.setup()
             self._thread = threading.Thread(

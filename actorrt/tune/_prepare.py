@@ -21,6 +21,7 @@ from typing import Any
 
 import cloudpickle
 
+from .._shared._storage_path import ensure_experiment_dir
 from ._config import CheckpointConfig, RunConfig, TuneConfig
 from ._experiment_state import JOURNAL_FILE, make_header, write_header
 from ._resources import is_function_trainable
@@ -89,8 +90,9 @@ def prepare_experiment(
     tag = secrets.token_hex(3)[:5]
     root = os.path.abspath(os.path.expanduser(run_config.storage_path or DEFAULT_STORAGE))
     path = os.path.join(root, name)
-    # Only this user may read it: it holds pickled configs (params.pkl, tuner.pkl).
-    os.makedirs(path, mode=0o700, exist_ok=True)
+    # Only this user may read or change it: it holds pickles (params.pkl, tuner.pkl) that
+    # a restore loads, so a link or a folder someone else made or can write is refused.
+    ensure_experiment_dir(path)
     journal = os.path.join(path, JOURNAL_FILE)
     if os.path.exists(journal) and os.path.getsize(journal) > 0:
         return name, tag  # an earlier experiment's: fit() warns, then starts anew

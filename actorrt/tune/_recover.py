@@ -30,6 +30,7 @@ from typing import Any
 
 import cloudpickle
 
+from .._shared._storage_path import check_experiment_dir, open_experiment_file
 from ._experiment_state import CheckpointRecord, JournalState, TrialRecord
 from ._storage import PROGRESS_FILE, RESULT_FILE
 from ._trial import ERROR, TERMINATED
@@ -61,6 +62,7 @@ def recover_lost_trials(
             continue
         if not any(os.path.isfile(os.path.join(path, f)) for f in ("params.json", PARAMS_PICKLE)):
             continue
+        check_experiment_dir(path, "the trial folder")  # its params.pkl is unpickled
         results = _results(path)
         trial_id = next((r["trial_id"] for r in results if isinstance(r.get("trial_id"), str)), "")
         match = pattern.search(trial_id) or pattern.search(name)
@@ -120,12 +122,17 @@ def _results(path: str) -> list[dict[str, Any]]:
 
 def _config(path: str) -> dict[str, Any]:
     try:
-        with open(os.path.join(path, PARAMS_PICKLE), "rb") as f:
-            config = cloudpickle.load(f)
-        if isinstance(config, dict):
-            return config
-    except Exception:  # missing, or written by code that is not importable here
-        pass
+        pickled = open_experiment_file(os.path.join(path, PARAMS_PICKLE), "the trial's config")
+    except FileNotFoundError:
+        pickled = None
+    if pickled is not None:
+        with pickled:
+            try:
+                config = cloudpickle.load(pickled)
+                if isinstance(config, dict):
+                    return config
+            except Exception:  # written by code that is not importable here
+                pass
     with open(os.path.join(path, "params.json"), encoding="utf-8", errors="replace") as f:
         loaded = json.load(f)
     return loaded if isinstance(loaded, dict) else {}

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
-import re
 import shutil
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -33,10 +33,13 @@ import cloudpickle
 
 import actorrt
 
+from .._shared._storage_path import check_experiment_dir, ensure_experiment_dir
+from ._checkpoint_dirs import next_checkpoint_index
 from ._config import RunConfig, TuneConfig
 from ._experiment_state import (
     HEADER_FILE,
     JOURNAL_FILE,
+    CheckpointRecord,
     Header,
     JournalState,
     TrialRecord,
@@ -55,6 +58,8 @@ from ._search import Searcher, resume_search
 from ._storage import PROGRESS_FILE, RESULT_FILE, read_results, trim_torn_tail
 from ._trial import ERROR, PENDING, TERMINATED, Trial
 
+logger = logging.getLogger("actorrt.tune")
+
 if TYPE_CHECKING:
     from ._schedulers import TrialScheduler
     from ._storage import ExperimentStorage
@@ -69,9 +74,6 @@ __all__ = [
     "replay_scheduler",
     "restore_searcher",
 ]
-
-_CHECKPOINT_DIR = re.compile(r"^checkpoint_(\d+)(\.tmp.*)?$")
-
 
 @dataclasses.dataclass(frozen=True)
 class ResumeOptions:
@@ -246,10 +248,15 @@ def load_experiment(
         TypeError: ``path`` is not a path.
         ValueError: ``path`` is not an experiment folder, its files cannot be read, the
             trainable's name differs from the experiment's, or ``param_space`` does not fit.
+        PermissionError: the folder, a trial folder in it, or a file to unpickle is a link,
+            another user's, or writable by others (checked before anything is unpickled).
         RuntimeError: another process runs the experiment now.
     """
     folder = _experiment_path(path)
     _check_folder(folder, path)
+    # Before anything in it is opened: restoring unpickles its files, so it must be
+    # this user's alone (not a link, not another user's, not writable by others).
+    check_experiment_dir(folder, "Tuner.restore: the experiment folder")
     check_not_running(folder)
     header = read_header(folder)
     if header.trainable_name != trainable_name:
@@ -286,21 +293,6 @@ def load_experiment(
 
 
 # ---------------------------------------------------------------------- at fit() time
-
-
-def _checkpoint_count(trial_dir: str, recorded: int) -> int:
-    """The next checkpoint number: past every recorded one and every folder on disk (a
-    checkpoint written but not recorded before a crash, or a leftover temporary copy)."""
-    count = recorded
-    with contextlib.suppress(FileNotFoundError):
-        for name in os.listdir(trial_dir):
-            match = _CHECKPOINT_DIR.match(name)
-            if match is None:
-                continue
-            count = max(count, int(match.group(1)) + 1)
-            if match.group(2):
-                shutil.rmtree(os.path.join(trial_dir, name), ignore_errors=True)
-    return count
 
 
 def _last_result(trial_dir: str) -> tuple[dict[str, Any], int]:
@@ -346,6 +338,37 @@ class Rebuilt:
     closed: list[Trial]
 
 
+def _trim_torn(path: str, record: TrialRecord) -> None:
+    """Drop a log's last line when a crash cut it short, saying so: that result is lost."""
+    cut = trim_torn_tail(path)
+    if cut:
+        logger.warning(
+            "tune: %s ended in a line cut short (%d bytes: a result being written when the "
+            "experiment stopped); trial %s is restored without it",
+            path, cut, record.trial_name,
+        )
+
+
+def _kept_checkpoints(path: str, record: TrialRecord) -> list[CheckpointRecord]:
+    """The recorded checkpoints whose folders are there. Older ones deleted by
+    ``num_to_keep`` are missing as they should be; a checkpoint replaced by a file, or a
+    missing latest one (never deleted), is left out with a warning naming it."""
+    kept = []
+    for c in record.checkpoints:
+        folder = os.path.join(path, c.dirname)
+        if os.path.isdir(folder):
+            kept.append(c)
+        elif os.path.lexists(folder) or c is record.checkpoints[-1]:
+            what = "is not a folder" if os.path.lexists(folder) else "is missing"
+            logger.warning(
+                "tune: %s, a checkpoint of trial %s recorded in the journal, %s; it is left "
+                "out, so the trial's latest checkpoint is %s",
+                folder, record.trial_name, what,
+                os.path.join(path, kept[-1].dirname) if kept else "none (it starts over)",
+            )  # fmt: skip
+    return kept
+
+
 def rebuild_trials(restored: RestoredExperiment, storage: ExperimentStorage) -> Rebuilt:
     """Every trial of the experiment, as :class:`Rebuilt` says."""
     trials: list[Trial] = []
@@ -353,11 +376,11 @@ def rebuild_trials(restored: RestoredExperiment, storage: ExperimentStorage) -> 
     closed: list[Trial] = []
     for record in restored.journal.trials:
         path = os.path.join(storage.path, record.dirname)
-        os.makedirs(path, mode=0o700, exist_ok=True)
+        ensure_experiment_dir(path, "the trial folder")
         trial = Trial(record.trial_id, record.trial_name, record.config, None, path)
         for name in (RESULT_FILE, PROGRESS_FILE):
-            trim_torn_tail(os.path.join(path, name))
-        kept = [c for c in record.checkpoints if os.path.isdir(os.path.join(path, c.dirname))]
+            _trim_torn(os.path.join(path, name), record)
+        kept = _kept_checkpoints(path, record)
         action = _action(record, restored.options)
         if action == "restart":
             for c in record.checkpoints:
@@ -366,7 +389,9 @@ def rebuild_trials(restored: RestoredExperiment, storage: ExperimentStorage) -> 
         trial.checkpoints = [
             (os.path.join(path, c.dirname), c.score, c.iteration, c.time_total_s) for c in kept
         ]
-        trial.checkpoint_count = _checkpoint_count(path, len(record.checkpoints))
+        # Past every recorded checkpoint and every folder on disk (one written but not
+        # recorded before a crash); leftover temporary copies are removed.
+        trial.checkpoint_count = next_checkpoint_index(path, len(record.checkpoints))
         if action == "keep":
             trial.status = record.status or TERMINATED
             if record.status is None:

@@ -67,9 +67,13 @@ class ResultHandler(SchedulerActions):
             result["checkpoint_dir_name"] = os.path.basename(checkpoint)
         trial.last_result = result
         trial.num_results += 1
-        self.storage.append_result(trial.path, {**result, "config": trial.config})
-        if checkpoint is not None:  # recorded after its result, so a resume keeps that result
-            self._add_checkpoint(trial, checkpoint, result)
+        try:
+            self.storage.append_result(trial.path, {**result, "config": trial.config})
+            if checkpoint is not None:  # recorded after its result: a resume keeps the result
+                self._add_checkpoint(trial, checkpoint, result)
+        except OSError as exc:  # the disk is full, most likely: the experiment cannot go on
+            self._fail(exc)
+            return False
         return True
 
     def _decide(

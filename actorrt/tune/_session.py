@@ -17,15 +17,15 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import actorrt
 
 from .._shared._checkpoint import Checkpoint
 from .._shared._trial_hook import set_trial_provider
+from ._checkpoint_dirs import copy_checkpoint, write_checkpoint
 from ._resources import PlacementGroupFactory
-from ._storage import copy_dir_atomic
 
 logger = logging.getLogger("actorrt.tune")
 
@@ -120,10 +120,12 @@ class Session:
         self.pid = os.getpid()
         self.thread = threading.get_ident()
 
-    def new_checkpoint_dir(self) -> str:
-        """A fresh directory name in the trial folder for the next checkpoint."""
-        path = os.path.join(self.trial_dir, f"checkpoint_{self.checkpoint_count:06d}")
-        self.checkpoint_count += 1
+    def write_checkpoint(self, fill: Callable[[str], object]) -> str:
+        """Write the next checkpoint into the trial folder: ``fill`` writes its files into
+        a temporary folder of this attempt's own, then it takes the next free index (see
+        :mod:`._checkpoint_dirs`)."""
+        path, index = write_checkpoint(self.trial_dir, self.checkpoint_count, fill)
+        self.checkpoint_count = index + 1
         return path
 
     def persist(self, checkpoint: Checkpoint) -> str:
@@ -131,12 +133,9 @@ class Session:
         src = os.path.abspath(checkpoint.path)
         if os.path.dirname(src) == os.path.abspath(self.trial_dir):
             return src  # already ours (a class trainable's, or one written in place)
-        dest = self.new_checkpoint_dir()
-        tmp = f"{dest}.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.copytree(src, tmp)
-        os.replace(tmp, dest)
-        return dest
+        return self.write_checkpoint(
+            lambda tmp: shutil.copytree(src, tmp, dirs_exist_ok=True)
+        )
 
     def send(self, metrics: Mapping[str, Any], checkpoint_path: str | None) -> str:
         """Report one result to the controller; return its decision."""
@@ -167,9 +166,11 @@ class Session:
 
     def _persist_linked(self, checkpoint_dir: str) -> str:
         # Files of a checkpoint are never modified in place, so sharing them is safe.
-        dest = self.new_checkpoint_dir()
-        copy_dir_atomic(checkpoint_dir, dest, link=True)
-        return dest
+        path, index = copy_checkpoint(
+            checkpoint_dir, self.trial_dir, self.checkpoint_count, link=True
+        )
+        self.checkpoint_count = index + 1
+        return path
 
     def stop_signal(self) -> StopTrial:
         """What to raise on the trial's thread once the trial was told to stop."""

@@ -15,26 +15,60 @@ import asyncio
 import concurrent.futures
 import contextlib
 import csv
+import errno
 import json
 import os
-import shutil
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import IO, Any
 
 import cloudpickle
 
+from .._shared._storage_path import check_experiment_dir, ensure_experiment_dir
+
 __all__ = [
     "ExperimentStorage",
-    "copy_dir_atomic",
     "flatten",
+    "full_disk_hint",
     "read_results",
+    "storage_error",
     "trim_torn_tail",
     "write_bytes_atomic",
     "write_json_atomic",
+    "writing",
 ]
 
 RESULT_FILE = "result.json"
 PROGRESS_FILE = "progress.csv"
+
+
+# A write that fails so means the disk (or the user's quota on it) is full.
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def full_disk_hint(exc: BaseException) -> str:
+    """What to say after an error that a full disk (or quota) caused; ``""`` otherwise."""
+    if isinstance(exc, OSError) and exc.errno in _FULL:
+        return (
+            " (the disk is full: free space on it, or give RunConfig(storage_path=...) on "
+            "another disk)"
+        )
+    return ""
+
+
+def storage_error(exc: OSError, path: str, doing: str) -> OSError:
+    """``exc`` said again with the file and what was being done to it; a full disk is
+    called that, with what to do."""
+    message = f"tune could not {doing} {path}: {exc.strerror or exc}{full_disk_hint(exc)}"
+    return OSError(exc.errno, message)
+
+
+@contextlib.contextmanager
+def writing(path: str, doing: str) -> Iterator[None]:
+    """Raise an ``OSError`` of the block as :func:`storage_error` says it."""
+    try:
+        yield
+    except OSError as exc:
+        raise storage_error(exc, path, doing) from exc
 
 
 def write_json_atomic(path: str, data: Any, *, sort_keys: bool = True) -> None:
@@ -46,39 +80,55 @@ def write_json_atomic(path: str, data: Any, *, sort_keys: bool = True) -> None:
 def _write_replacing(path: str, data: bytes) -> None:
     """Write ``data`` to a temporary file and rename it over ``path`` (no ``fsync``)."""
     tmp = f"{path}.tmp{os.getpid()}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-    finally:
+    with writing(path, "write"):
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        except BaseException:
+            os.close(fd)
+            _remove(tmp)
+            raise
         os.close(fd)
-    os.replace(tmp, path)
+        os.replace(tmp, path)
 
 
 def write_bytes_atomic(path: str, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file, ``fsync`` and a rename."""
     tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    with writing(path, "write"):
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        except BaseException:
+            _remove(tmp)
+            raise
+        os.replace(tmp, path)
 
 
-def trim_torn_tail(path: str) -> None:
+def _remove(path: str) -> None:
+    """Remove a temporary file a failed write leaves (it holds space on a full disk)."""
+    with contextlib.suppress(OSError):
+        os.remove(path)
+
+
+def trim_torn_tail(path: str) -> int:
     """Cut a line-oriented file back to its last newline: a line that a crash left half
-    written is dropped, so the next append starts a line of its own."""
+    written is dropped, so the next append starts a line of its own. Return how many bytes
+    were cut (0: the file ended in a whole line, or is missing)."""
     try:
         size = os.path.getsize(path)
     except FileNotFoundError:
-        return
+        return 0
     if size == 0:
-        return
+        return 0
     with open(path, "rb+") as f:
         f.seek(max(size - 1, 0))
         if f.read(1) == b"\n":
-            return
+            return 0
         # Search backwards for the last newline, a block at a time.
         end = size
         while end > 0:
@@ -88,9 +138,10 @@ def trim_torn_tail(path: str) -> None:
             cut = block.rfind(b"\n")
             if cut >= 0:
                 f.truncate(start + cut + 1)
-                return
+                return size - (start + cut + 1)
             end = start
         f.truncate(0)
+        return size
 
 
 def read_results(trial_dir: str) -> list[dict[str, Any]]:
@@ -113,23 +164,6 @@ def read_results(trial_dir: str) -> list[dict[str, Any]]:
                 f"{os.path.join(trial_dir, RESULT_FILE)}: line {i + 1} is not JSON: {line[:80]!r}"
             ) from None
     return results
-
-
-def _link_or_copy(source: str, dest: str) -> None:
-    try:
-        os.link(source, dest)
-    except OSError:  # another filesystem, or links not allowed
-        shutil.copy2(source, dest)
-
-
-def copy_dir_atomic(source: str, dest: str, *, link: bool = False) -> None:
-    """Copy a directory to ``dest`` through a temporary name and a rename; with ``link``,
-    hard-link the files where the filesystem allows (for files never modified in place)."""
-    tmp = f"{dest}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(source, tmp, copy_function=_link_or_copy if link else shutil.copy2)
-    shutil.rmtree(dest, ignore_errors=True)
-    os.replace(tmp, dest)
 
 
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -193,8 +227,9 @@ class ExperimentStorage:
 
     def __init__(self, storage_path: str, name: str) -> None:
         self.path = os.path.join(os.path.abspath(os.path.expanduser(storage_path)), name)
-        # Only this user may read it: it holds pickled configs (params.pkl, tuner.pkl).
-        os.makedirs(self.path, mode=0o700, exist_ok=True)
+        # Only this user may read or change it: it holds pickles (params.pkl, tuner.pkl)
+        # that a restore loads, so a link or a folder others made or can write is refused.
+        ensure_experiment_dir(self.path)
         self._files: dict[str, _TrialFiles] = {}
         self._setups: dict[str, concurrent.futures.Future[_TrialFiles]] = {}
         self._writer: concurrent.futures.ThreadPoolExecutor | None = None
@@ -213,7 +248,8 @@ class ExperimentStorage:
     def _set_up(self, dirname: str, config: dict[str, Any]) -> _TrialFiles:
         path = self.trial_dir(dirname)
         self.write_params(path, config)
-        return _TrialFiles(path)
+        with writing(path, "create the result logs in"):
+            return _TrialFiles(path)
 
     async def ready(self, trial_dir: str) -> None:
         """Wait until the trial's folder is set up. Raises what setting it up raised."""
@@ -233,10 +269,9 @@ class ExperimentStorage:
         try:
             os.mkdir(path, 0o700)  # the common case: one new folder in the experiment's
         except FileExistsError:
-            if not os.path.isdir(path):
-                raise
+            check_experiment_dir(path, "the trial folder")
         except FileNotFoundError:  # a dirname with folders in it
-            os.makedirs(path, mode=0o700, exist_ok=True)
+            ensure_experiment_dir(path, "the trial folder")
         return path
 
     def write_params(self, trial_dir: str, config: Mapping[str, Any]) -> None:
@@ -257,13 +292,16 @@ class ExperimentStorage:
             files = self._files.get(trial_dir)
         if files is None:
             files = self._files[trial_dir] = _TrialFiles(trial_dir)
-        _write_all(files.json, (json.dumps(result, default=repr) + "\n").encode("utf-8"))
+        line = (json.dumps(result, default=repr) + "\n").encode("utf-8")
+        with writing(os.path.join(trial_dir, RESULT_FILE), "append a result to"):
+            _write_all(files.json, line)
         flat = flatten({k: v for k, v in result.items() if k != "config"})
-        if files.header is None:
-            files.header = list(flat)
-            if files.csv.tell() == 0:
-                _write_all(files.csv, files.row(files.header))
-        _write_all(files.csv, files.row([flat.get(k, "") for k in files.header]))
+        with writing(os.path.join(trial_dir, PROGRESS_FILE), "append a result to"):
+            if files.header is None:
+                files.header = list(flat)
+                if files.csv.tell() == 0:
+                    _write_all(files.csv, files.row(files.header))
+            _write_all(files.csv, files.row([flat.get(k, "") for k in files.header]))
 
     def sizes(self, trial_dir: str) -> tuple[int, int]:
         """The sizes in bytes of a trial's ``result.json`` and ``progress.csv`` now (every

@@ -7,6 +7,7 @@ import shutil
 from typing import Any
 
 from .._shared._checkpoint import Checkpoint
+from ._checkpoint_dirs import checkpoint_index
 from ._placement_group_factory import PlacementGroupFactory
 from ._trial_config import CheckpointConfig
 
@@ -67,7 +68,8 @@ class Trial:
         self.num_failures = 0
         self.should_stop = False
         self.checkpoints: list[tuple[str, float, int, float]] = []  # path, score, iter, time
-        self.checkpoint_count = 0
+        self.checkpoint_count = 0  # the index of its next checkpoint folder
+        self.attempts = 0  # attempts started in this run: a later one checks the folder
         self.pid: int | None = None
         self.restart_with: tuple[dict[str, Any], tuple[str, float, int, float]] | None = None
         self.resume_after_stop = False  # resumed while its paused actor still winds down
@@ -116,7 +118,9 @@ class Trial:
             float(result.get("time_total_s", 0.0)),
         )
         self.checkpoints.append(record)
-        self.checkpoint_count += 1
+        # The next index is past this one (an attempt skips an index another one took).
+        index = checkpoint_index(path)
+        self.checkpoint_count = max(self.checkpoint_count + 1, (index or 0) + 1)
         return record
 
     def prune_checkpoints(self, keep: CheckpointConfig | None) -> None:

@@ -14,7 +14,6 @@ import inspect
 import numbers
 import os
 import pickle
-import shutil
 import traceback
 from collections.abc import Mapping
 from typing import Any
@@ -199,16 +198,14 @@ def _load(path: str) -> dict[str, Any] | str:
 
 def _save(obj: Trainable, session: Session) -> str:
     """Take a class trainable's checkpoint into the trial folder, atomically."""
-    dest = session.new_checkpoint_dir()
-    tmp = f"{dest}.tmp"
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(tmp)
-    state = obj.save_checkpoint(tmp)
-    if state is not None:
-        with open(os.path.join(tmp, DICT_CHECKPOINT_FILE), "wb") as f:
-            pickle.dump(state, f)
-    os.replace(tmp, dest)
-    return dest
+
+    def fill(tmp: str) -> None:
+        state = obj.save_checkpoint(tmp)
+        if state is not None:
+            with open(os.path.join(tmp, DICT_CHECKPOINT_FILE), "wb") as f:
+                pickle.dump(state, f)
+
+    return session.write_checkpoint(fill)
 
 
 def _run_class(cls: type[Trainable], session: Session) -> None:

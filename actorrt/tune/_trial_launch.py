@@ -24,12 +24,12 @@ from typing import Any
 import actorrt
 
 from ._bus import TrialDriverActor
+from ._checkpoint_dirs import copy_checkpoint, next_checkpoint_index
 from ._controller_state import ControllerState
 from ._prepare import trainable_name
 from ._resize import await_group, bundle_options
 from ._resources import describe_request, resolve_resources
 from ._search import BasicVariantGenerator, ConcurrencyLimiter, Searcher
-from ._storage import copy_dir_atomic
 from ._trial import PENDING, RUNNING, Trial
 from ._trial_actor import error_outcome, load_error
 from ._variants import in_space_order
@@ -127,8 +127,10 @@ class TrialLauncher(ControllerState):
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.pop(task, None)
-        if not task.cancelled() and task.exception() is not None:
-            logger.error("tune: the task of a trial failed", exc_info=task.exception())
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            logger.error("tune: the task of a trial failed", exc_info=error)
+            self._fail(error)  # the experiment ends with it, rather than without that trial
         self._notify()
 
     # --------------------------------------------------------- one trial
@@ -262,9 +264,9 @@ class TrialLauncher(ControllerState):
         this costs next to nothing on the driver's loop."""
         assert trial.restart_with is not None
         config, (source, score, iteration, time_total) = trial.restart_with
-        dest = os.path.join(trial.path, f"checkpoint_{trial.checkpoint_count:06d}")
-        copy_dir_atomic(source, dest, link=True)  # recorded in the journal by _restart
-        trial.checkpoint_count += 1
+        # Recorded in the journal by _restart.
+        dest, index = copy_checkpoint(source, trial.path, trial.checkpoint_count, link=True)
+        trial.checkpoint_count = index + 1
         trial.restart_with = (config, (dest, score, iteration, time_total))
 
     async def _restart(self, trial: Trial) -> None:
@@ -293,12 +295,24 @@ class TrialLauncher(ControllerState):
             "strategy": trial.resources.strategy,
             "checkpoint_frequency": self.checkpoint_config.checkpoint_frequency,
             "checkpoint_at_end": self.checkpoint_config.checkpoint_at_end,
-            "checkpoint_count": trial.checkpoint_count,
+            "checkpoint_count": self._checkpoint_start(trial),
             "chdir": self._chdir,
         }
         spec.update(trial.restore_spec())
         spec["resized"], trial.resized = trial.resized, False
         return spec
+
+    def _checkpoint_start(self, trial: Trial) -> int:
+        """The first checkpoint index of the attempt about to start. A later attempt of
+        the trial first clears what an earlier one left in its folder without reporting
+        it (a process killed between saving a checkpoint and reporting it): the new
+        attempt owns the index (see :mod:`._checkpoint_dirs`)."""
+        if trial.attempts:
+            trial.checkpoint_count = next_checkpoint_index(
+                trial.path, trial.checkpoint_count, reported={c[0] for c in trial.checkpoints}
+            )
+        trial.attempts += 1
+        return trial.checkpoint_count
 
     # ------------------------------------ a new group (ResourceChanging)
 

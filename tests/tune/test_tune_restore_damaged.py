@@ -3,6 +3,7 @@ made durable where it matters, and an unreadable one is reported by file and lin
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -130,3 +131,48 @@ async def test_trial_ends_and_checkpoints_are_fsynced_and_a_bad_journal_names_it
     with pytest.raises(ValueError) as err:
         tune.Tuner.restore(grid.experiment_path, work)
     assert str(journal) in str(err.value) and "line 2 is not UTF-8" in str(err.value)
+
+
+def cut_off(experiment: str, trial_dir: str) -> Path:
+    """The folder as a kill mid-write leaves it: the trial's end and the run's finish never
+    recorded, its last result half written, and (damage from outside) its latest
+    checkpoint folder replaced by a file. Return that file."""
+    journal = Path(experiment, _experiment_state.JOURNAL_FILE)
+    kept = [
+        line for line in journal.read_text().splitlines()
+        if json.loads(line)["event"] not in ("end", "finished")
+    ]  # fmt: skip
+    journal.write_text("\n".join(kept) + "\n")
+    with open(os.path.join(trial_dir, "result.json"), "a") as f:
+        f.write('{"i": 99, "x": ')
+    latest = Path(trial_dir, f"checkpoint_{ITERATIONS - 1:06d}")
+    for name in os.listdir(latest):
+        os.remove(latest / name)
+    latest.rmdir()
+    latest.write_text("not a checkpoint")
+    return latest
+
+
+@pytest.mark.actorrt(num_cpus=2)
+async def test_a_torn_result_and_a_checkpoint_replaced_by_a_file_are_named_at_restore(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    grid = await tune.Tuner(
+        work,
+        param_space={"marks": str(marks), "x": 0, "checkpoints": True},
+        run_config=tune.RunConfig(storage_path=str(tmp_path), name="exp", verbose=0),
+    ).fit_async()
+    trial_dir = grid[0].path
+    latest = await asyncio.to_thread(cut_off, grid.experiment_path, trial_dir)
+    with caplog.at_level(logging.WARNING, logger="actorrt.tune"):
+        restored = await tune.Tuner.restore(grid.experiment_path, work).fit_async()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    result_log = os.path.join(trial_dir, "result.json")
+    assert any(result_log in w and "cut short" in w for w in warnings), warnings
+    assert any(str(latest) in w and "is not a folder" in w for w in warnings), warnings
+    assert not restored.errors
+    # It resumed from the checkpoint before the damaged one, and finished.
+    assert starts(marks) == {0: [0, ITERATIONS - 1]}
+    assert restored[0].metrics["i"] == ITERATIONS - 1
