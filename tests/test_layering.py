@@ -212,9 +212,11 @@ def test_the_checker_sees_what_it_must() -> None:
 
 # The libraries are built on the public face, as any user library could be: below their own
 # tier they use only these (``_ray_names`` says which Ray names are missing; ``_sigterm`` is
-# the one SIGTERM mechanism that ``actorrt.run``, ``actorrt.init`` and ``Tuner.fit`` share).
+# the one SIGTERM mechanism that ``actorrt.run``, ``actorrt.init`` and ``Tuner.fit`` share;
+# ``_wire._pickling`` the one pickler, which keeps the file names of the user's code).
 LIBRARY_BASE = (
-    "actorrt", "actorrt.resources", "actorrt._shared", "actorrt._ray_names", "actorrt._sigterm"
+    "actorrt", "actorrt.resources", "actorrt._shared", "actorrt._ray_names", "actorrt._sigterm",
+    "actorrt._wire._pickling",
 )
 
 
