@@ -17,11 +17,11 @@ import traceback
 from collections.abc import Callable
 from typing import Any, Final
 
-import cloudpickle
 import msgpack
 from msgpack import ExtType
 
 from .._errors import PickleRefusedError, RemoteError
+from ._pickling import Pickler
 
 __all__ = ["EXT_CODES", "Records", "Unsendable", "type_name"]
 
@@ -50,8 +50,9 @@ class Unsendable(Exception):
     """Raised inside the packer's hook: (culprit, cause); ``pack`` adds the context."""
 
 
-class _Pickler(cloudpickle.Pickler):  # type: ignore[misc]
-    """cloudpickle with actor refs as persistent ids, so they use the codec's ref hooks."""
+class _Pickler(Pickler):
+    """cloudpickle with actor refs as persistent ids, so they use the codec's ref hooks
+    (and code objects that keep their file names)."""
 
     def __init__(self, file: io.BytesIO, codec: Records, buffer_callback: Any) -> None:
         super().__init__(file, protocol=5, buffer_callback=buffer_callback)

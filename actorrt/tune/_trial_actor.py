@@ -22,6 +22,7 @@ import cloudpickle
 
 import actorrt
 
+from .._wire._pickling import dumps
 from ._session import SAVE_AND_STOP, STOP, Session, StopTrial, set_session
 from ._trainable import DICT_CHECKPOINT_FILE, Trainable
 from ._trial_log import LOG_FILE, trial_output
@@ -51,7 +52,7 @@ def ship_trainable(trainable: Any) -> Any:
     itself when plain pickling cannot take it (the actor messages' own pickling, which
     carries actor refs, then sends it with each trial)."""
     try:
-        return _PickledOnce(cloudpickle.dumps(trainable))
+        return _PickledOnce(dumps(trainable))
     except Exception:
         return trainable
 

@@ -338,3 +338,63 @@ def test_a_trial_has_rays_status_constants_and_string(tmp_path: Path) -> None:
     [(text, trainable, status, terminated)] = seen
     assert trainable == "improves" and text.startswith("improves_") and text != "custom"
     assert status == terminated == "TERMINATED"
+
+
+# ------------------------------------------- tracebacks from a script's own functions
+
+TRACEBACK_SCRIPT = '''
+import traceback
+import actorrt
+from actorrt import tune
+
+
+def helper(x):
+    raise ValueError(f"bad value {x}")
+
+
+def train_fn(config):
+    tune.report({"a": 1})
+    helper(config["x"])
+
+
+@actorrt.actor(process=True)
+class Fails:
+    def go(self):
+        helper("from an actor")
+
+
+async def ask_actor():
+    actor = await Fails.spawn()
+    try:
+        await actor.go()
+    except ValueError as exc:
+        print("".join(traceback.format_exception(exc)))
+
+
+grid = tune.Tuner(
+    train_fn, param_space={"x": 3},
+    run_config=tune.RunConfig(storage_path="out", verbose=0),
+).fit()
+print("".join(traceback.format_exception(grid[0].error)))
+actorrt.run(ask_actor)
+'''
+
+
+def test_tracebacks_from_workers_name_the_scripts_file_and_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import textwrap
+
+    script = tmp_path / "sweep.py"
+    script.write_text(textwrap.dedent(TRACEBACK_SCRIPT))
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+        timeout=120, env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    # Ray shows the user's file and line; cloudpickle alone names it "<dynamic-code>".
+    assert "<dynamic-code>" not in done.stdout
+    assert done.stdout.count(f'File "{script}", line 8, in helper') == 2, done.stdout
+    assert f'File "{script}", line 13, in train_fn' in done.stdout
+    assert 'raise ValueError(f"bad value {x}")' in done.stdout  # the source line too
