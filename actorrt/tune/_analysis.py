@@ -19,6 +19,7 @@ from typing import Any
 from .._shared._checkpoint import Checkpoint
 from .._shared._storage_path import check_local_storage_path
 from ._checkpoint_dirs import checkpoint_index
+from ._errors import TuneError
 from ._experiment_state import HEADER_FILE, JOURNAL_FILE
 from ._storage import PROGRESS_FILE, RESULT_FILE, flatten, read_results
 from ._trial import ERROR, TERMINATED, Trial
@@ -119,7 +120,12 @@ def load_trial(trial_dir: str) -> Trial:
     last.pop("config", None)
     trial = Trial(str(last.get("trial_id", entry)), entry, config, None, trial_dir)
     trial.last_result = last
-    trial.status = ERROR if os.path.exists(os.path.join(trial_dir, "error.txt")) else TERMINATED
+    error_file = os.path.join(trial_dir, "error.txt")
+    trial.status = TERMINATED
+    if os.path.exists(error_file):
+        trial.status = ERROR
+        with open(error_file, encoding="utf-8") as f:
+            trial.error = TuneError(f.read())  # its text, as Ray's Result.error
     names = sorted(n for n in os.listdir(trial_dir) if checkpoint_index(n) is not None)
     trial.checkpoints = [(os.path.join(trial_dir, n), math.nan, 0, 0.0) for n in names]
     return trial

@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._shared._checkpoint import Checkpoint
 from .._shared._storage_path import check_local_storage_path
-from ._analysis import SCOPES, metric_values
-from ._errors import TuneError
+from ._analysis import SCOPES, ExperimentAnalysis, metric_values
 from ._storage import flatten, read_results
 from .result import AUTO_RESULT_KEYS
 
@@ -84,14 +83,19 @@ class Result:
         return pick(scored, key=lambda pair: pair[0])[1]
 
     @classmethod
-    def from_path(cls, path: str | os.PathLike[str]) -> Result:
+    def from_path(
+        cls, path: str | os.PathLike[str], storage_filesystem: Any = None
+    ) -> Result:
         """The result of the trial whose folder is ``path`` (Ray's ``Result.from_path``),
         read from its files: config, last result, kept checkpoints, and its error (as a
         ``tune.TuneError`` holding the text of ``error.txt``, as in Ray).
+        ``storage_filesystem`` may be ``None`` or pyarrow's ``LocalFileSystem``.
 
         Raises:
-            ValueError: ``path`` is a URI, or not a trial folder (no ``params.json``).
+            ValueError: ``path`` is a URI, or not a trial folder (no ``params.json``), or a
+                filesystem other than the local one.
         """
+        _local_filesystem(storage_filesystem)
         path = check_local_storage_path(path, "path")
         trial_dir = os.path.abspath(os.path.expanduser(os.fspath(path)))
         if not os.path.isfile(os.path.join(trial_dir, "params.json")):
@@ -100,12 +104,24 @@ class Result:
             )
         from ._analysis import load_trial
 
-        trial = load_trial(trial_dir)
-        error_file = os.path.join(trial_dir, "error.txt")
-        if os.path.exists(error_file):
-            with open(error_file, encoding="utf-8") as f:
-                trial.error = TuneError(f.read())
-        return grid_of([trial], os.path.dirname(trial_dir), None, None)[0]
+        return grid_of([load_trial(trial_dir)], os.path.dirname(trial_dir), None, None)[0]
+
+    @property
+    def filesystem(self) -> Any:
+        """Where the trial's files are, as Ray's ``Result.filesystem``: pyarrow's
+        ``LocalFileSystem`` (results are local folders).
+
+        Raises:
+            ImportError: pyarrow is not installed (``path`` is a plain local folder).
+        """
+        try:
+            from pyarrow import fs  # type: ignore[import-not-found,unused-ignore]
+        except ImportError:
+            raise ImportError(
+                "Result.filesystem is a pyarrow filesystem and pyarrow is not installed "
+                f"(pip install pyarrow); the trial's files are in the local folder {self.path}"
+            ) from None
+        return fs.LocalFileSystem()
 
     @property
     def metrics_dataframe(self) -> Any:
@@ -133,6 +149,15 @@ class Result:
         return "Result(\n" + "\n".join(lines) + "\n)"
 
 
+def _local_filesystem(filesystem: Any) -> None:
+    """Refuse a filesystem other than the local one (results are local folders)."""
+    if filesystem is not None and type(filesystem).__name__ != "LocalFileSystem":
+        raise ValueError(
+            f"storage_filesystem must be None or pyarrow's LocalFileSystem: results are "
+            f"local folders, got {filesystem!r}"
+        )
+
+
 def _check_mode(mode: str | None) -> None:
     if mode not in ("min", "max"):
         raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
@@ -143,12 +168,21 @@ class ResultGrid:
 
     def __init__(
         self,
-        results: list[Result],
-        experiment_path: str,
+        results: list[Result] | ExperimentAnalysis,
+        experiment_path: str | None = None,
         metric: str | None = None,
         mode: str | None = None,
     ) -> None:
-        self._results = results
+        if isinstance(results, ExperimentAnalysis):  # Ray's ResultGrid(experiment_analysis)
+            analysis = results
+            metric = metric or analysis.default_metric
+            mode = mode or analysis.default_mode
+            results = grid_of(analysis.trials, analysis.experiment_path, metric, mode)._results
+            experiment_path = experiment_path or analysis.experiment_path
+        if experiment_path is None:
+            raise ValueError("ResultGrid(results) needs experiment_path (or pass an "
+                             "ExperimentAnalysis)")
+        self._results: list[Result] = results
         self.experiment_path = experiment_path
         self._metric = metric
         self._mode = mode

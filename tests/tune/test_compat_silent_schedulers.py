@@ -398,3 +398,37 @@ def test_tracebacks_from_workers_name_the_scripts_file_and_line(tmp_path: Path) 
     assert done.stdout.count(f'File "{script}", line 8, in helper') == 2, done.stdout
     assert f'File "{script}", line 13, in train_fn' in done.stdout
     assert 'raise ValueError(f"bad value {x}")' in done.stdout  # the source line too
+
+
+# ---------------------------------------- ResultGrid(experiment_analysis), Result.from_path
+
+
+def fails_on_two(config: dict[str, Any]) -> None:
+    tune.report({"score": config["rate"]})
+    if config["rate"] == 2.0:
+        raise RuntimeError("two is not allowed")
+
+
+def test_a_result_grid_built_from_an_analysis_and_results_read_from_folders(
+    tmp_path: Path,
+) -> None:
+    tune.Tuner(
+        fails_on_two,
+        param_space={"rate": tune.grid_search([1.0, 2.0, 3.0])},
+        run_config=tune.RunConfig(storage_path=str(tmp_path), name="exp", verbose=0),
+    ).fit()
+    analysis = tune.ExperimentAnalysis(
+        str(tmp_path / "exp"), default_metric="score", default_mode="max"
+    )
+    grid = tune.ResultGrid(analysis)  # as Ray builds one
+    assert len(grid) == 3 and grid.experiment_path == analysis.experiment_path
+    assert grid.num_errors == 1 and "two is not allowed" in str(grid.errors[0])
+    assert grid.get_best_result().config == {"rate": 3.0}
+
+    failed = next(r for r in grid if r.error is not None)
+    again = tune.Result.from_path(failed.path, storage_filesystem=None)
+    assert again.config == {"rate": 2.0} and "two is not allowed" in str(again.error)
+    with pytest.raises(ValueError, match="storage_filesystem must be None or pyarrow's"):
+        tune.Result.from_path(failed.path, storage_filesystem=object())
+    with pytest.raises(ValueError, match="needs experiment_path"):
+        tune.ResultGrid([])
