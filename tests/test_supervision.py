@@ -164,6 +164,72 @@ async def test_restart_backoff_grows(actorrt_runtime: actorrt.Runtime) -> None:
     assert gaps[0] >= 0.04 and gaps[1] >= 0.09 and gaps[2] >= 0.19
 
 
+async def test_restart_backoff_resets_after_a_healthy_period(
+    actorrt_runtime: actorrt.Runtime,
+) -> None:
+    loop = asyncio.get_running_loop()
+    starts: list[float] = []
+
+    @actorrt.actor(max_restarts=-1)
+    class Bouncy:
+        def __init__(self) -> None:
+            starts.append(loop.time())
+
+        def crash(self) -> None:
+            raise RuntimeError("again")
+
+        def ok(self) -> None:
+            pass
+
+    async def crash_and_wait(ref: actorrt.ActorRef[Bouncy]) -> float:
+        ref.crash.tell()
+        with pytest.raises(actorrt.ActorDiedError):
+            await ref.ok()
+        await ref.ok()  # waits for the restart
+        return starts[-1] - starts[-2]
+
+    ref = await Bouncy.options(
+        restart_backoff_s=0.05, restart_backoff_max_s=4.0, restart_backoff_reset_s=0.5
+    ).spawn()
+    gaps = [await crash_and_wait(ref) for _ in range(6)]  # 0.05, 0.1, ... 1.6 s
+    assert gaps[5] >= 1.5
+    # Incarnations that crash quickly keep doubling, up to the most it may wait.
+    # One that ran longer than restart_backoff_reset_s was healthy: back to the first delay
+    # (without the reset this one would wait 3.2 s).
+    await asyncio.sleep(0.6)  # the healthy period itself is what is tested
+    assert await crash_and_wait(ref) < 1.0
+    await ref.stop()
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "words"),
+    [
+        ({"restart_backoff_s": -1}, ValueError, "restart_backoff_s must be a finite number"),
+        ({"restart_backoff_s": "1"}, TypeError, "restart_backoff_s must be a number"),
+        ({"restart_backoff_max_s": float("inf")}, ValueError, "restart_backoff_max_s must"),
+        ({"restart_backoff_reset_s": 0}, ValueError, "above 0; got 0"),
+        ({"restart_backoff_reset_s": True}, TypeError, "got True (bool)"),
+        (
+            {"restart_backoff_s": 2.0, "restart_backoff_max_s": 1.0},
+            ValueError,
+            "restart_backoff_max_s (1.0) must be at least restart_backoff_s (2.0)",
+        ),
+    ],
+)
+def test_restart_backoff_options_are_checked_where_given(
+    options: dict[str, object], error: type[Exception], words: str
+) -> None:
+    @actorrt.actor
+    class Any_:
+        pass
+
+    with pytest.raises(error) as raised:
+        Any_.options(**options)
+    assert words in str(raised.value)
+    with pytest.raises(error):
+        actorrt.actor(**options)(Any_.cls)  # type: ignore[arg-type]
+
+
 async def test_failing_constructor_at_restart_counts_as_a_crash(
     actorrt_runtime: actorrt.Runtime,
 ) -> None:
