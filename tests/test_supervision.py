@@ -6,6 +6,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -138,11 +139,11 @@ async def test_asks_queued_at_a_crash_fail(actorrt_runtime: actorrt.Runtime) -> 
     assert await ref.ok() == "ok"  # restarted
 
 
-async def test_restart_backoff_grows(actorrt_runtime: actorrt.Runtime) -> None:
+def bouncing(starts: list[float], **options: Any) -> Any:
+    """An actor class that records when each incarnation starts, and crashes when told."""
     loop = asyncio.get_running_loop()
-    starts: list[float] = []
 
-    @actorrt.actor(max_restarts=3)
+    @actorrt.actor(**options)
     class Bouncy:
         def __init__(self) -> None:
             starts.append(loop.time())
@@ -153,7 +154,12 @@ async def test_restart_backoff_grows(actorrt_runtime: actorrt.Runtime) -> None:
         def ok(self) -> None:
             pass
 
-    ref = await Bouncy.spawn()
+    return Bouncy
+
+
+async def test_restart_backoff_grows(actorrt_runtime: actorrt.Runtime) -> None:
+    starts: list[float] = []
+    ref = await bouncing(starts, max_restarts=3).spawn()
     for _ in range(3):
         ref.crash.tell()
         with pytest.raises(actorrt.ActorDiedError):
@@ -167,28 +173,17 @@ async def test_restart_backoff_grows(actorrt_runtime: actorrt.Runtime) -> None:
 async def test_restart_backoff_resets_after_a_healthy_period(
     actorrt_runtime: actorrt.Runtime,
 ) -> None:
-    loop = asyncio.get_running_loop()
     starts: list[float] = []
+    bouncy = bouncing(starts, max_restarts=-1)
 
-    @actorrt.actor(max_restarts=-1)
-    class Bouncy:
-        def __init__(self) -> None:
-            starts.append(loop.time())
-
-        def crash(self) -> None:
-            raise RuntimeError("again")
-
-        def ok(self) -> None:
-            pass
-
-    async def crash_and_wait(ref: actorrt.ActorRef[Bouncy]) -> float:
+    async def crash_and_wait(ref: Any) -> float:
         ref.crash.tell()
         with pytest.raises(actorrt.ActorDiedError):
             await ref.ok()
         await ref.ok()  # waits for the restart
         return starts[-1] - starts[-2]
 
-    ref = await Bouncy.options(
+    ref = await bouncy.options(
         restart_backoff_s=0.05, restart_backoff_max_s=4.0, restart_backoff_reset_s=0.5
     ).spawn()
     gaps = [await crash_and_wait(ref) for _ in range(6)]  # 0.05, 0.1, ... 1.6 s
