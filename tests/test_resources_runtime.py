@@ -113,6 +113,7 @@ async def test_placement_groups_are_atomic_and_hold_actors(
     with pytest.raises(TimeoutError, match="not ready"):
         await too_big.ready(timeout=0.2)
     assert actorrt.available_resources()["CPU"] == 1  # all or nothing: no partial hold
+    await too_big.remove()  # a timed-out wait leaves it queued, as in Ray
     a = await Trial.options(num_cpus=0.5, placement=pg.bundle(0)).spawn()
     b = await Trial.options(num_cpus=0.5, placement=pg.bundle(0)).spawn()  # two fit bundle 0
     c = await Trial.options(num_cpus=2, placement=pg).spawn()  # any bundle with room
@@ -300,9 +301,26 @@ async def test_placement_groups_made_in_a_worker_are_held_by_its_actor(
         await planner.too_big()
     with pytest.raises(TimeoutError):
         await planner.forever()
-    assert actorrt.available_resources().get("CPU", 0) == 1  # the timed-out one withdrew
+    assert actorrt.available_resources().get("CPU", 0) == 1  # the timed-out one holds nothing
     await planner.stop()  # its group goes with it
     assert actorrt.available_resources()["CPU"] == 4
+
+
+@pytest.mark.actorrt(num_cpus=2)
+async def test_a_timed_out_ready_keeps_the_group_queued(actorrt_runtime: actorrt.Runtime) -> None:
+    # As in Ray (ray.get(pg.ready(), timeout=...)): the wait ends, the group does not.
+    hog = await Trial.options(num_cpus=1).spawn()
+    pg = actorrt.placement_group([{"CPU": 1}, {"CPU": 1}])
+    with pytest.raises(TimeoutError, match="still queued: await pg.ready\\(\\) again"):
+        await pg.ready(timeout=0.2)
+    with pytest.raises(TimeoutError):
+        await pg.ready(timeout=0.1)  # again: the same wait, still queued
+    assert [p.request_id for p in actorrt.pending_requests()] == [pg.id]
+    await hog.stop()
+    await pg.ready(timeout=30)  # granted once the CPU came back
+    assert pg.is_ready() and actorrt.available_resources().get("CPU", 0) == 0
+    await pg.remove()
+    assert actorrt.available_resources()["CPU"] == 2
 
 
 @pytest.mark.actorrt(num_cpus=3)
