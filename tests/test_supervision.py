@@ -289,3 +289,38 @@ async def test_a_stop_during_a_process_restart_runs_what_was_sent_before_it(
     with pytest.raises(actorrt.ActorDiedError, match="was stopped"):
         await late  # sent after the stop, as for an inline actor
     assert (await stopping).reason == "stopped"
+
+
+@actorrt.actor(
+    num_cpus=1, max_restarts=-1,
+    restart_backoff_s=0.05, restart_backoff_max_s=4.0, restart_backoff_reset_s=0.5,
+)
+class CrashesInItsProcess:
+    def crash(self) -> None:
+        raise RuntimeError("again")
+
+    def ok(self) -> int:
+        return os.getpid()
+
+
+@pytest.mark.actorrt(num_cpus=1)
+async def test_a_process_actor_backs_off_and_resets_the_same_way(
+    actorrt_runtime: actorrt.Runtime,
+) -> None:
+    # The options travel with the class: the worker restarts the actor after the same delays.
+    ref = await CrashesInItsProcess.spawn()
+    loop = asyncio.get_running_loop()
+
+    async def crash_and_wait() -> float:
+        ref.crash.tell()
+        with pytest.raises(actorrt.ActorDiedError):
+            await ref.ok()
+        began = loop.time()
+        await ref.ok()  # served by the next incarnation
+        return loop.time() - began
+
+    gaps = [await crash_and_wait() for _ in range(6)]  # about 0.05, 0.1, ... 1.6 s
+    assert gaps[5] >= 1.0
+    await asyncio.sleep(0.6)  # a healthy period: the backoff starts again
+    assert await crash_and_wait() < 1.0
+    await ref.stop()
