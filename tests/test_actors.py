@@ -1,6 +1,7 @@
 """Defining, spawning and calling inline actors."""
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -236,3 +237,77 @@ async def test_a_method_raising_cancelled_error_is_not_the_callers_cancellation(
     with pytest.raises(RuntimeError, match=r"weird\(\) raised CancelledError"):
         await ref.weird()
     assert await ref.fine() == "fine"
+
+
+class Streams:
+    def items(self, n: int):  # type: ignore[no-untyped-def]
+        yield from range(n)
+
+
+class AsyncStreams:
+    async def items(self, n: int):  # type: ignore[no-untyped-def]
+        for i in range(n):
+            yield i
+
+
+class StaticStreams:
+    @staticmethod
+    def items(n: int):  # type: ignore[no-untyped-def]
+        yield from range(n)
+
+
+@pytest.mark.parametrize(
+    ("cls", "kind"),
+    [
+        (Streams, "a generator"),
+        (AsyncStreams, "an async generator"),
+        (StaticStreams, "a generator"),
+    ],
+    ids=["sync", "async", "static"],
+)
+@pytest.mark.parametrize("process", [False, True], ids=["inline", "process"])
+async def test_generator_methods_are_refused_alike_inline_and_in_a_process(
+    cls: type, kind: str, process: bool
+) -> None:
+    # Refused when the class becomes an actor class, before anything runs: a generator's
+    # items would be produced outside the actor's mailbox (inline), or not at all (process).
+    words = f"{cls.__name__}.items is {kind} method, which an actor cannot serve"
+    with pytest.raises(TypeError, match=words):
+        actorrt.actor(num_cpus=1 if process else 0, process=process)(cls)
+    with pytest.raises(TypeError, match=words):
+        await actorrt.spawn(cls)
+
+
+@actorrt.actor
+class HandsOutStreams:
+    """Plain methods that return generators: refused at the call, never run."""
+
+    def __init__(self) -> None:
+        self.ran: list[int] = []
+
+    def items(self, n: int) -> Any:
+        return (self.ran.append(i) for i in range(n))
+
+    async def async_items(self, n: int) -> Any:
+        async def stream() -> Any:
+            for i in range(n):
+                self.ran.append(i)
+                yield i
+
+        return stream()
+
+    def ran_so_far(self) -> list[int]:
+        return self.ran
+
+
+@pytest.mark.parametrize("process", [False, True], ids=["inline", "process"])
+async def test_a_returned_generator_is_refused_at_the_call_alike_inline_and_in_a_process(
+    actorrt_runtime: actorrt.Runtime, process: bool
+) -> None:
+    ref = await HandsOutStreams.options(process=process).spawn()
+    with pytest.raises(TypeError, match=r"items\(\) returned a generator, which an actor"):
+        await ref.items(3)
+    with pytest.raises(TypeError, match=r"async_items\(\) returned an async generator"):
+        await ref.async_items(3)
+    assert await ref.ran_so_far() == []  # none of the generators' code ran, anywhere
+    await ref.stop()

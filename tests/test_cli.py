@@ -209,7 +209,7 @@ def test_status_shows_resources_groups_pending_and_actors(
     assert "driver program" in out
     assert "Pending requests: 1" in out
     assert "Hog(id=" in out and "asks for {CPU: 4}" in out
-    assert "short of {CPU: 3}" in out and "Worker(id=" in out  # who holds what it lacks
+    assert "waiting for {CPU: 3} more, held by the driver program, Worker(id=" in out
     greeter = next(line for line in out.splitlines() if line.strip().startswith("greeter"))
     assert greeter.split()[1:4] == ["Greeter", "inline", "running"]
     w0 = next(line for line in out.splitlines() if line.strip().startswith("w0"))
@@ -232,7 +232,7 @@ def test_status_shows_resources_groups_pending_and_actors(
     assert group["state"] == "reserved" and group["bundles"] == [{"CPU": 1.0}, {"CPU": 1.0}]
     [pending] = data["pending"]
     assert pending["bundles"] == [{"CPU": 4.0}] and pending["short_of"] == {"CPU": 3.0}
-    assert "short of" in pending["reason"]
+    assert "waiting for {CPU: 3} more, held by the driver program" in pending["reason"]
 
     stop(proc)
     assert entries(env) == []  # the entry and the socket go with the runtime

@@ -113,6 +113,7 @@ async def test_placement_groups_are_atomic_and_hold_actors(
     with pytest.raises(TimeoutError, match="not ready"):
         await too_big.ready(timeout=0.2)
     assert actorrt.available_resources()["CPU"] == 1  # all or nothing: no partial hold
+    await too_big.remove()  # a timed-out wait leaves it queued, as in Ray
     a = await Trial.options(num_cpus=0.5, placement=pg.bundle(0)).spawn()
     b = await Trial.options(num_cpus=0.5, placement=pg.bundle(0)).spawn()  # two fit bundle 0
     c = await Trial.options(num_cpus=2, placement=pg).spawn()  # any bundle with room
@@ -300,6 +301,67 @@ async def test_placement_groups_made_in_a_worker_are_held_by_its_actor(
         await planner.too_big()
     with pytest.raises(TimeoutError):
         await planner.forever()
-    assert actorrt.available_resources().get("CPU", 0) == 1  # the timed-out one withdrew
+    assert actorrt.available_resources().get("CPU", 0) == 1  # the timed-out one holds nothing
     await planner.stop()  # its group goes with it
     assert actorrt.available_resources()["CPU"] == 4
+
+
+@pytest.mark.actorrt(num_cpus=2)
+async def test_a_timed_out_ready_keeps_the_group_queued(actorrt_runtime: actorrt.Runtime) -> None:
+    # As in Ray (ray.get(pg.ready(), timeout=...)): the wait ends, the group does not.
+    hog = await Trial.options(num_cpus=1).spawn()
+    pg = actorrt.placement_group([{"CPU": 1}, {"CPU": 1}])
+    with pytest.raises(TimeoutError, match="still queued: await pg.ready\\(\\) again"):
+        await pg.ready(timeout=0.2)
+    with pytest.raises(TimeoutError):
+        await pg.ready(timeout=0.1)  # again: the same wait, still queued
+    assert [p.request_id for p in actorrt.pending_requests()] == [pg.id]
+    await hog.stop()
+    await pg.ready(timeout=30)  # granted once the CPU came back
+    assert pg.is_ready() and actorrt.available_resources().get("CPU", 0) == 0
+    await pg.remove()
+    assert actorrt.available_resources()["CPU"] == 2
+
+
+@pytest.mark.actorrt(num_cpus=3)
+async def test_pending_reasons_name_holders_and_read_as_queueing(
+    actorrt_runtime: actorrt.Runtime,
+) -> None:
+    # One CPU each: a worker-process actor, an inline actor, and a group the program holds.
+    proc = await Trial.options(num_cpus=1, name="hog-proc").spawn()
+    inline = await Trial.options(num_cpus=1, process=False, name="hog-inline").spawn()
+    pg = actorrt.placement_group([{"CPU": 1}])
+    await pg.ready()
+    big = asyncio.ensure_future(Trial.options(num_cpus=2, name="big").spawn())
+    small: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+    try:
+        assert await eventually(lambda: len(actorrt.pending_requests()) == 1)
+        small = asyncio.ensure_future(Trial.options(num_cpus=1, name="small").spawn())
+        assert await eventually(lambda: len(actorrt.pending_requests()) == 2)
+        first, second = actorrt.pending_requests()
+        assert first.bundles == ({"CPU": 2.0},) and second.bundles == ({"CPU": 1.0},)
+        for p in (first, second):
+            assert p.reason.startswith("waiting for {CPU: ")
+            assert "Trial(id=" in p.reason and "name='hog-proc'" in p.reason
+            assert "name='hog-inline'" in p.reason and "the driver program" in p.reason
+            for holder in p.held_by:  # every holder by class and name, none as a bare id
+                assert holder == "driver" or f"(id={holder} " in p.reason
+            assert "stalled" not in p.reason and "first in line" not in p.reason
+        assert first.reason.endswith("it is next in line: what frees there is set aside for it")
+        assert "it is 2nd in line" in second.reason
+        # A CPU frees: it is set aside for the older request, which the younger one now waits
+        # behind; one account of that, not two that contradict each other.
+        await inline.stop()
+        assert await eventually(lambda: actorrt.pending_requests()[1].behind != ())
+        first, second = actorrt.pending_requests()
+        assert second.behind == (first.request_id,)
+        assert second.reason == (
+            "what it needs is free, but set aside for the request ahead of it: request "
+            f"{first.request_id} of Trial(id={first.holder} name='big'); it is 2nd in line"
+        )
+    finally:
+        small.cancel()
+        big.cancel()
+        await asyncio.gather(big, small, return_exceptions=True)
+        await pg.remove()
+        await proc.stop()

@@ -6,6 +6,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -138,11 +139,11 @@ async def test_asks_queued_at_a_crash_fail(actorrt_runtime: actorrt.Runtime) -> 
     assert await ref.ok() == "ok"  # restarted
 
 
-async def test_restart_backoff_grows(actorrt_runtime: actorrt.Runtime) -> None:
+def bouncing(starts: list[float], **options: Any) -> Any:
+    """An actor class that records when each incarnation starts, and crashes when told."""
     loop = asyncio.get_running_loop()
-    starts: list[float] = []
 
-    @actorrt.actor(max_restarts=3)
+    @actorrt.actor(**options)
     class Bouncy:
         def __init__(self) -> None:
             starts.append(loop.time())
@@ -153,7 +154,12 @@ async def test_restart_backoff_grows(actorrt_runtime: actorrt.Runtime) -> None:
         def ok(self) -> None:
             pass
 
-    ref = await Bouncy.spawn()
+    return Bouncy
+
+
+async def test_restart_backoff_grows(actorrt_runtime: actorrt.Runtime) -> None:
+    starts: list[float] = []
+    ref = await bouncing(starts, max_restarts=3).spawn()
     for _ in range(3):
         ref.crash.tell()
         with pytest.raises(actorrt.ActorDiedError):
@@ -162,6 +168,61 @@ async def test_restart_backoff_grows(actorrt_runtime: actorrt.Runtime) -> None:
     gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert len(gaps) == 3
     assert gaps[0] >= 0.04 and gaps[1] >= 0.09 and gaps[2] >= 0.19
+
+
+async def test_restart_backoff_resets_after_a_healthy_period(
+    actorrt_runtime: actorrt.Runtime,
+) -> None:
+    starts: list[float] = []
+    bouncy = bouncing(starts, max_restarts=-1)
+
+    async def crash_and_wait(ref: Any) -> float:
+        ref.crash.tell()
+        with pytest.raises(actorrt.ActorDiedError):
+            await ref.ok()
+        await ref.ok()  # waits for the restart
+        return starts[-1] - starts[-2]
+
+    ref = await bouncy.options(
+        restart_backoff_s=0.05, restart_backoff_max_s=4.0, restart_backoff_reset_s=0.5
+    ).spawn()
+    gaps = [await crash_and_wait(ref) for _ in range(6)]  # 0.05, 0.1, ... 1.6 s
+    assert gaps[5] >= 1.5
+    # Incarnations that crash quickly keep doubling, up to the most it may wait.
+    # One that ran longer than restart_backoff_reset_s was healthy: back to the first delay
+    # (without the reset this one would wait 3.2 s).
+    await asyncio.sleep(0.6)  # the healthy period itself is what is tested
+    assert await crash_and_wait(ref) < 1.0
+    await ref.stop()
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "words"),
+    [
+        ({"restart_backoff_s": -1}, ValueError, "restart_backoff_s must be a finite number"),
+        ({"restart_backoff_s": "1"}, TypeError, "restart_backoff_s must be a number"),
+        ({"restart_backoff_max_s": float("inf")}, ValueError, "restart_backoff_max_s must"),
+        ({"restart_backoff_reset_s": 0}, ValueError, "above 0; got 0"),
+        ({"restart_backoff_reset_s": True}, TypeError, "got True (bool)"),
+        (
+            {"restart_backoff_s": 2.0, "restart_backoff_max_s": 1.0},
+            ValueError,
+            "restart_backoff_max_s (1.0) must be at least restart_backoff_s (2.0)",
+        ),
+    ],
+)
+def test_restart_backoff_options_are_checked_where_given(
+    options: dict[str, object], error: type[Exception], words: str
+) -> None:
+    @actorrt.actor
+    class Any_:
+        pass
+
+    with pytest.raises(error) as raised:
+        Any_.options(**options)
+    assert words in str(raised.value)
+    with pytest.raises(error):
+        actorrt.actor(**options)(Any_.cls)  # type: ignore[arg-type]
 
 
 async def test_failing_constructor_at_restart_counts_as_a_crash(
@@ -228,3 +289,38 @@ async def test_a_stop_during_a_process_restart_runs_what_was_sent_before_it(
     with pytest.raises(actorrt.ActorDiedError, match="was stopped"):
         await late  # sent after the stop, as for an inline actor
     assert (await stopping).reason == "stopped"
+
+
+@actorrt.actor(
+    num_cpus=1, max_restarts=-1,
+    restart_backoff_s=0.05, restart_backoff_max_s=4.0, restart_backoff_reset_s=0.5,
+)
+class CrashesInItsProcess:
+    def crash(self) -> None:
+        raise RuntimeError("again")
+
+    def ok(self) -> int:
+        return os.getpid()
+
+
+@pytest.mark.actorrt(num_cpus=1)
+async def test_a_process_actor_backs_off_and_resets_the_same_way(
+    actorrt_runtime: actorrt.Runtime,
+) -> None:
+    # The options travel with the class: the worker restarts the actor after the same delays.
+    ref = await CrashesInItsProcess.spawn()
+    loop = asyncio.get_running_loop()
+
+    async def crash_and_wait() -> float:
+        ref.crash.tell()
+        with pytest.raises(actorrt.ActorDiedError):
+            await ref.ok()
+        began = loop.time()
+        await ref.ok()  # served by the next incarnation
+        return loop.time() - began
+
+    gaps = [await crash_and_wait() for _ in range(6)]  # about 0.05, 0.1, ... 1.6 s
+    assert gaps[5] >= 1.0
+    await asyncio.sleep(0.6)  # a healthy period: the backoff starts again
+    assert await crash_and_wait() < 1.0
+    await ref.stop()

@@ -12,7 +12,8 @@ the resource views) is kept here from what the head sent last.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Hashable, Mapping, Sequence
+import re
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Protocol
 
 from .._errors import HeadLostError, ResourceError
@@ -231,8 +232,12 @@ class RemoteBroker:
     def available(self) -> dict[str, float]:
         return dict(self._available)
 
-    def pending(self, *, now: float | None = None) -> list[PendingRequest]:
-        return list(self._pending)
+    def pending(
+        self, *, now: float | None = None, name: Callable[[Hashable], str] = str
+    ) -> list[PendingRequest]:
+        """The head's last view of the waiting requests; in each reason, the holders it
+        lists are named by ``name``."""
+        return [p._replace(reason=_named(p, name)) for p in self._pending]
 
     # ----------------------------------------------------------- from the head
 
@@ -306,3 +311,12 @@ def _as_dict(value: Mapping[str, object] | Resources) -> dict[str, float]:
     if isinstance(value, Resources):
         return dict(value.to_dict())
     return {str(k): float(v) for k, v in value.items()}  # type: ignore[arg-type]
+
+
+def _named(p: PendingRequest, name: Callable[[Hashable], str]) -> str:
+    text = p.reason
+    for holder in {p.holder, *p.held_by}:
+        said = name(holder)
+        if said != str(holder):
+            text = re.sub(rf"(?<![\w=-]){re.escape(str(holder))}(?![\w-])", said, text)
+    return text

@@ -3,14 +3,13 @@
 :func:`snapshot` reads the runtime and its broker on the runtime's own loop and returns only
 msgpack-able values (dicts, lists, strings, numbers, ``None``), so the status socket can send
 it without pickling anything. Nothing here changes state. Holders and actors are named as
-the rest of actorrt names them (``Worker(id=1a2b3c4d-5 name='w0')``), also inside the
-pending reasons the broker writes with bare ids.
+the rest of actorrt names them (``Worker(id=1a2b3c4d-5 name='w0')``), as the pending
+reasons the runtime hands out already do.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import time
 from collections import Counter
 from collections.abc import Mapping
@@ -54,8 +53,6 @@ class StatusSource(Protocol):
     def pending_requests(self) -> list[PendingRequest]: ...
 
 STATUS_FORMAT = 1  # bumped when a field changes meaning; new fields may appear at any time
-
-_ID = re.compile(r"[0-9a-f]{8}-\d+")
 
 
 def snapshot(runtime: StatusSource) -> dict[str, Any]:
@@ -116,15 +113,6 @@ class _Names:
             named = f" name={name!r}" if name else ""
             return f"{cls_name}(id={key}{named}, being spawned)"
         return key
-
-    def text(self, text: str) -> str:
-        """``text`` with each actor id in it replaced by that actor's description."""
-        return _ID.sub(
-            lambda m: self.of(m.group(0)) if self._known(m.group(0)) else m.group(0), text
-        )
-
-    def _known(self, key: str) -> bool:
-        return self.runtime.lookup(key) is not None or key in self.spawning
 
 
 def actor_state(target: Any) -> str:
@@ -265,7 +253,7 @@ def _pending(runtime: StatusSource, names: _Names) -> list[dict[str, Any]]:
                 "reserved": bool(req.reserved),
                 "behind": [str(r) for r in req.behind],
                 "stalled": bool(req.stalled),
-                "reason": names.text(str(req.reason)),
+                "reason": str(req.reason),  # the runtime names its actors there already
             }
         )
     return out

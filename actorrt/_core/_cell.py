@@ -75,7 +75,7 @@ class ActorCell(Supervised, MailboxServing):
         self.requested_end = False  # the owning runtime asked for the stop or kill
         # (assigned resources, PlacementInfo | None), from the grant (or sent by the owner).
         self.grant_info: tuple[dict[str, float], Any] | None = None
-        self._init_supervision(parent, options.max_restarts)
+        self._init_supervision(parent, options.max_restarts, options.backoff())
 
     # ----------------------------------------------------------------- sending
 

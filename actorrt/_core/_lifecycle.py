@@ -38,17 +38,19 @@ __all__ = [
     "RESTART_BACKOFF_INITIAL",
     "RESTART_BACKOFF_MAX",
     "ActorServices",
+    "Backoff",
     "Crash",
     "ProcessExit",
     "State",
     "check_transition",
     "death_text",
-    "restart_delay",
 ]
 
-# Restart backoff: 50 ms, doubling per restart, at most 5 s.
+# Restart backoff by default: 50 ms, doubling per restart, at most 5 s; an incarnation that
+# ran for 60 s before it crashed counts as healthy and the doubling starts again.
 RESTART_BACKOFF_INITIAL = 0.05
 RESTART_BACKOFF_MAX = 5.0
+RESTART_BACKOFF_RESET = 60.0
 
 
 class State(StrEnum):
@@ -94,9 +96,28 @@ def check_transition(
         ), f"actor {describe()}: {old} ({asked}) -> {new} ({ending}) is not a stop becoming a kill"
 
 
-def restart_delay(restarts_so_far: int) -> float:
-    """The backoff before the next incarnation, after ``restarts_so_far`` restarts."""
-    return min(RESTART_BACKOFF_INITIAL * 2.0**restarts_so_far, RESTART_BACKOFF_MAX)
+class Backoff:
+    """The delays before an actor's restarts: ``first`` seconds, doubling with each crash up
+    to ``most``; a crash after an incarnation ran ``reset_after`` seconds or more (a healthy
+    period) starts again from ``first``, so an actor that crashes once a day does not wait
+    the longest delay for the rest of its life."""
+
+    __slots__ = ("first", "most", "reset_after", "step")
+
+    def __init__(self, first: float, most: float, reset_after: float) -> None:
+        self.first = first
+        self.most = most
+        self.reset_after = reset_after
+        self.step = 0
+
+    def next_delay(self, ran_for: float | None) -> float:
+        """The delay before the next incarnation, after one that ran ``ran_for`` seconds
+        (``None``: it crashed while starting)."""
+        if ran_for is not None and ran_for >= self.reset_after:
+            self.step = 0
+        delay = min(self.first * 2.0**self.step, self.most)
+        self.step += 1
+        return delay
 
 
 class Crash(Exception):

@@ -14,6 +14,12 @@ from ..resources import (
     parse_strategy,
     resources_from_options,
 )
+from ._lifecycle import (
+    RESTART_BACKOFF_INITIAL,
+    RESTART_BACKOFF_MAX,
+    RESTART_BACKOFF_RESET,
+    Backoff,
+)
 
 DEFAULT_MAILBOX_SIZE = 100_000
 
@@ -25,6 +31,12 @@ class ActorOptions:
     Attributes:
         name: register the actor under this name (``actorrt.get_actor``); unique per runtime.
         max_restarts: restarts after a crash (``-1``: unlimited; ``0``: none).
+        restart_backoff_s: seconds before the first restart after a crash; each further
+            crash doubles it, up to ``restart_backoff_max_s``.
+        restart_backoff_max_s: the longest delay before a restart (at least
+            ``restart_backoff_s``).
+        restart_backoff_reset_s: an incarnation that ran this many seconds before it
+            crashed was healthy: the next delay is ``restart_backoff_s`` again.
         max_concurrency: messages processed at once (``1``: one at a time, across awaits).
         mailbox_size: messages the mailbox holds before plain tells raise.
         process: ``True``: run in a worker process; ``False``: inline on the spawner's
@@ -52,6 +64,9 @@ class ActorOptions:
 
     name: str | None = None
     max_restarts: int = 0
+    restart_backoff_s: float = RESTART_BACKOFF_INITIAL
+    restart_backoff_max_s: float = RESTART_BACKOFF_MAX
+    restart_backoff_reset_s: float = RESTART_BACKOFF_RESET
     max_concurrency: int = 1
     mailbox_size: int = DEFAULT_MAILBOX_SIZE
     process: bool | None = None
@@ -82,7 +97,18 @@ class ActorOptions:
             changes["placement_group"] = tuple(changes["placement_group"])
         merged = dataclasses.replace(self, **changes)
         merged.own_resources()  # the combination is valid, or this raises here
+        if merged.restart_backoff_max_s < merged.restart_backoff_s:
+            raise ValueError(
+                f"restart_backoff_max_s ({merged.restart_backoff_max_s!r}) must be at least "
+                f"restart_backoff_s ({merged.restart_backoff_s!r})"
+            )
         return merged
+
+    def backoff(self) -> Backoff:
+        """A fresh restart backoff with these options' delays."""
+        return Backoff(
+            self.restart_backoff_s, self.restart_backoff_max_s, self.restart_backoff_reset_s
+        )
 
     def own_resources(self) -> Resources:
         """What the actor itself asks for (with ``placement_group``: bundle 0 by default)."""
@@ -167,6 +193,15 @@ def _amount(option: str) -> Callable[[Any], None]:
     return check
 
 
+def _seconds(key: str, value: Any, *, zero: bool) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        kind = type(value).__name__
+        raise TypeError(f"{key} must be a number of seconds, got {value!r} ({kind})")
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
+        least = "0 or more" if zero else "above 0"
+        raise ValueError(f"{key} must be a finite number of seconds, {least}; got {value!r}")
+
+
 def _timeout(key: str, value: Any) -> None:
     if value is None:
         return
@@ -195,4 +230,7 @@ _VALIDATORS: dict[str, Callable[[Any], None]] = {
     "max_concurrency": lambda v: _int("max_concurrency", v, 1),
     "mailbox_size": lambda v: _int("mailbox_size", v, 1),
     "spawn_timeout": lambda v: _timeout("spawn_timeout", v),
+    "restart_backoff_s": lambda v: _seconds("restart_backoff_s", v, zero=True),
+    "restart_backoff_max_s": lambda v: _seconds("restart_backoff_max_s", v, zero=True),
+    "restart_backoff_reset_s": lambda v: _seconds("restart_backoff_reset_s", v, zero=False),
 }

@@ -101,6 +101,9 @@ class PlacementGroup:
         self._future = future
         self._holder = holder
         self._removed = False
+        # A bounded ready() that timed out leaves its wait running here, so the group keeps
+        # its place in the queue and a later ready() picks the same wait up.
+        self._timed_wait: asyncio.Future[Any] | None = None
 
     @property
     def bundle_specs(self) -> list[dict[str, float]]:
@@ -133,10 +136,12 @@ class PlacementGroup:
     async def ready(self, timeout: float | None = None) -> None:  # noqa: ASYNC109 (Ray's API)
         """Wait until every bundle is reserved.
 
-        Raises ``TimeoutError`` after ``timeout`` seconds; a timeout or a cancelled wait
-        withdraws the reservation. Raises ``ResourceDeadlockError`` when the wait can only
-        end once its holder ends. A ``timeout`` that is negative, NaN or infinite is a
-        ``ValueError`` (``None`` waits without a limit).
+        Raises ``TimeoutError`` after ``timeout`` seconds; as in Ray (``ray.get(pg.ready(),
+        timeout=...)``), the group is not removed then: it keeps waiting in the queue, a later
+        ``ready()`` waits on, and ``remove()`` withdraws it. A cancelled wait withdraws the
+        reservation. Raises ``ResourceDeadlockError`` when the wait can only end once its
+        holder ends (a bounded wait never counts so). A ``timeout`` that is negative, NaN or
+        infinite is a ``ValueError`` (``None`` waits without a limit).
         """
         if timeout is not None:
             if isinstance(timeout, bool) or not isinstance(timeout, int | float):
@@ -163,24 +168,31 @@ class PlacementGroup:
         if asyncio.get_running_loop() is not runtime.loop:
             await runtime.call_on_loop(self.ready(timeout))
             return
-        requester = _requester() if timeout is None else None  # a timed wait ends by itself
-        waiting = self._service.ready(self.id, future, requester)
         try:
             if timeout is None:
-                await waiting
+                await self._service.ready(self.id, future, _requester())
             else:
-                await asyncio.wait_for(waiting, timeout)
+                await asyncio.wait_for(asyncio.shield(self._bounded_wait()), timeout)
         except TimeoutError:
-            await self.remove()
             raise TimeoutError(
                 f"placement group {self.id} ({self.bundle_specs}, {self.strategy}) was not "
-                f"ready within {timeout} s and was withdrawn; actorrt.pending_requests() says "
-                "what it waited for"
+                f"ready within {timeout} s; it is still queued: await pg.ready() again, or "
+                "pg.remove() to withdraw it (actorrt.pending_requests() says what it waits for)"
             ) from None
         except asyncio.CancelledError:
             self._removed = True
             self._service.withdraw(self.id)  # a no-op if the wait already withdrew it
             raise
+
+    def _bounded_wait(self) -> asyncio.Future[Any]:
+        """The wait of bounded ``ready()`` calls, shared by them and outliving a timeout (it
+        is no wait edge: a bounded wait ends by itself)."""
+        wait = self._timed_wait
+        if wait is None or wait.done():
+            wait = asyncio.ensure_future(self._service.ready(self.id, self._future, None))
+            wait.add_done_callback(_retrieved)
+            self._timed_wait = wait
+        return wait
 
     async def remove(self) -> None:
         """Give the bundles back; actors placed in the group are stopped."""
@@ -195,6 +207,13 @@ class PlacementGroup:
     def __repr__(self) -> str:
         state = "removed" if self._removed else ("ready" if self.is_ready() else "pending")
         return f"<actorrt.PlacementGroup {self.id} {self.bundle_specs} {self.strategy} {state}>"
+
+
+def _retrieved(wait: asyncio.Future[Any]) -> None:
+    """Whoever awaited the wait has its outcome; nobody may be left to (a timed-out caller
+    that never asks again), so it is marked as seen."""
+    if not wait.cancelled():
+        wait.exception()
 
 
 def _requester() -> str | None:

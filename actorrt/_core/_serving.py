@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import functools
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -104,10 +105,10 @@ class MailboxServing:
                 self._failed(reply, name, exc)
             else:
                 if reply is not None and not reply.done():
-                    try:
-                        reply.set_result(result)
-                    except _INVALID_STATE:  # cancelled from another thread meanwhile
-                        pass
+                    if type(result) in _STREAMS:
+                        self._failed(reply, name, refused_stream(name, result))
+                    else:
+                        settle(reply, result, None)
 
     async def _serve_in_batches(self, instance: Any) -> None:
         """Serve with sync methods on the actor's thread, a run of queued ones per trip.
@@ -149,7 +150,11 @@ class MailboxServing:
             except Exception as exc:
                 self._failed(reply, name, exc)
             else:
-                settle(reply, result, None)
+                if reply is not None and type(result) in _STREAMS:
+                    result = refused_stream(name, result)
+                    settle(reply, None, result)
+                else:
+                    settle(reply, result, None)
 
     @staticmethod
     def _take_sync_run(queue: Any, mailbox: Mailbox, methods: MethodTable) -> list[Envelope]:
@@ -282,7 +287,10 @@ class MailboxServing:
         except Exception as exc:
             self._failed_concurrent(envelope, exc, crashed)
         else:
-            settle(envelope[3], result, None)
+            if envelope[3] is not None and type(result) in _STREAMS:
+                settle(envelope[3], None, refused_stream(envelope[0], result))
+            else:
+                settle(envelope[3], result, None)
         finally:
             slots.release()
 
@@ -321,9 +329,13 @@ def _run_sync_batch(
             if reply is None:
                 break
         else:
-            outcomes.append((True, result))
             if reply is None:
+                outcomes.append((True, result))
                 continue
+            if type(result) in _STREAMS:
+                outcomes.append((False, refused_stream(name, result)))
+                continue
+            outcomes.append((True, result))
             # Whether no later message can change the answer: a scalar, or a tuple of
             # scalars (inline, not a function: this runs once per message).
             kind = type(result)
@@ -335,6 +347,22 @@ def _run_sync_batch(
 
 
 _SCALARS = frozenset({type(None), bool, int, float, complex, str, bytes})
+
+# What a method may not hand back: a live generator would run the actor's code outside its
+# mailbox (inline) or could not travel at all (from a worker process).
+_STREAMS = frozenset({types.GeneratorType, types.AsyncGeneratorType})
+
+
+def refused_stream(method: str, stream: Any) -> TypeError:
+    """The error for a method that returned a generator; the generator is closed unrun."""
+    if isinstance(stream, types.GeneratorType):
+        stream.close()
+    kind = "an async generator" if isinstance(stream, types.AsyncGeneratorType) else "a generator"
+    return TypeError(
+        f"{method}() returned {kind}, which an actor cannot hand out: its items would be "
+        "produced outside the actor's mailbox. Return a list of the items instead, or send "
+        "them one by one to another actor with ref.method.tell(item)"
+    )
 
 
 def settle(reply: Any, result: Any, error: BaseException | None) -> None:

@@ -57,12 +57,12 @@ from .._errors import ActorDiedError, DeathReason, RuntimeClosedError
 from ._lifecycle import (
     ACCEPTING,
     ActorServices,
+    Backoff,
     Crash,
     ProcessExit,
     State,
     check_transition,
     death_text,
-    restart_delay,
 )
 
 logger = logging.getLogger("actorrt")
@@ -86,10 +86,14 @@ class Supervised:
     cls_name: str
     name: str | None
 
-    def _init_supervision(self, parent: Supervised | None, max_restarts: int) -> None:
+    def _init_supervision(
+        self, parent: Supervised | None, max_restarts: int, backoff: Backoff
+    ) -> None:
         self.parent = parent
         self.max_restarts = max_restarts
         self.restart_count = 0
+        self.backoff = backoff
+        self._running_since: float | None = None  # when the incarnation began to serve
         self.children: set[Supervised] = set()
         self.state = State.STARTING
         self.accepting = True
@@ -260,6 +264,7 @@ class Supervised:
         while True:
             try:
                 await self._incarnate()
+                self._running_since = self.loop.time()
                 if self.state is State.STARTING or self.state is State.RESTARTING:
                     self._to(State.RUNNING)
                 if not started.done():
@@ -296,7 +301,8 @@ class Supervised:
         await self._drop_incarnation(error)
         if not restart:
             return False
-        delay = restart_delay(self.restart_count)
+        began, self._running_since = self._running_since, None
+        delay = self.backoff.next_delay(None if began is None else self.loop.time() - began)
         self.restart_count += 1
         self.runtime.children_may_start(self)
         if self.on_restart is not None:

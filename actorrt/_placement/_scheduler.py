@@ -289,7 +289,8 @@ class Scheduler:
         self._arm()
 
     def pending(self) -> list[PendingRequest]:
-        return self.broker.pending(now=self.loop.time())
+        """The waiting requests explained, with their holders named as users know them."""
+        return self.broker.pending(now=self.loop.time(), name=self._describe)
 
     # ------------------------------------------------------------------ events
 
@@ -340,6 +341,9 @@ class Scheduler:
         return self.host.revoked(event.holder, "node lost")
 
     def _describe(self, actor_id: Hashable) -> str:
+        """A holder as users know it: ``Class(id=..., name=...)``, or the driver program."""
+        if actor_id == DRIVER:
+            return "the driver program"
         return self.host.describe_id(str(actor_id)) or str(actor_id)
 
     def _fix_hint(self, text: str) -> str | None:

@@ -2,8 +2,11 @@
 
 For each waiting request the report says what it is short of where it comes closest to fitting
 (the node, or the bundle of its group, that needs the least more; for a multi-bundle gang, what
-the whole cluster lacks), who holds that, whether it holds a reservation, whether reservations of
-older requests are all that keep it waiting, and whether its queue has stalled. Amounts are
+the whole cluster lacks), who holds that (named as the runtime names them: class, id and name),
+where it stands in line when it holds a reservation, whether reservations of the requests ahead
+of it are all that keep it waiting, and how long its queue has gone without a grant. Waiting
+behind holders is ordinary queueing and reads so; only a request that an actor awaits while its
+queue makes no progress is called stalled (that actor may hold what others need). Amounts are
 compared with reservations given back, because reserved amounts are free in fact.
 
 This is a diagnostic: it costs time linear in waiting requests and nodes (answers are shared by
@@ -12,14 +15,14 @@ requests of one shape), and nothing on the broker's hot path calls it.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 
 from ._node import NodeInventory
 from ._placement import place, undo
 from ._pool import ResourcePool
 from ._queue import ClusterQueue
 from ._spec import GPU, UNIT, Resources, format_amount
-from ._state import Group, Holder, Request, WaitQueue
+from ._state import Group, Holder, Request
 
 __all__ = ["Explainer"]
 
@@ -138,29 +141,94 @@ def format_units(amounts: Mapping[str, int]) -> str:
     return "{" + inner + "}"
 
 
+def place_in_line(queue: ClusterQueue, req: Request) -> int | None:
+    """Where ``req`` stands among the requests that hold reservations (1: next), or ``None``
+    when it holds none."""
+    if req.rid not in queue.reservations:
+        return None
+    mine = (req.key, req.seq)
+    older = (r.request for r in queue.reservations.values())
+    return 1 + sum(1 for r in older if (r.key, r.seq) < mine)
+
+
+def set_aside_for(queue: ClusterQueue, req: Request) -> tuple[Request, ...]:
+    """The other requests whose reservations keep ``req`` waiting, oldest first."""
+    others = [r.request for r in queue.reservations.values() if r.request.rid != req.rid]
+    return tuple(sorted(others, key=lambda r: (r.key, r.seq)))
+
+
+def _ordinal(n: int) -> str:
+    if n % 100 in (11, 12, 13):
+        return f"{n}th"
+    suffix = {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def _listed(names: Sequence[str]) -> str:
+    shown = ", ".join(names[:_MAX_HOLDERS])
+    more = len(names) - _MAX_HOLDERS
+    return shown if more <= 0 else f"{shown} and {more} more"
+
+
 def reason_text(
     *,
     short: Mapping[str, int],
     held_by: Sequence[Hashable],
-    reserved: bool,
-    behind: Sequence[Hashable],
-    stalled: bool,
-    waits: WaitQueue,
-    now: float,
+    fits: bool,
+    line: int | None,
+    set_aside: Sequence[Request],
+    awaited: bool,
+    idle_s: float | None,
+    name: Callable[[Hashable], str] = str,
 ) -> str:
-    """One sentence: why a request waits."""
+    """One sentence: why a request waits, holders named by ``name``.
+
+    Args:
+        short: what it lacks where it comes closest to fitting, in units.
+        held_by: holders of that.
+        fits: it would fit if no reservation were held.
+        line: its place among the reserved requests (1: next), ``None`` when it holds none.
+        set_aside: the other reserved requests, oldest first (they matter when ``fits``).
+        awaited: an actor awaits it (a spawn inside an actor, a ``ready()``).
+        idle_s: seconds with no grant in its queue, when that passed the stall threshold.
+        name: how to name a holder for users (the runtime passes class, id and name).
+    """
     parts = []
-    if behind:
-        ids = ", ".join(repr(r) for r in behind[:_MAX_HOLDERS])
-        parts.append(f"what it needs is free but reserved for older request(s) {ids}")
+    if fits and set_aside:
+        whose = _listed([f"request {r.rid} of {name(r.holder)}" for r in set_aside])
+        which = "the request" if len(set_aside) == 1 else "the requests"
+        parts.append(f"what it needs is free, but set aside for {which} ahead of it: {whose}")
+    elif fits:
+        parts.append("what it needs is free: the broker's next pass grants it")
     elif short:
-        who = ", ".join(str(h) for h in held_by) or "nobody (fragmented across nodes or devices)"
-        parts.append(f"short of {format_units(short)}, held by {who}")
+        who = _listed([name(h) for h in held_by])
+        if who:
+            parts.append(f"waiting for {format_units(short)} more, held by {who}")
+        else:
+            parts.append(
+                f"waiting for {format_units(short)} more; what is free is split "
+                "across nodes or devices, none of which has that"
+            )
     else:
-        parts.append("enough is free in total, but not in the arrangement it needs")
-    if reserved:
-        parts.append("it holds a reservation (first in line), so what frees there is kept for it")
-    if stalled:
-        idle = now - waits.last_progress
-        parts.append(f"stalled: nothing granted in its queue for {idle:.1f} s")
+        parts.append(
+            "enough is free in total, but no node (or GPU) has it in the arrangement its "
+            "strategy needs; it waits until one does"
+        )
+    if line == 1:
+        parts.append("it is next in line: what frees there is set aside for it")
+    elif line is not None and fits and set_aside:
+        parts.append(f"it is {_ordinal(line)} in line")
+    elif line is not None:
+        ahead = "the request" if line == 2 else f"the {line - 1} requests"
+        parts.append(
+            f"it is {_ordinal(line)} in line: what frees there is set aside for it once "
+            f"{ahead} ahead of it {'has its share' if line == 2 else 'have theirs'}"
+        )
+    if idle_s is not None:
+        if awaited:
+            parts.append(
+                f"stalled: nothing granted in its queue for {idle_s:.1f} s while an actor awaits it"
+            )
+        else:
+            parts.append(f"no grant in its queue for {idle_s:.1f} s: the holders still run")
     return "; ".join(parts)

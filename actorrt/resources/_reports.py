@@ -7,12 +7,12 @@ Read-only views for ``actorrt.pending_requests()``, ``cluster_resources()``,
 from __future__ import annotations
 
 import heapq
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 from ._core import BrokerCore
 from ._deadlock import describe_holdings, describe_request
 from ._events import BundlePlacement, Granted, GroupInfo, PendingRequest, Stalled
-from ._explain import Explainer, reason_text
+from ._explain import Explainer, place_in_line, reason_text, set_aside_for
 from ._feasibility import FIX_HINT
 from ._node import NodeInventory
 from ._spec import MEMORY, UNIT, Resources
@@ -28,32 +28,35 @@ class BrokerReports(BrokerCore):
 
     # -- reports -----------------------------------------------------------------------------
 
-    def pending(self, *, now: float | None = None) -> list[PendingRequest]:
-        """Every waiting request with the reason it waits (cluster queue first, in order)."""
-        return self._explain(self._tick(now))
+    def pending(
+        self, *, now: float | None = None, name: Callable[[Hashable], str] = str
+    ) -> list[PendingRequest]:
+        """Every waiting request with the reason it waits (cluster queue first, in order).
 
-    def _explain(self, now: float, only: object = None) -> list[PendingRequest]:
+        ``name`` says how the reasons name a holder (the runtime passes the actor's class,
+        id and name); the other fields keep the ids.
+        """
+        return self._explain(self._tick(now), name=name)
+
+    def _explain(
+        self, now: float, only: object = None, name: Callable[[Hashable], str] = str
+    ) -> list[PendingRequest]:
         ex = Explainer(self._nodes, self._queue, self._holders, self._order)
         out: list[PendingRequest] = []
         if only is None or only == "cluster":
-            reserved = self._queue.reservations
             for req in self._queue.waiting_requests():
                 short, held_by, fits = ex.cluster(req)
-                behind: tuple[Hashable, ...] = ()
-                if fits:
-                    behind = tuple(
-                        r.request.rid
-                        for r in reserved.values()
-                        if (r.request.key, r.request.seq) < (req.key, req.seq)
-                    )
-                out.append(self._report(req, short, held_by, behind, self._queue.waits, now))
+                aside = set_aside_for(self._queue, req) if fits else ()
+                out.append(
+                    self._report(req, short, held_by, fits, aside, self._queue.waits, now, name)
+                )
         groups = [self._groups[g] for g in sorted(self._groups_waiting, key=repr)]
         for group in groups:
             if only is not None and only is not group:
                 continue
             for req in group.queue.values():
                 short, held_by = ex.group(req, group)
-                out.append(self._report(req, short, held_by, (), group.waits, now))
+                out.append(self._report(req, short, held_by, False, (), group.waits, now, name))
         return out
 
     def _report(
@@ -61,15 +64,18 @@ class BrokerReports(BrokerCore):
         req: Request,
         short: dict[str, int],
         held_by: tuple[Hashable, ...],
-        behind: tuple[Hashable, ...],
+        fits: bool,
+        aside: tuple[Request, ...],
         waits: WaitQueue,
         now: float,
+        name: Callable[[Hashable], str],
     ) -> PendingRequest:
         reserved = req.rid in self._queue.reservations
         stalled = now - max(req.arrival, waits.last_progress) >= self._stall_after
         reason = reason_text(
-            short=short, held_by=held_by, reserved=reserved, behind=behind,
-            stalled=stalled, waits=waits, now=now,
+            short=short, held_by=held_by, fits=fits, line=place_in_line(self._queue, req),
+            set_aside=aside, awaited=bool(req.waiters),
+            idle_s=now - waits.last_progress if stalled else None, name=name,
         )  # fmt: skip
         return PendingRequest(
             request_id=req.rid,
@@ -81,7 +87,7 @@ class BrokerReports(BrokerCore):
             short_of={k: v / UNIT if k != MEMORY else v // UNIT for k, v in short.items()},
             held_by=held_by,
             reserved=reserved,
-            behind=behind,
+            behind=tuple(r.rid for r in aside),
             stalled=stalled,
             reason=reason,
         )
@@ -114,15 +120,15 @@ class BrokerReports(BrokerCore):
             self._stall_told.add(rid)
             if ex is None:
                 ex = Explainer(self._nodes, self._queue, self._holders, self._order)
+            fits = False
             if req.group is None:
-                short, held_by, _fits = ex.cluster(req)
-                waits = self._queue.waits
+                short, held_by, fits = ex.cluster(req)
             else:
                 short, held_by = ex.group(req, req.group)
-                waits = req.group.waits
+            aside = set_aside_for(self._queue, req) if fits else ()
             reason = reason_text(
-                short=short, held_by=held_by, reserved=rid in self._queue.reservations,
-                behind=(), stalled=False, waits=waits, now=now,
+                short=short, held_by=held_by, fits=fits, line=place_in_line(self._queue, req),
+                set_aside=aside, awaited=True, idle_s=None,
             )  # fmt: skip
             reason = f"{reason}; waited {now - req.arrival:.1f} s. {self.stall_detail(req)}"
             events.append(Stalled(rid, req.holder, reason))

@@ -95,6 +95,7 @@ async def await_group(trial: Any, group: Any, new: PlacementGroupFactory) -> boo
     try:
         await group.ready(timeout=RESIZE_WAIT_S)
     except TimeoutError:
+        await group.remove()  # a timed-out ready() leaves the group queued
         logger.warning(
             "tune: trial %s could not take its new resources %s within %.0f s of giving "
             "back its old ones (another request took them); it goes on with %s, queued",

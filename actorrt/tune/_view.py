@@ -31,7 +31,8 @@ _CONFIG_COLUMNS = 6
 _CELL = 24
 _ERRORS_SHOWN = 5
 _REASONS_SHOWN = 3
-_WORD = re.compile(r"[\w.-]+")
+# An actor as the runtime names it in a reason (``Class(id=... name='...')``), or a bare word.
+_ACTOR_OR_WORD = re.compile(r"\w+\(id=(?P<id>[\w.-]+)(?: name='[^']*')?\)|[\w.-]+")
 
 
 def fmt(value: Any) -> str:
@@ -139,10 +140,10 @@ class Snapshot:
     def reasons(self) -> list[str]:
         """Why requests wait, most common first: the broker's sentences, with the trials'
         actors named by their trials."""
-        def named(word: re.Match[str]) -> str:
-            return self.names.get(word.group(), word.group())
+        def named(found: re.Match[str]) -> str:
+            return self.names.get(found.group("id") or found.group(), found.group())
 
-        counts = Counter(_WORD.sub(named, str(p.reason)) for p in self.pending)
+        counts = Counter(_ACTOR_OR_WORD.sub(named, str(p.reason)) for p in self.pending)
         return [reason for reason, _ in counts.most_common(_REASONS_SHOWN)]
 
     def metric_columns(self) -> list[str]:

@@ -184,6 +184,8 @@ async def test_a_waiting_spawn_is_listed_with_its_reason(rt: Any) -> None:
         assert pending.bundles == ({"TRAIN_DRIVER_RESOURCE": 1.0},)
         assert "/" not in str(pending.holder)  # this program's own ids, as it knows them
         assert "TRAIN_DRIVER_RESOURCE" in pending.reason
+        # The head writes ids; this program names its own actors in the reason.
+        assert f"held by Where(id={holder.actor_id})" in pending.reason
         assert rt.available_resources().get("TRAIN_DRIVER_RESOURCE", 0.0) == 0.0
         await holder.stop()
         second = await asyncio.wait_for(waiting, 30)  # granted once the holder ended

@@ -142,7 +142,12 @@ def test_backfill_takes_only_unreserved() -> None:
         assert _ids(b.request(i, f"s{i}", {"CPU": 1})) == [i]  # backfill on the other 3
     assert b.request(3, "s3", {"CPU": 1}) == []  # the 4th CPU is reserved
     (p,) = [p for p in b.pending() if p.request_id == 3]
-    assert p.behind == ("big",) and "reserved for older request(s) 'big'" in p.reason
+    assert p.behind == ("big",) and p.reserved
+    # One account of where it stands: the reservation ahead of it, and its own place.
+    assert p.reason == (
+        "what it needs is free, but set aside for the request ahead of it: request big of hb; "
+        "it is 2nd in line"
+    )
     assert _ids(b.release("hg")) == ["big"]
 
 
@@ -266,10 +271,17 @@ def test_pending_explains() -> None:
     assert p.request_id == "w" and p.holder == "walt" and p.queue == "cluster"
     assert p.short_of == {"CPU": 1.0, "GPU": 0.5}
     assert set(p.held_by) == {"alice", "gina"} and p.reserved and not p.stalled
-    assert p.waited_s == 2.0 and "short of {CPU: 1, GPU: 0.5}" in p.reason
+    assert p.waited_s == 2.0 and "waiting for {CPU: 1, GPU: 0.5} more" in p.reason
     assert p.bundles == ({"CPU": 1.0, "GPU": 0.5},) and p.strategy is None
     p2 = b.pending(now=20.0)[0]
-    assert p2.stalled and "stalled" in p2.reason
+    # Nobody awaits it from inside an actor: a long wait is queueing, not a stall.
+    assert p2.stalled and "stalled" not in p2.reason
+    assert "no grant in its queue for 20.0 s" in p2.reason
+    b.blocked("gina", on_request="w", now=20.0)
+    p3 = b.pending(now=21.0)[0]
+    assert p3.reason.endswith(
+        "stalled: nothing granted in its queue for 21.0 s while an actor awaits it"
+    )
 
 
 def test_pending_in_group() -> None:

@@ -162,7 +162,7 @@ def test_stalled_is_reported_once_per_period() -> None:
     assert b.poll(11.0) == []
     (s,) = b.poll(12.0)
     assert isinstance(s, Stalled) and s.request_id == "r" and "held by A" in s.reason
-    assert "stalled: nothing granted in its queue for" in s.reason
+    assert "no grant in its queue for 12.0 s" in s.reason  # nobody awaits it: queueing
     assert b.next_poll_at() is None and b.poll(30.0) == []
     assert b.pending(now=30.0)[0].stalled
     # progress restarts the clock

@@ -169,7 +169,7 @@ async def test_status_line_and_rich_view_show_counts_resources_waits_best_and_er
         assert "2 RUNNING | 1 PENDING | 1 ERROR" in line
         assert "using 3/4 CPU, 1/2 TRAIN_DRIVER_RESOURCE" in line
         assert "best loss=0.125 (t_best)" in line
-        assert "1 waiting for resources: short of" in line
+        assert "1 waiting for resources: waiting for {CPU: 1} more" in line
 
         console = Console(record=True, width=200, force_terminal=True, file=io.StringIO())
         console.print(reporter.snapshot(trials).renderable())
@@ -177,7 +177,7 @@ async def test_status_line_and_rich_view_show_counts_resources_waits_best_and_er
         assert "2 RUNNING | 1 PENDING | 1 ERROR" in text
         assert "Resources in use: 3/4 CPU, 1/2 TRAIN_DRIVER_RESOURCE" in text
         assert "Best loss (min): 0.125 in t_best (lr=0.01, model/depth=2)" in text
-        assert "Waiting for resources: 1" in text and "short of" in text
+        assert "Waiting for resources: 1" in text and "waiting for {CPU: 1} more" in text
         table = text[text.index("trial ") :].splitlines()
         assert table[0].split() == [
             "trial", "┃", "status", "┃", "loss", "┃", "iter", "┃", "total", "time", "(s)", "┃",
@@ -235,7 +235,7 @@ async def test_on_a_terminal_a_live_view_is_drawn_then_the_final_table(
     assert "\x1b[?25l" in text and text.rstrip().endswith(f"results in {grid.experiment_path}")
     live, final = text.rsplit("\x1b[?25h", 1)  # the cursor comes back when the view ends
     assert "2 RUNNING" in live and "1 PENDING" in live and "Waiting for resources: 1" in live
-    assert "Resources in use: 2/2 CPU" in live and "short of {CPU: 1}" in live
+    assert "Resources in use: 2/2 CPU" in live and "waiting for {CPU: 1} more" in live
     # Worker output went through the view, above it, with the trial's name.
     assert "hello from trial 1" in live and "hello from trial 2" in live
     assert "3 TERMINATED" in final and "Best loss (min): 1 in" in final
