@@ -56,6 +56,7 @@ __all__ = [
     "ReleaseHolder",
     "ReserveGroup",
     "Restarted",
+    "Retire",
     "Revoke",
     "SetParent",
     "Spawn",
@@ -80,8 +81,8 @@ __all__ = [
 #: The version of the message set and its encoding. Stated in the handshake; a peer with
 #: another version is refused. Version 1 was the positional-tuple protocol of earlier
 #: releases (its handshake magic was ``b"actorrt\x01"``); version 2 had no batch frames;
-#: version 3 had no cluster messages. At most 255.
-PROTOCOL_VERSION: Final = 4
+#: version 3 had no cluster messages; version 4 had no `Retire`. At most 255.
+PROTOCOL_VERSION: Final = 5
 
 
 # A message that arrived with an unknown type, the wrong number of fields, or a field of the
@@ -194,6 +195,15 @@ class Restarted(NamedTuple):
     actor_id: str
 
 
+class Retire(NamedTuple):
+    """The hosted actor ended and left threads or processes behind that its worker could not
+    end: the owner must not reuse the worker (notification, worker to owner, sent before the
+    actor's end is reported)."""
+
+    actor_id: str
+    left: str  # what was left, in words
+
+
 # ------------------------------------------------------------------ waits and the broker
 
 
@@ -285,6 +295,7 @@ Message: TypeAlias = (
     | Ping
     | Died
     | Restarted
+    | Retire
     | WaitEdge
     | AskDeadlock
     | ReserveGroup
@@ -356,6 +367,7 @@ _TAGS: Final[dict[type[Any], int]] = {
     KillWorker: 38,
     WorkerOutput: 39,
     WorkerExit: 40,
+    Retire: 41,
 }
 _BY_TAG: Final[dict[int, type[Any]]] = {tag: cls for cls, tag in _TAGS.items()}
 
@@ -405,6 +417,7 @@ _FIELD_TYPES: Final[dict[type[Any], tuple[Any, ...]]] = {
     KillWorker: (str,),
     WorkerOutput: (str, int, str),
     WorkerExit: (str, int),
+    Retire: (str, str),
 }
 
 
