@@ -57,8 +57,8 @@ def _processes() -> dict[int, tuple[int, int, str]]:
 
 
 def _descendants(spare: Collection[int]) -> dict[int, tuple[int, str]]:
-    """This process's descendants and process-group members (pid to (parent, state)),
-    outside ``spare`` and the subtrees below them."""
+    """This process's descendants and, when it leads its process group, the group's
+    members (pid to (parent, state)), outside ``spare`` and the subtrees below them."""
     me, group = os.getpid(), os.getpgid(0)
     table = _processes()
     children: dict[int, list[int]] = {}
@@ -71,6 +71,8 @@ def _descendants(spare: Collection[int]) -> dict[int, tuple[int, str]]:
             if child not in spare and child not in found:
                 found[child] = (table[child][0], table[child][2])
                 todo.append(child)
+    if group != me:  # the group is not this process's own (a worker leads its group)
+        return found
     for pid, (ppid, pgrp, state) in table.items():
         if pgrp == group and pid != me and pid not in spare and pid not in found:
             found[pid] = (ppid, state)
