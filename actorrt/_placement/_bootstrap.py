@@ -17,6 +17,9 @@ PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath
 
 # Exit code of a worker that could not connect to its runtime (it says why on stderr).
 START_FAILED = 3
+# Exit code of a worker that ended because its connection to its runtime was lost (the
+# owner died, or the connection broke): never a signal, which would read as a kill.
+RUNTIME_LOST = 4
 
 WORKER_MAIN = "actorrt._placement._worker_main"
 FORKSERVER_MAIN = "actorrt._placement._forkserver_main"

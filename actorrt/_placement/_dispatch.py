@@ -36,6 +36,7 @@ from .._wire._messages import (
     Ping,
     ReserveGroup,
     Restarted,
+    Retire,
     Spawn,
     SpawnCancel,
     SpawnProcess,
@@ -84,6 +85,7 @@ class Host:
                 notification(SpawnCancel, self._spawn_cancel),
                 notification(Died, self._died),
                 notification(Restarted, self._restarted),
+                notification(Retire, self._retire),
                 notification(WaitEdge, self._wait_edge),
                 notification(AskDeadlock, self._ask_deadlock),
                 notification(GroupRemove, self._group_remove_notified),
@@ -316,6 +318,11 @@ class Host:
             target.remote_restarted()
 
     # ----------------------------------------------------------------- groups
+
+    def _retire(self, conn: Connection, msg: Retire) -> None:
+        target = self.runtime.lookup(msg.actor_id)
+        if target is not None and hasattr(target, "left_behind"):
+            target.left_behind(msg.left)
 
     def _reserve_group(self, conn: Connection, request_id: int, msg: ReserveGroup) -> None:
         reserve = self.runtime.reserve_for_worker(

@@ -330,6 +330,16 @@ class ProcessActor(Supervised, RemoteActor):
         """The actor crashed in its worker and restarts there."""
         self.restart_count += 1
 
+    def left_behind(self, left: str) -> None:
+        """The actor ended in its worker and left ``left`` there: retire the worker."""
+        worker = self.worker
+        if worker is not None:
+            worker.tainted = True
+            logger.info(
+                "%s left %s in its worker process %s: the worker is not reused",
+                self.describe(), left, worker.pid,
+            )
+
     def process_exited(self, code: int) -> None:
         """Our worker process ended."""
         worker = self.worker

@@ -32,12 +32,13 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, cast
 
 from .._core._cell import ActorCell
 from .._core._context import current_cell
 from .._core._ref import ActorRef
-from .._core._threads import ActorThread, ThreadPoolRunner
+from .._core._threads import ActorThread, ThreadPoolRunner, actor_threads
 from .._core._waits import bounded_by_awaiter
 from .._errors import ActorDiedError, DeathReason
 from .._wire import _auth, _tls
@@ -48,6 +49,7 @@ from .._wire._messages import (
     Died,
     GetActor,
     Restarted,
+    Retire,
     SpawnCancel,
     SpawnProcess,
     WaitEdge,
@@ -56,6 +58,7 @@ from .._wire._refs import RefAddress, WireRef
 from .._wire._refs import decode_ref as decode_wire_ref
 from .._wire._refs import encode_ref as encode_wire_ref
 from .._wire._transport import WireServer, make_private_dir, serve_tcp, serve_unix
+from ._descendants import end_descendants
 from ._dispatch import Host
 from ._pool import THREAD_VARIABLES, WorkerKey, WorkerPool
 from ._process_actor import ProcessActor
@@ -69,6 +72,7 @@ if TYPE_CHECKING:
     from ._services import PlacementServices
 
 NOSET_CUDA = "ACTORRT_NOSET_CUDA_VISIBLE_DEVICES"
+THREAD_END_WAIT = 1.0  # seconds an ended actor's closed threads get to return
 
 
 class Workers:
@@ -87,6 +91,7 @@ class Workers:
         self._relays: dict[str, RelayTarget] = {}
         self._spawns = 0
         self._idle_threads: list[ActorThread] = []
+        self._own_processes: tuple[int, ...] = ()  # in a worker: its watcher
         self._dir: str | None = None
         self._server: WireServer | None = None
         self._pool: WorkerPool | None = None
@@ -240,13 +245,38 @@ class Workers:
             self._idle_threads.append(executor)  # reused by the worker's next actor
         elif executor is not None:
             executor.close()
+            executor.join(THREAD_END_WAIT)
+        left = self._end_what_it_started()
+        if left and self.head is not None and not self.head.is_closing():
+            # Before the end is reported (the stop's reply, or Died): the owner retires the
+            # worker instead of pooling it.
+            self.head.notify(Retire(cell.actor_id, left))
         self._notify_died(cell, error)
 
-    def attach_owner(self, conn: Connection, address: RefAddress) -> None:
+    def _end_what_it_started(self) -> str:
+        """Kill every process the ended actor started; say what is left that could not be
+        ended (threads, a process stuck in the kernel), ``""`` when nothing is."""
+        processes = end_descendants(self._own_processes)
+        threads = actor_threads()
+        left = []
+        if threads:
+            names = ", ".join(repr(t.name) for t in threads[:5])
+            more = f" and {len(threads) - 5} more" if len(threads) > 5 else ""
+            left.append(f"{len(threads)} thread(s) ({names}{more})")
+        if processes:
+            left.append(f"{len(processes)} process(es) that did not end (pids {processes[:10]})")
+        return " and ".join(left)
+
+    def attach_owner(
+        self, conn: Connection, address: RefAddress, own_processes: Collection[int] = ()
+    ) -> None:
         """In a worker: from now on the owning runtime is reached through ``conn``, and this
-        process's actors live at ``address`` (the owner's runtime id, this worker's id)."""
+        process's actors live at ``address`` (the owner's runtime id, this worker's id).
+        ``own_processes``: the worker's own children (its watcher), spared when the processes
+        an ended actor started are killed."""
         self.head = conn
         self.address = address
+        self._own_processes = tuple(own_processes)
         self.runtime.waits.listener = self._notify_wait
 
     def _notify_wait(self, waiter: Hashable, target: Hashable, added: bool) -> None:

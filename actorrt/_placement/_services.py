@@ -13,7 +13,7 @@ satisfies both; mypy checks it where the runtime hands itself to the router.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Hashable
+from collections.abc import Collection, Coroutine, Hashable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -64,9 +64,12 @@ class RouterServices(Protocol):
         """A worker said hello on ``conn``; whether this runtime started it."""
         ...
 
-    def attach_owner(self, conn: Connection, address: RefAddress) -> None:
+    def attach_owner(
+        self, conn: Connection, address: RefAddress, own_processes: Collection[int] = ()
+    ) -> None:
         """In a worker: the owning runtime is reached through ``conn``; this process's
-        actors live at ``address``."""
+        actors live at ``address``; ``own_processes`` are the worker's own child processes,
+        which outlive the actors it hosts."""
         ...
 
 

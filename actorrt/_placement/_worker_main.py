@@ -18,6 +18,15 @@ Nothing it runs may outlive the owner:
   in a long C call, or that is stopped, cannot hold it up; it also removes the socket that a
   killed owner leaves behind.
 
+Nothing an actor runs may outlive the actor either: the worker is a child subreaper, and when
+its hosted actor ends it kills every process that actor started, double-forked or in a
+session of its own included (:mod:`actorrt._placement._descendants`); a thread the actor
+left running cannot be killed, so then the worker tells its owner to retire it.
+
+A worker whose connection to its runtime is lost (the owner died, or the connection broke)
+ends what it started and exits with :data:`~actorrt._placement._bootstrap.RUNTIME_LOST`, so
+an owner that is still there reports the lost connection, not a kill.
+
 A worker that cannot connect (its runtime gone, its backlog full past the retry time) says
 why on stderr and exits with :data:`~actorrt._placement._bootstrap.START_FAILED`, never with a
 signal, so its owner does not mistake the failure for a kill.
@@ -25,6 +34,8 @@ signal, so its owner does not mistake the failure for a kill.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import importlib
 import json
 import os
@@ -39,11 +50,13 @@ from typing import cast
 
 import uvloop
 
+from .._core._threads import keep_for_process
 from .._wire import _auth, _tls
 from .._wire._messages import Hello
 from .._wire._refs import RefAddress
 from .._wire._transport import connect_tcp, connect_unix
-from ._bootstrap import START_FAILED
+from ._bootstrap import RUNTIME_LOST, START_FAILED
+from ._descendants import become_subreaper, end_descendants
 from ._services import WorkerRuntimeFactory
 
 
@@ -111,7 +124,9 @@ def watch_owner(owner_pid: int, socket_path: str) -> tuple[Callable[[float | Non
             owner_gone(None)
             kill_group()
 
-        threading.Thread(target=watch, name="actorrt-owner-watch", daemon=True).start()
+        keep_for_process(
+            threading.Thread(target=watch, name="actorrt-owner-watch", daemon=True)
+        ).start()
         watcher = 0
     if pidfd is None and os.getppid() != owner_pid:
         kill_group()
@@ -129,7 +144,17 @@ def runtime_class(path: str) -> WorkerRuntimeFactory:
     return cast(WorkerRuntimeFactory, target)
 
 
-async def serve(boot: dict[str, object], connected: list[bool]) -> None:
+def _process_thread() -> None:
+    keep_for_process(threading.current_thread())
+
+
+async def serve(boot: dict[str, object], connected: list[bool], watcher: int) -> None:
+    # The loop's own threads (``asyncio.to_thread``) are the process's, kept across actors.
+    asyncio.get_running_loop().set_default_executor(
+        concurrent.futures.ThreadPoolExecutor(
+            thread_name_prefix="actorrt-worker", initializer=_process_thread
+        )
+    )
     runtime = runtime_class(str(boot["runtime_class"]))(shutdown_timeout=5.0)
     runtime.serve_as_worker()  # its owner grants, reserves and names for it
     async with runtime:
@@ -146,7 +171,10 @@ async def serve(boot: dict[str, object], connected: list[bool]) -> None:
                 str(boot["socket"]), secret, workers.dispatcher, codec=workers.codec
             )
         worker_id = str(boot["worker_id"])
-        workers.attach_owner(conn, RefAddress(str(boot["owner_runtime"]), worker_id))
+        workers.attach_owner(
+            conn, RefAddress(str(boot["owner_runtime"]), worker_id),
+            own_processes=(watcher,) if watcher > 0 else (),
+        )
         await conn.request(Hello(worker_id, os.getpid()))
         connected.append(True)
         await conn.wait_closed()
@@ -189,10 +217,12 @@ def main() -> None:
     os.close(devnull)
     sys.path[:] = [str(p) for p in boot["sys_path"]]
     socket_path = str(boot["socket"])
+    become_subreaper()  # what its actors start stays below it, double-forked or not
     owner_gone, watcher = watch_owner(int(boot["owner_pid"]), socket_path)
     connected: list[bool] = []
+    code = RUNTIME_LOST
     try:
-        uvloop.run(serve(boot, connected))
+        uvloop.run(serve(boot, connected, watcher))
     except BaseException as exc:
         if not connected:  # a start failure: say why, and exit with a code, not a signal
             traceback.print_exc()
@@ -206,13 +236,19 @@ def main() -> None:
             if watcher > 0:
                 os.kill(watcher, signal.SIGKILL)
             os._exit(START_FAILED)
+        traceback.print_exc()  # the runtime failed after connecting: say how
+        code = 1
     finally:
         # The owner never closes a worker's connection (it kills the worker's group), so
-        # the connection ended because the owner is dying: once it is gone, tidy up after it.
+        # the connection ended because the owner is dying or the connection broke: once the
+        # owner is gone, tidy up after it.
         if owner_gone(1.0):
             remove_socket(socket_path)
-        # The owner is gone or let us go: nothing this worker started may outlive it.
-        os.killpg(os.getpgid(0), signal.SIGKILL)
+        # Nothing this worker started may outlive it, its watcher included. The worker then
+        # exits with a code of its own, so that an owner still there is not told "SIGKILL".
+        end_descendants()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 if __name__ == "__main__":

@@ -25,8 +25,9 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .._wire._auth import SECRET_VARIABLES
 from .._wire._connection import Connection
-from ._bootstrap import WORKER_MAIN, command
+from ._bootstrap import RUNTIME_LOST, WORKER_MAIN, command
 from ._forkserver import ForkServer, ForkUnavailable
 from ._liveness import Liveness, process_state
 
@@ -76,7 +77,9 @@ class WorkerKey:
         )
 
     def environment(self) -> dict[str, str]:
-        env = dict(os.environ)
+        """The worker's variables: this process's, less the cluster's token (a worker gets
+        its secret on its stdin), then ``worker_env`` and the grant's."""
+        env = {k: v for k, v in os.environ.items() if k not in SECRET_VARIABLES}
         env.update(self.worker_env)
         if self.cuda_visible_devices is not None:
             env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
@@ -340,6 +343,8 @@ def _close_unconnected(pipe: Any, by_loop: bool) -> None:
 
 def describe_exit(code: int) -> str:
     """Say how a process ended, from ``Popen.returncode`` (negative: a signal)."""
+    if code == RUNTIME_LOST:
+        return f"exit code {code}: the worker lost its connection to the runtime"
     if code < 0:
         try:
             name = signal.Signals(-code).name

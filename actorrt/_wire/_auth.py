@@ -58,6 +58,9 @@ __all__ = [
     "REFUSAL",
     "RESPONSE_LEN",
     "SECRET_LEN",
+    "SECRET_VARIABLES",
+    "TOKEN_FILE_VARIABLE",
+    "TOKEN_VARIABLE",
     "AuthenticationError",
     "Handshake",
     "check_client",
@@ -72,6 +75,13 @@ __all__ = [
 ]
 
 SECRET_LEN: Final = 32
+
+# Where a driver or a node finds the cluster's token: the token itself, or a file holding it.
+TOKEN_VARIABLE: Final = "ACTORRT_CLUSTER_TOKEN"
+TOKEN_FILE_VARIABLE: Final = "ACTORRT_CLUSTER_TOKEN_FILE"
+# Variables no worker process inherits: a worker is handed the one secret it needs on its
+# stdin, so its actor's code (and what that runs) cannot read the cluster's token.
+SECRET_VARIABLES: Final = (TOKEN_VARIABLE, TOKEN_FILE_VARIABLE)
 NONCE_LEN: Final = 32
 MAC_LEN: Final = 32
 NAME: Final = b"actorrt"  # the protocol's name, at the start of both ends' first message

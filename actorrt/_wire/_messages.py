@@ -57,6 +57,7 @@ __all__ = [
     "ReleaseHolder",
     "ReserveGroup",
     "Restarted",
+    "Retire",
     "Revoke",
     "SetParent",
     "Spawn",
@@ -81,7 +82,8 @@ __all__ = [
 #: The version of the message set and its encoding. Stated in the handshake; a peer with
 #: another version is refused. Version 1 was the positional-tuple protocol of earlier
 #: releases (its handshake magic was ``b"actorrt\x01"``); version 2 had no batch frames;
-#: version 3 had no cluster messages. At most 255.
+#: version 3 had no cluster messages; version 4 had neither `CancelCall` nor `Retire`. At
+#: most 255.
 PROTOCOL_VERSION: Final = 5
 
 
@@ -203,6 +205,15 @@ class Restarted(NamedTuple):
     actor_id: str
 
 
+class Retire(NamedTuple):
+    """The hosted actor ended and left threads or processes behind that its worker could not
+    end: the owner must not reuse the worker (notification, worker to owner, sent before the
+    actor's end is reported)."""
+
+    actor_id: str
+    left: str  # what was left, in words
+
+
 # ------------------------------------------------------------------ waits and the broker
 
 
@@ -295,6 +306,7 @@ Message: TypeAlias = (
     | Ping
     | Died
     | Restarted
+    | Retire
     | WaitEdge
     | AskDeadlock
     | ReserveGroup
@@ -367,6 +379,7 @@ _TAGS: Final[dict[type[Any], int]] = {
     WorkerOutput: 39,
     WorkerExit: 40,
     CancelCall: 41,
+    Retire: 42,
 }
 _BY_TAG: Final[dict[int, type[Any]]] = {tag: cls for cls, tag in _TAGS.items()}
 
@@ -417,6 +430,7 @@ _FIELD_TYPES: Final[dict[type[Any], tuple[Any, ...]]] = {
     WorkerOutput: (str, int, str),
     WorkerExit: (str, int),
     CancelCall: (str, int),
+    Retire: (str, str),
 }
 
 

@@ -70,7 +70,10 @@ class _Tee:
         self.log: _Log | None = None
         self.partial = b""  # the start of a line whose end has not come yet
         self.reached = threading.Event()
-        threading.Thread(target=self._copy, name=f"actorrt-trial-log-{fd}", daemon=True).start()
+        thread = threading.Thread(target=self._copy, name=f"actorrt-trial-log-{fd}", daemon=True)
+        # The process's, not a trial's: a worker that holds it may host the next actor.
+        setattr(thread, "actorrt_process_thread", True)  # noqa: B010  (the core's marker)
+        thread.start()
 
     def start(self, log: _Log) -> None:
         """Send the descriptor into the pipe, copied to ``log`` too."""

@@ -49,6 +49,7 @@ EXAMPLES: list[_messages.Message] = [
     Ping(),
     Died("ab-1", ActorDiedError("it ended", actor="A(id=ab-1)", reason="crashed")),
     _messages.Restarted("ab-1"),
+    _messages.Retire("ab-1", "1 thread(s) ('Thread-1')"),
     _messages.WaitEdge("ab-1", "ab-2", True, False),
     AskDeadlock("ab-1", "ab-2", DeadlockError("a cycle")),
     _messages.ReserveGroup("w-g1", [{"CPU": 1.0}, {"GPU": 1.0}], "SPREAD", None),

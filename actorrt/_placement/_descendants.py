@@ -1,0 +1,110 @@
+"""The processes a worker's actor started, seen from the worker: finding and ending them.
+
+A worker process is a child subreaper (``PR_SET_CHILD_SUBREAPER`` on Linux): a process its
+actor started that double-forks, or whose parent exits, is re-parented to the worker rather
+than to init, so it stays a descendant of the worker even when it has left the worker's
+process group and session (``setsid``). When the hosted actor ends, the worker kills every
+descendant and every member of its process group, except the processes of its own that it
+names (its owner watcher), and reaps those that are its children, so none is left as a
+zombie. A descendant forked while this runs is found by the next scan of ``/proc``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Collection
+
+__all__ = ["become_subreaper", "end_descendants"]
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants; whether it could."""
+    if sys.platform != "linux":
+        return False
+    import ctypes
+
+    try:
+        return int(ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _processes() -> dict[int, tuple[int, int, str]]:
+    """Every process in ``/proc``: pid to (parent pid, process group, state letter)."""
+    found: dict[int, tuple[int, int, str]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:  # gone meanwhile
+            continue
+        # The command may hold spaces and parentheses: the fields start after the last ')'.
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        found[int(entry)] = (int(fields[1]), int(fields[2]), fields[0].decode())
+    return found
+
+
+def _descendants(spare: Collection[int]) -> dict[int, tuple[int, str]]:
+    """This process's descendants and, when it leads its process group, the group's
+    members (pid to (parent, state)), outside ``spare`` and the subtrees below them."""
+    me, group = os.getpid(), os.getpgid(0)
+    table = _processes()
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _pgrp, _state) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found: dict[int, tuple[int, str]] = {}
+    todo = [me]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in spare and child not in found:
+                found[child] = (table[child][0], table[child][2])
+                todo.append(child)
+    if group != me:  # the group is not this process's own (a worker leads its group)
+        return found
+    for pid, (ppid, pgrp, state) in table.items():
+        if pgrp == group and pid != me and pid not in spare and pid not in found:
+            found[pid] = (ppid, state)
+    return found
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def end_descendants(spare: Collection[int] = (), within: float = 5.0) -> list[int]:
+    """SIGKILL every descendant and process-group member outside ``spare`` and reap those
+    that are this process's children; waits up to ``within`` seconds for all to be gone.
+
+    Returns the pids still there at the deadline (a process stuck in the kernel, or a
+    zombie whose parent is not this process and does not reap it), an empty list when all
+    went.
+    """
+    me = os.getpid()
+    deadline = time.monotonic() + within
+    while True:
+        left = _descendants(spare)
+        if not left:
+            return []
+        for pid, (ppid, state) in left.items():
+            if state == "Z":
+                if ppid == me:
+                    _reap(pid)
+            else:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+        if time.monotonic() >= deadline:
+            return sorted(_descendants(spare))
+        time.sleep(0.002)  # polling the kernel's process table: no event tells of an exit

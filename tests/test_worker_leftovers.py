@@ -1,0 +1,184 @@
+"""What a worker-process actor started ends with it: its subprocesses (double-forked ones and
+those in a session of their own too) are killed and reaped when it stops, a worker that still
+holds one of its threads is retired rather than pooled, a Tune trial's subprocess ends with
+the trial; and a worker that loses its connection to the runtime says so, not "SIGKILL"."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+import pytest
+from conftest import eventually, proc_state, run_config
+
+import actorrt
+from actorrt import tune
+
+pytestmark = pytest.mark.timeout(90)
+
+# Forks twice with a new session in between, as a daemon does: the grandchild is orphaned
+# and outside the worker's process group. It writes its pid to the file argv[1] names.
+DAEMON = """
+import os, sys, time
+if os.fork():
+    os._exit(0)
+os.setsid()
+if os.fork():
+    os._exit(0)
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(os.getpid()))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(300)
+"""
+
+
+def start_processes(folder: str) -> list[int]:
+    """A plain child, one in a session of its own, and a double-forked daemon: their pids."""
+    plain = subprocess.Popen(["sleep", "300"])
+    session = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    pid_file = os.path.join(folder, f"daemon.{os.getpid()}.{time.monotonic_ns()}")
+    subprocess.run([sys.executable, "-c", DAEMON, pid_file], check=True)
+    deadline = time.monotonic() + 30
+    while not os.path.exists(pid_file):
+        assert time.monotonic() < deadline, "the daemon did not start"
+        time.sleep(0.01)  # another process writes the file: no event to wait on
+    with open(pid_file) as f:
+        daemon = int(f.read())
+    return [plain.pid, session.pid, daemon]
+
+
+def descendants(root: int) -> list[int]:
+    """Pids below ``root`` in the process tree (states other than gone)."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parents[int(entry)] = int(f.read().rsplit(") ", 1)[1].split()[1])
+            except (OSError, IndexError):
+                pass
+    found, todo = [], [root]
+    while todo:
+        parent = todo.pop()
+        kids = [pid for pid, ppid in parents.items() if ppid == parent]
+        found.extend(kids)
+        todo.extend(kids)
+    return found
+
+
+@actorrt.actor(num_cpus=1)
+class Starter:
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def start(self, folder: str, thread: bool) -> list[int]:
+        if thread:  # a thread the actor never ends
+            threading.Thread(target=self.release.wait, name="left-behind", daemon=True).start()
+        return start_processes(folder)
+
+    def look(self) -> dict[str, Any]:
+        return {
+            "pid": os.getpid(),
+            "threads": [t.name for t in threading.enumerate()],
+            "descendants": descendants(os.getpid()),
+        }
+
+
+async def all_gone(pids: list[int]) -> bool:
+    return await eventually(lambda: all(proc_state(p) == "gone" for p in pids), within=20.0)
+
+
+@pytest.mark.actorrt(num_cpus=2)
+async def test_an_actors_processes_end_with_it_and_its_clean_worker_is_reused(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Any
+) -> None:
+    first = await Starter.spawn()
+    before = await first.look()
+    pids = await first.start(str(tmp_path), False)
+    assert all(proc_state(p) != "gone" for p in pids)
+    await first.stop()
+    assert await all_gone(pids), {p: proc_state(p) for p in pids}
+    # Nothing was left that could not be ended: the next actor gets the same worker, and
+    # nothing of the first actor's below it.
+    second = await Starter.spawn()
+    now = await second.look()
+    assert now["pid"] == before["pid"]
+    assert not set(now["descendants"]) & set(pids)
+    assert sorted(now["descendants"]) == sorted(before["descendants"])  # its own watcher
+    await second.stop()
+
+
+@pytest.mark.actorrt(num_cpus=2)
+async def test_a_worker_left_holding_an_actors_thread_is_retired(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Any
+) -> None:
+    first = await Starter.spawn()
+    first_pid = (await first.look())["pid"]
+    pids = await first.start(str(tmp_path), True)
+    await first.stop()
+    assert await all_gone(pids), {p: proc_state(p) for p in pids}
+    second = await Starter.spawn()
+    now = await second.look()
+    assert now["pid"] != first_pid  # a fresh worker: the thread could not be ended
+    assert "left-behind" not in now["threads"]
+    # The retired worker itself is gone too.
+    assert await eventually(lambda: proc_state(first_pid) == "gone", within=20.0)
+    await second.stop()
+
+
+def trainable_with_a_subprocess(config: dict[str, Any]) -> None:
+    child = subprocess.Popen(["sleep", "300"])
+    tune.report({"child": child.pid, "worker": os.getpid()})
+
+
+@pytest.mark.actorrt(num_cpus=2)
+async def test_a_trials_subprocess_ends_with_the_trial(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Any
+) -> None:
+    tuner = tune.Tuner(
+        trainable_with_a_subprocess,
+        param_space={"x": tune.grid_search([1, 2])},
+        run_config=run_config(tmp_path),
+    )
+    results = await tuner.fit_async()
+    children = [int(r.metrics["child"]) for r in results]
+    assert len(children) == 2
+    # The runtime is still running: the trials ended, their subprocesses with them.
+    assert await all_gone(children), {p: proc_state(p) for p in children}
+
+
+@actorrt.actor(num_cpus=1)
+class Cutter:
+    def cut_runtime_connection(self) -> None:
+        """Shut the worker's socket to its runtime down under it."""
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                if not stat.S_ISSOCK(os.fstat(int(fd)).st_mode):
+                    continue
+                sock = socket.socket(fileno=int(fd))
+            except OSError:
+                continue
+            try:
+                if sock.family == socket.AF_UNIX and str(sock.getpeername()).endswith("rt.sock"):
+                    sock.shutdown(socket.SHUT_RDWR)
+            finally:
+                sock.detach()
+
+
+@pytest.mark.actorrt(num_cpus=2)
+async def test_a_worker_that_lost_its_connection_says_so(
+    actorrt_runtime: actorrt.Runtime,
+) -> None:
+    ref = await Cutter.spawn()
+    with pytest.raises(actorrt.ActorDiedError) as died:
+        await ref.cut_runtime_connection()
+    text = str(died.value)
+    assert "lost its connection to the runtime" in text, text
+    assert "SIGKILL" not in text and "out-of-memory" not in text, text
+    assert died.value.signal is None and died.value.exitcode == 4
