@@ -25,6 +25,7 @@ import os
 import sys
 from typing import Any
 
+from .._errors import AuthenticationError, ProtocolVersionError
 from .._placement._pool import WorkerPool
 from .._placement._worker_process import WorkerKey, WorkerProcess
 from .._wire import _tls
@@ -117,12 +118,26 @@ class NodeAgent:
         self.port = self._server.address[1]
 
     async def run(self) -> None:
-        """Be a member of the cluster until :meth:`close`: join, stay, join again."""
+        """Be a member of the cluster until :meth:`close`: join, stay, join again.
+
+        Only what can heal is tried again: a head that cannot be reached, or a connection
+        that ended. A refusal that no retry can change (the head does not hold this token,
+        its certificate is not its own, or it runs another release) is raised at once.
+
+        Raises:
+            AuthenticationError: the head refused this node's token, or the TLS handshake
+                failed.
+            ProtocolVersionError: the head speaks another protocol version.
+        """
         delay = 0.2
         while not self._closed:
             try:
                 await self._membership()
                 delay = 0.2
+            except (AuthenticationError, ProtocolVersionError) as exc:
+                logger.error("node agent: the head at %s:%d refused this node: %s",
+                             *self.head, exc)
+                raise
             except (OSError, ConnectionLostError, TimeoutError) as exc:
                 if self._closed:
                     return
