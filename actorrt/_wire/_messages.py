@@ -48,6 +48,7 @@ __all__ = [
     "JoinNode",
     "Kill",
     "KillWorker",
+    "Leave",
     "MalformedMessage",
     "Message",
     "NodeDown",
@@ -80,8 +81,9 @@ __all__ = [
 #: The version of the message set and its encoding. Stated in the handshake; a peer with
 #: another version is refused. Version 1 was the positional-tuple protocol of earlier
 #: releases (its handshake magic was ``b"actorrt\x01"``); version 2 had no batch frames;
-#: version 3 had no cluster messages. At most 255.
-PROTOCOL_VERSION: Final = 4
+#: version 3 had no cluster messages; version 4 had no ``Leave`` and 4-field heartbeat
+#: datagrams. At most 255.
+PROTOCOL_VERSION: Final = 5
 
 
 # A message that arrived with an unknown type, the wrong number of fields, or a field of the
@@ -258,6 +260,7 @@ from ._cluster_messages import (  # noqa: E402  (the cluster's part of the set)
     JoinDriver,
     JoinNode,
     KillWorker,
+    Leave,
     NodeDown,
     NodeUp,
     ReleaseHolder,
@@ -312,6 +315,7 @@ Message: TypeAlias = (
     | KillWorker
     | WorkerOutput
     | WorkerExit
+    | Leave
 )
 
 # Tags are part of the protocol: never reuse or renumber one without a new PROTOCOL_VERSION.
@@ -356,6 +360,7 @@ _TAGS: Final[dict[type[Any], int]] = {
     KillWorker: 38,
     WorkerOutput: 39,
     WorkerExit: 40,
+    Leave: 41,
 }
 _BY_TAG: Final[dict[int, type[Any]]] = {tag: cls for cls, tag in _TAGS.items()}
 
@@ -405,6 +410,7 @@ _FIELD_TYPES: Final[dict[type[Any], tuple[Any, ...]]] = {
     KillWorker: (str,),
     WorkerOutput: (str, int, str),
     WorkerExit: (str, int),
+    Leave: (str,),
 }
 
 
