@@ -24,6 +24,7 @@ from conftest import eventually
 
 import actorrt
 from actorrt import tune
+from actorrt._cli_cluster import cluster_status
 
 from ._cluster import Cluster
 from .netns import make_network, netns_skip_reason
@@ -203,3 +204,36 @@ async def test_a_driver_the_head_dropped_hears_exactly_that(cluster: Cluster) ->
         assert "dropped this driver" in line and "nothing heard from it for" in line, line
         assert "HeadLost" not in line
         assert driver.proc.wait(timeout=30) == 0
+
+
+async def test_a_node_whose_loop_is_blocked_for_5_s_stays_a_member(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """The same rule for nodes: a node agent (here in this test process, so that its loop
+    can be blocked) keeps its membership, and its id, through 5 s of a blocked loop."""
+    from actorrt._cluster._agent import NodeAgent
+    from actorrt._cluster._files import local_address_towards, parse_address, read_token
+    from actorrt._wire import _tls
+    from actorrt.resources import NodeInventory
+
+    head = parse_address(cluster.address)
+    ip = local_address_towards(*head)
+    (tmp_path / "tls").mkdir(mode=0o700)
+    files = _tls.generate_self_signed(str(tmp_path / "tls"), [ip])
+    agent = NodeAgent(head, read_token(), NodeInventory("here", {"CPU": 1}), ip, files)
+    await agent.start()
+    runs = asyncio.ensure_future(agent.run())
+    try:
+        await asyncio.wait_for(agent.joined.wait(), 30)
+        joined_as = agent.node_id
+        time.sleep(5)  # noqa: ASYNC251 (the point: this loop, the agent's, is blocked)
+        status = await asyncio.to_thread(cluster_status, cluster.address, 30.0)
+        assert agent.node_id == joined_as  # never lost, so never joined again
+        assert joined_as in [node["node_id"] for node in status["nodes"]], status
+        log = head_log(cluster)
+        assert "is lost" not in log, log
+        assert f"node {joined_as} ({ip}) is alive, but its event loop has not run" in log, log
+    finally:
+        await agent.close()
+        runs.cancel()
+        await asyncio.gather(runs, return_exceptions=True)
