@@ -296,6 +296,7 @@ def test_the_tensorboard_logger_imports_tensorboardx_off_the_event_loop(tmp_path
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout.splitlines()[-1])
     assert seen["tbx"] and seen["errors"] == 0, seen
-    # The loop kept turning while the import ran (an extension's load can hold the GIL
-    # for a fraction of a second); on the loop, the gap would be the whole import.
-    assert seen["gap"] < max(import_s / 2, 1.0), (seen, import_s)
+    # The loop kept turning while the import ran (an extension's load holds the GIL for a
+    # fraction of a second, longer on a loaded machine); on the loop, the longest gap
+    # would be the whole import, most of the sweep's time.
+    assert seen["gap"] < seen["fit"] / 3, (seen, import_s)
