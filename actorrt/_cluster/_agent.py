@@ -185,6 +185,8 @@ class NodeAgent:
             watch = LoopWatch(BEAT, LOST_AFTER / 2)
             while not conn.is_closing():
                 await asyncio.sleep(BEAT)
+                if conn.is_closing():
+                    break
                 now = watch.tick()
                 silent = watch.silent(max(self._heard, udp.heard), now)
                 if silent > LOST_AFTER:

@@ -235,6 +235,8 @@ class ClusterLink:
         watch = LoopWatch(self._beat, self._lost_after / 2)
         while self._head is not None and not self._head.is_closing():
             await asyncio.sleep(self._beat)
+            if self._head.is_closing():
+                return  # lost or closed meanwhile: _lose_head has said why
             now = watch.tick()
             heard = self._heard if self._udp is None else max(self._heard, self._udp.heard)
             silent = watch.silent(heard, now)
