@@ -50,6 +50,7 @@ from ._errors import AuthenticationError as AuthenticationError
 from ._errors import ConnectionLostError as ConnectionLostError
 from ._errors import DeadlockError as DeadlockError
 from ._errors import DeathReason as DeathReason
+from ._errors import DriverDroppedError as DriverDroppedError
 from ._errors import FrameTooLargeError as FrameTooLargeError
 from ._errors import HeadLostError as HeadLostError
 from ._errors import InfeasibleResourceError as InfeasibleResourceError
@@ -95,6 +96,7 @@ __all__ = [
     "ConnectionLostError",
     "DeadlockError",
     "DeathReason",
+    "DriverDroppedError",
     "FrameTooLargeError",
     "HeadLostError",
     "InfeasibleResourceError",

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import glob
 import json
+import logging
 import math
 import os
 import signal
@@ -180,6 +181,7 @@ def start(args: argparse.Namespace, argv: list[str]) -> int:
         return 2
     if not args.block:
         return _start_in_background(argv)
+    _log_to_stderr()
     try:
         if args.head:
             uvloop.run(serve_head(
@@ -196,6 +198,20 @@ def start(args: argparse.Namespace, argv: list[str]) -> int:
         print(f"actorrt start: error: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def _log_to_stderr() -> None:
+    """A head or node says what happens to its members on its output (its log file when in
+    the background): joins and departures at INFO, losses and refusals at WARNING or above,
+    each with its time. Only the ``actorrt`` logger is configured, and only when nothing
+    else configured it."""
+    log = logging.getLogger("actorrt")
+    if not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
 
 
 def _say_ready(info: dict[str, Any]) -> None:

@@ -18,7 +18,8 @@
     │   ├── InfeasibleResourceError     can never be granted (also a ValueError)
     │   ├── ResourceDeadlockError       waits on what only its own holder's end would free
     │   ├── NvmlUnavailableError        NVML cannot be loaded or started (also a RuntimeError)
-    │   └── HeadLostError               the cluster's head is gone (also a ConnectionError)
+    │   ├── HeadLostError               the cluster's head is gone (also a ConnectionError)
+    │   └── DriverDroppedError          the head dropped this driver (also a ConnectionError)
     ├── DeadlockError                   a wait that can never end (an ask cycle; the parent of
     │                                   ResourceDeadlockError too)
     └── WireError                       a connection between processes failed
@@ -55,6 +56,7 @@ __all__ = [
     "ConnectionLostError",
     "DeadlockError",
     "DeathReason",
+    "DriverDroppedError",
     "FrameTooLargeError",
     "HeadLostError",
     "InfeasibleResourceError",
@@ -190,6 +192,12 @@ class InfeasibleResourceError(ResourceError, ValueError):
 class HeadLostError(ResourceError, ConnectionError):
     """The cluster's head cannot be reached any more: resource requests fail until the
     program connects to a head again (running actors keep running)."""
+
+
+class DriverDroppedError(ResourceError, ConnectionError):
+    """The cluster's head dropped this driver (it heard nothing from it in time) and
+    released everything it held: resource requests fail from then on, and its actors on
+    the cluster's nodes end. The head itself is fine; the message says why it dropped it."""
 
 
 class DeadlockError(ActorrtError):

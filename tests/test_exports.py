@@ -5,7 +5,8 @@ import actorrt
 EXPECTED = {
     "ActorClass", "ActorDiedError", "ActorError", "ActorNotFoundError", "ActorOptions",
     "ActorRef", "ActorrtError", "AskHandle", "AskTimeoutError", "BundleRef",
-    "HeadLostError", "InfeasibleResourceError", "PlacementGroup", "PlacementInfo",
+    "HeadLostError", "DriverDroppedError", "InfeasibleResourceError", "PlacementGroup",
+    "PlacementInfo",
     "available_resources", "cluster_resources",
     "get_gpu_ids", "pending_requests", "placement_group",
     "MailboxFullError", "MethodRef", "NoRuntimeError", "RemoteError", "ResourceDeadlockError",

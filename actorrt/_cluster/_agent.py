@@ -10,9 +10,10 @@ exit. A worker connects back to its driver by itself; the agent never sees its m
 Nothing the agent started outlives what it was for:
 
 - a driver's connection that closes takes that driver's workers with it;
-- losing the head (its connection closed, or silent for ``LOST_AFTER`` seconds) kills every
-  worker here, because the head has given their grants away by then; the agent then joins
-  again, as a new node, once it can reach the head;
+- losing the head (its connection closed, it dropped this node, or it was silent for
+  ``LOST_AFTER`` seconds while this agent's loop ran) kills every worker here, because the
+  head has given their grants away by then; the agent then joins again, as a new node,
+  once it can reach the head (a refusal, such as a wrong token, ends the agent instead);
 - the agent's own death takes its workers with it (their death signal and watcher).
 """
 
@@ -23,17 +24,27 @@ import itertools
 import logging
 import os
 import sys
+import time
 from typing import Any
 
+from .._errors import AuthenticationError, ProtocolVersionError
 from .._placement._pool import WorkerPool
 from .._placement._worker_process import WorkerKey, WorkerProcess
 from .._wire import _tls
 from .._wire._connection import Connection, ConnectionLostError
 from .._wire._dispatcher import Dispatcher, notification, request
-from .._wire._messages import Beat, JoinNode, KillWorker, StartWorker, WorkerExit, WorkerOutput
+from .._wire._messages import (
+    Beat,
+    JoinNode,
+    KillWorker,
+    Leave,
+    StartWorker,
+    WorkerExit,
+    WorkerOutput,
+)
 from .._wire._transport import WireServer, connect_tcp, serve_tcp
 from ..resources import NodeInventory
-from ._beats import BeatClient, open_beat_client
+from ._beats import BeatThread, LoopWatch
 from ._head import BEAT, LOST_AFTER
 
 __all__ = ["NodeAgent"]
@@ -117,12 +128,26 @@ class NodeAgent:
         self.port = self._server.address[1]
 
     async def run(self) -> None:
-        """Be a member of the cluster until :meth:`close`: join, stay, join again."""
+        """Be a member of the cluster until :meth:`close`: join, stay, join again.
+
+        Only what can heal is tried again: a head that cannot be reached, or a connection
+        that ended. A refusal that no retry can change (the head does not hold this token,
+        its certificate is not its own, or it runs another release) is raised at once.
+
+        Raises:
+            AuthenticationError: the head refused this node's token, or the TLS handshake
+                failed.
+            ProtocolVersionError: the head speaks another protocol version.
+        """
         delay = 0.2
         while not self._closed:
             try:
                 await self._membership()
                 delay = 0.2
+            except (AuthenticationError, ProtocolVersionError) as exc:
+                logger.error("node agent: the head at %s:%d refused this node: %s",
+                             *self.head, exc)
+                raise
             except (OSError, ConnectionLostError, TimeoutError) as exc:
                 if self._closed:
                     return
@@ -134,16 +159,19 @@ class NodeAgent:
             delay = min(delay * 2, RETRY_MAX)
 
     async def _membership(self) -> None:
+        dropped: list[str] = []
         conn = await connect_tcp(
             *self.head, self.token, Dispatcher(
-                "a node agent's head link", notifications=[notification(Beat, self._beat)]
+                "a node agent's head link", notifications=[
+                    notification(Beat, self._beat),
+                    notification(Leave, lambda c, m: dropped.append(m.reason)),
+                ]
             ),
             tls=_tls.client_context(), connect_timeout=CONNECT_TIMEOUT,
         )
         self._head_conn = conn
-        loop = asyncio.get_running_loop()
-        self._heard = loop.time()
-        udp: BeatClient | None = None
+        self._heard = time.monotonic()
+        udp: BeatThread | None = None
         node_id = f"{self.host}-{os.getpid()}-{next(self._joins)}"
         total = self.node.total_resources().to_dict()
         try:
@@ -153,17 +181,23 @@ class NodeAgent:
             self.node_id = node_id
             self.joined.set()
             logger.info("node %s joined the head at %s:%d", node_id, *self.head)
-            udp = await open_beat_client(*self.head, self.token, node_id, self._heard_now)
+            udp = BeatThread(*self.head, self.token, node_id, BEAT).start()
+            watch = LoopWatch(BEAT, LOST_AFTER / 2)
             while not conn.is_closing():
                 await asyncio.sleep(BEAT)
-                if loop.time() - self._heard > LOST_AFTER:
-                    raise TimeoutError(
-                        f"nothing heard from the head for {loop.time() - self._heard:.1f} s"
-                    )
+                if conn.is_closing():
+                    break
+                now = watch.tick()
+                silent = watch.silent(max(self._heard, udp.heard), now)
+                if silent > LOST_AFTER:
+                    raise TimeoutError(f"nothing heard from the head for {silent:.1f} s")
                 conn.notify(Beat())
-                if udp is not None:
-                    udp.beat()
-            raise ConnectionLostError("the head closed the connection")
+                udp.progress()
+            if dropped:
+                raise ConnectionLostError(dropped[0])
+            raise ConnectionLostError(
+                f"the head closed the connection ({conn.close_reason or 'no reason'})"
+            )
         finally:
             if udp is not None:
                 udp.close()
@@ -177,12 +211,14 @@ class NodeAgent:
         self._heard_now()
 
     def _heard_now(self) -> None:
-        self._heard = asyncio.get_running_loop().time()
+        self._heard = time.monotonic()
 
     async def close(self) -> None:
         self._closed = True
         if self._head_conn is not None:
-            self._head_conn.abort()
+            if not self._head_conn.is_closing():
+                self._head_conn.notify(Leave("the node agent is stopping"))
+            self._head_conn.close()
         self._kill_all("the node agent is stopping")
         waits = [w.exited for w in self._workers.values() if w.started]
         if waits:

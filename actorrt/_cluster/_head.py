@@ -4,8 +4,11 @@ Node agents join with what their machine has (:class:`~actorrt._wire._messages.J
 drivers connect (``JoinDriver``) and send their resource requests, releases, parents and
 wait edges, each id prefixed with the driver's runtime id and ``/`` so that drivers never
 mix. The broker's events go back to the driver whose id they carry. Every
-:data:`BEAT` seconds the head and each peer tell each other they are alive; a peer silent
-for :data:`LOST_AFTER` seconds, or whose connection closed, is gone:
+:data:`BEAT` seconds the head and each peer tell each other they are alive (a peer's UDP
+beats come from a thread of its own, so a peer whose event loop is busy stays heard: see
+:mod:`._beats`); a peer silent for :data:`LOST_AFTER` seconds, or whose connection closed
+without a ``Leave``, is lost, and the head logs why at WARNING (a peer dropped for its
+silence is sent a ``Leave`` saying so first); a peer that sent ``Leave`` left (INFO):
 
 - a node: the broker's ``node_lost`` ends every grant on it (its drivers hear ``NodeDown``
   first, then a ``Revoke`` per grant), and requests no node left can hold fail;
@@ -42,6 +45,7 @@ from .._wire._messages import (
     Grant,
     JoinDriver,
     JoinNode,
+    Leave,
     NodeDown,
     NodeUp,
     ReleaseHolder,
@@ -63,7 +67,7 @@ from ..resources import (
     Revoked,
     Stalled,
 )
-from ._beats import BeatServer, open_beat_server
+from ._beats import BeatServer, LoopWatch, open_beat_server
 
 __all__ = ["BEAT", "LOST_AFTER", "Head", "placement_wire"]
 
@@ -72,12 +76,14 @@ logger = logging.getLogger("actorrt")
 BEAT = 0.5  # seconds between two "still here" messages, both ways (TCP and UDP: _beats)
 LOST_AFTER = 2.0  # seconds of silence after which a peer is gone (so reported within 3 s)
 VIEW_DELAY = 0.02  # seconds over which resource views to drivers are coalesced
+CLOSE_GRACE = 5.0  # seconds a dropped peer's connection may take to send its Leave
 
 
 class Peer:
     """One connection to the head: a node agent or a driver."""
 
-    __slots__ = ("conn", "holders", "id", "info", "joined", "kind", "last_seen")
+    __slots__ = ("conn", "holders", "id", "info", "joined", "kind", "last_seen", "leaving",
+                 "stalled")
 
     def __init__(self, conn: Connection, kind: str, peer_id: str, info: dict[str, Any]) -> None:
         self.conn = conn
@@ -85,8 +91,15 @@ class Peer:
         self.id = peer_id
         self.info = info
         self.joined = time.time()
-        self.last_seen = asyncio.get_running_loop().time()
+        self.last_seen = time.monotonic()
         self.holders: set[str] = set()  # a driver's holder ids, released when it goes
+        self.leaving: str | None = None  # the reason its Leave gave
+        self.stalled = 0.0  # how long its loop had not run, as its last beat said
+
+    def describe(self) -> str:
+        if self.kind == "node":
+            return f"node {self.id} ({self.info['host']})"
+        return f"driver {self.id} ({self.info['host']}, pid {self.info['pid']})"
 
 
 def placement_wire(event: Granted) -> list[Any]:
@@ -130,6 +143,7 @@ class Head:
             ],
             notifications=[
                 notification(Beat, self._beat),
+                notification(Leave, self._leave),
                 notification(Withdraw, self._withdraw),
                 notification(ReleaseHolder, self._release),
                 notification(SetParent, self._set_parent),
@@ -172,7 +186,7 @@ class Head:
             return
         old = self.nodes.get(msg.node_id)
         if old is not None:
-            self._lose(old, "it joined again")
+            self._lose(old, "it joined again", left=True)
         try:
             node = NodeInventory(msg.node_id, msg.resources, msg.gpu_ids)
         except (TypeError, ValueError) as exc:
@@ -210,51 +224,80 @@ class Head:
     def _beat(self, conn: Connection, msg: Beat) -> None:
         peer = self._peers.get(conn)
         if peer is not None:
-            peer.last_seen = self.loop.time()
+            peer.last_seen = time.monotonic()
 
-    def _heard_udp(self, peer_id: str) -> bool:
+    def _heard_udp(self, peer_id: str, lag: float) -> bool:
         peer = self.nodes.get(peer_id) or self.drivers.get(peer_id)
         if peer is None:
             return False
-        peer.last_seen = self.loop.time()
+        peer.last_seen = time.monotonic()
+        if lag > LOST_AFTER:
+            if not peer.stalled:
+                logger.warning(
+                    "%s is alive, but its event loop has not run for %.1f s: something "
+                    "blocks it (an import, file I/O, a sleep in a callback). It stays a "
+                    "member (its heartbeats come from a thread), but what it runs waits; "
+                    "move blocking work off the loop (asyncio.to_thread)", peer.describe(), lag,
+                )
+            peer.stalled = lag
+        elif peer.stalled and lag < BEAT:
+            logger.info("%s: its event loop runs again (it was blocked for %.1f s or more)",
+                        peer.describe(), peer.stalled)
+            peer.stalled = 0.0
         return True
+
+    def _leave(self, conn: Connection, msg: Leave) -> None:
+        peer = self._peers.get(conn)
+        if peer is not None:
+            peer.leaving = msg.reason
 
     def _closed(self, conn: Connection, error: ConnectionLostError) -> None:
         peer = self._peers.get(conn)
         if peer is not None:
-            self._lose(peer, f"its connection closed ({error})")
+            if peer.leaving is not None:
+                self._lose(peer, peer.leaving, left=True)
+            else:
+                self._lose(peer, f"its connection closed without a goodbye ({error}): the "
+                                 "process ended, or its machine or link went down")
 
     async def _watch(self) -> None:
+        watch = LoopWatch(BEAT, LOST_AFTER / 2)
         while True:
             await asyncio.sleep(BEAT)
-            now = self.loop.time()
+            now = watch.tick()
             for peer in list(self._peers.values()):
-                if now - peer.last_seen > LOST_AFTER:
-                    self._lose(peer, f"nothing heard from it for {now - peer.last_seen:.1f} s",
-                               silent=True)
+                silent = watch.silent(peer.last_seen, now)
+                if silent > LOST_AFTER:
+                    self._lose(peer, f"nothing heard from it for {silent:.1f} s", drop=True)
                 else:
                     self._send(peer, Beat())
 
-    def _lose(self, peer: Peer, reason: str, silent: bool = False) -> None:
+    def _lose(self, peer: Peer, reason: str, left: bool = False, drop: bool = False) -> None:
+        """End ``peer``'s membership: ``left`` when it said goodbye, ``drop`` when the head
+        ends it (the peer is told why, if it still listens)."""
         if self._peers.pop(peer.conn, None) is None:
             return
-        peer.conn.abort()
+        if drop and not peer.conn.is_closing():
+            peer.conn.notify(Leave(f"the head dropped this {peer.kind}: {reason}"))
+            peer.conn.close()  # the Leave goes first; a peer that does not read it is cut
+            self.loop.call_later(CLOSE_GRACE, peer.conn.abort)
+        else:
+            peer.conn.abort()
         if self._beats is not None:
             self._beats[1].forget(peer.id)
+        where = peer.describe()
+        if left:
+            logger.info("%s left: %s", where, reason)
+        else:
+            logger.warning("%s is lost: %s", where, reason)
         if peer.kind == "node":
             del self.nodes[peer.id]
-            where = f"node {peer.id} ({peer.info['host']})"
-            logger.warning("%s is lost: %s", where, reason)
+            what = "left" if left else "was lost"
             for driver in list(self.drivers.values()):
-                self._send(driver, NodeDown(peer.id, f"{where} was lost: {reason}"))
+                self._send(driver, NodeDown(peer.id, f"{where} {what}: {reason}"))
             self._dispatch(self.broker.node_lost(peer.id, now=self.loop.time()))
         else:
             del self.drivers[peer.id]
-            # A driver dropped for silence loses its grants while it may still be running:
-            # say so where the head's log is read. A closed connection is how drivers leave.
-            log = logger.warning if silent else logger.info
-            log("driver %s (%s, pid %s) %s: %s", peer.id, peer.info.get("host"),
-                peer.info.get("pid"), "is lost" if silent else "left", reason)
             events: list[Event] = []
             for holder in peer.holders:
                 events += self.broker.release(holder, now=self.loop.time())

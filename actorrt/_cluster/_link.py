@@ -8,11 +8,15 @@ An actor granted on a node runs in a worker that the node's agent starts
 (:class:`AgentLink`, connected on first need); the worker then connects to this runtime
 directly, so calls never pass through the head.
 
-When the head goes silent for ``LOST_AFTER`` seconds (or its connection closes), the loss is
-logged at once, requests still waiting fail with :class:`~actorrt.HeadLostError`, and so
-does every later one. The nodes end their workers when they lose the head (their grants
-were the head's), so the actors this program runs there end too, saying why; its inline
-actors go on.
+The link's UDP beats come from a thread (:class:`~._beats.BeatThread`), so the head keeps
+hearing this driver while its event loop is busy; the link judges the head's silence only
+over the time its own loop ran (:class:`~._beats.LoopWatch`). When the head goes silent
+for ``LOST_AFTER`` seconds (or its connection closes), the loss is logged at once, requests
+still waiting fail with :class:`~actorrt.HeadLostError`, and so does every later one. When
+the head drops this driver (its ``Leave`` says why), the same happens with
+:class:`~actorrt.DriverDroppedError`, whose message is the head's reason. The nodes end
+their workers when they lose the head (their grants were the head's), so the actors this
+program runs there end too, saying why; its inline actors go on.
 """
 
 from __future__ import annotations
@@ -21,9 +25,15 @@ import asyncio
 import contextlib
 import logging
 import os
+import time
 from typing import Any
 
-from .._errors import AuthenticationError, HeadLostError, ProtocolVersionError
+from .._errors import (
+    AuthenticationError,
+    DriverDroppedError,
+    HeadLostError,
+    ProtocolVersionError,
+)
 from .._placement._remote_worker import RemoteWorkerProcess
 from .._wire import _tls
 from .._wire._connection import Connection, ConnectionLostError
@@ -35,6 +45,7 @@ from .._wire._messages import (
     Grant,
     JoinDriver,
     KillWorker,
+    Leave,
     NodeDown,
     NodeUp,
     Revoke,
@@ -45,7 +56,7 @@ from .._wire._messages import (
     WorkerOutput,
 )
 from .._wire._transport import connect_tcp
-from ._beats import BeatClient, open_beat_client
+from ._beats import BeatThread, LoopWatch
 from ._files import local_address_towards, read_token
 from ._remote_broker import RemoteBroker
 
@@ -163,7 +174,7 @@ class ClusterLink:
         self._lost_after = 2.0
         self._closing = False
         self._joined = False
-        self._udp: BeatClient | None = None
+        self._udp: BeatThread | None = None
 
     @property
     def head(self) -> Connection:
@@ -177,6 +188,7 @@ class ClusterLink:
             "a driver's link to the cluster head",
             notifications=[
                 notification(Beat, self._beat_in),
+                notification(Leave, self._dropped),
                 notification(NodeUp, self._node_up),
                 notification(NodeDown, self._node_down),
                 notification(Grant, lambda c, m: self.broker.granted(m)),
@@ -213,19 +225,22 @@ class ClusterLink:
         for node in info["nodes"]:
             self.nodes[str(node["node_id"])] = node
         self.broker.view(View(info["total"], info["available"], []))
-        loop = asyncio.get_running_loop()
-        self._heard = loop.time()
-        self._udp = await open_beat_client(
-            host, port, self.token, self.runtime_id, lambda: self._beat_in(None, None)
+        self._heard = time.monotonic()
+        self._udp = BeatThread(host, port, self.token, self.runtime_id, self._beat).start()
+        self._watch = asyncio.get_running_loop().create_task(
+            self._keep_alive(), name="actorrt:head-link"
         )
-        self._watch = loop.create_task(self._keep_alive(), name="actorrt:head-link")
 
     async def _keep_alive(self) -> None:
-        loop = asyncio.get_running_loop()
+        watch = LoopWatch(self._beat, self._lost_after / 2)
         head = self._head
         while head is not None and not head.is_closing():
             await asyncio.sleep(self._beat)
-            silent = loop.time() - self._heard
+            if head.is_closing():
+                break  # lost or closed meanwhile
+            now = watch.tick()
+            heard = self._heard if self._udp is None else max(self._heard, self._udp.heard)
+            silent = watch.silent(heard, now)
             if silent > self._lost_after:
                 self._lose_head(f"nothing heard from it for {silent:.1f} s")
                 return
@@ -234,15 +249,26 @@ class ClusterLink:
             except ConnectionLostError:
                 break
             if self._udp is not None:
-                self._udp.beat()
+                self._udp.progress()
         # The connection is ending (the head closed it, or a write found it broken): the head
         # is lost now, not whenever the transport reports its end (a TLS transport may wait
-        # for a flush that never comes), and never silently.
+        # for a flush that never comes), and never silently. Lost or dropped already, this
+        # does nothing: the first reason stands.
         if head is not None:
             self._lose_head(f"its connection closed ({head.close_reason or 'closed'})")
 
     def _beat_in(self, conn: Connection | None, msg: Beat | None) -> None:
-        self._heard = asyncio.get_running_loop().time()
+        self._heard = time.monotonic()
+
+    def _dropped(self, conn: Connection, msg: Leave) -> None:
+        host, port = self.address
+        self._lose_head(msg.reason, DriverDroppedError(
+            f"the actorrt cluster's head at {host}:{port} dropped this driver "
+            f"({self.runtime_id}): {msg.reason.removeprefix('the head dropped this driver: ')}"
+            ". It released everything this driver held: resource requests fail from now on, "
+            "and the actors this program ran on the cluster's nodes end; inline actors here "
+            "go on. The head is fine: connect again with a new runtime (docs/cluster.md)"
+        ))
 
     def _head_closed(self, conn: Connection, error: ConnectionLostError) -> None:
         self._lose_head(f"its connection closed ({error})")
@@ -251,24 +277,28 @@ class ClusterLink:
         """A send to the head found its connection ended: the head is lost from now on."""
         self._lose_head(f"its connection closed ({error})")
 
-    def _lose_head(self, why: str) -> None:
+    def _lose_head(self, why: str, error: HeadLostError | DriverDroppedError | None = None) -> None:
         if self._closing or not self._joined or self.broker.lost is not None:
             return
         host, port = self.address
-        error = HeadLostError(
-            f"the actorrt cluster's head at {host}:{port} is lost: {why}. Resource requests "
-            "fail from now on, and the actors this program runs on the cluster's nodes end "
-            "(each node ends its workers when it loses the head, whose grants they held); "
-            "inline actors here go on. The head is not fault tolerant: restart the cluster "
-            "and the program (docs/cluster.md)"
-        )
+        if error is None:
+            error = HeadLostError(
+                f"the actorrt cluster's head at {host}:{port} is lost: {why}. Resource "
+                "requests fail from now on, and the actors this program runs on the "
+                "cluster's nodes end (each node ends its workers when it loses the head, "
+                "whose grants they held); inline actors here go on. The head is not fault "
+                "tolerant: restart the cluster and the program (docs/cluster.md)"
+            )
         logger.error("%s", error)
+        if self._udp is not None:
+            self._udp.close()
         if self._head is not None:
             self._head.abort()
         self.broker.head_lost(error)
+        lost = "dropped this driver" if isinstance(error, DriverDroppedError) else "was lost"
         for agent in list(self.agents.values()):
             agent.node_lost(
-                f"{agent.where} ended its workers: the cluster's head at {host}:{port} was lost"
+                f"{agent.where} ended its workers: the cluster's head at {host}:{port} {lost}"
             )
         self.agents.clear()
 
@@ -300,6 +330,8 @@ class ClusterLink:
             if agent._conn is not None:
                 agent._conn.close()
         if self._head is not None:
+            if not self._head.is_closing():
+                self._head.notify(Leave("the driver is shutting down"))
             self._head.close()
         if self._udp is not None:
             self._udp.close()

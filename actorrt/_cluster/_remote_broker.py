@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Protocol
 
-from .._errors import HeadLostError, ResourceError
+from .._errors import DriverDroppedError, HeadLostError, ResourceError
 from .._wire._connection import Connection, ConnectionLostError
 from .._wire._messages import (
     Blocked,
@@ -68,7 +68,7 @@ class RemoteBroker:
         self.link = link
         self.prefix = link.runtime_id + "/"
         self.deliver: Any = None  # the scheduler's deliver(events), set by the driver role
-        self.lost: HeadLostError | None = None
+        self.lost: HeadLostError | DriverDroppedError | None = None
         self._claims: dict[str, tuple[str, Any]] = {}  # waiting: request id -> holder, spec
         self._groups: dict[str, GroupInfo] = {}
         self._total: dict[str, float] = {}
@@ -300,7 +300,7 @@ class RemoteBroker:
                  behind, stalled, reason) in msg.pending
         ]
 
-    def head_lost(self, error: HeadLostError) -> None:
+    def head_lost(self, error: HeadLostError | DriverDroppedError) -> None:
         """Fail every request still waiting, and every later one."""
         self.lost = error
         waiting, self._claims = self._claims, {}

@@ -143,6 +143,17 @@ async def serve_head(
         shutil.rmtree(os.path.join(directory, f"tls-{os.getpid()}"), ignore_errors=True)
 
 
+async def _joined_or_refused(agent: NodeAgent, runs: asyncio.Task[None]) -> None:
+    """Wait until ``agent`` has joined; raise what ended its ``runs`` first (a refusal)."""
+    joined = asyncio.ensure_future(agent.joined.wait())
+    try:
+        await asyncio.wait([joined, runs], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        joined.cancel()
+    if not agent.joined.is_set():
+        runs.result()  # the refusal, raised here
+
+
 async def serve_node(
     address: str,
     ip: str | None = None,
@@ -152,7 +163,13 @@ async def serve_node(
     ready: Any = None,
 ) -> None:
     """Run a node agent joined to the head at ``address`` until SIGTERM or SIGINT.
-    ``ready(info)`` is called once it has joined."""
+    ``ready(info)`` is called once it has joined.
+
+    Raises:
+        AuthenticationError: the head refused this node (a wrong token), at the first
+            join or a later one; an unreachable head is tried again instead.
+        ProtocolVersionError: the head runs another actorrt release.
+    """
     head = parse_address(address)
     token = read_token(token_file)
     ip = ip or local_address_towards(*head)
@@ -163,13 +180,20 @@ async def serve_node(
     runs = asyncio.get_running_loop().create_task(agent.run())
     node_file = os.path.join(directory, f"node-{os.getpid()}.json")
     try:
-        await agent.joined.wait()
+        await _joined_or_refused(agent, runs)
         info = {"role": "node", "head": address, "address": f"{ip}:{agent.port}",
                 "pid": os.getpid(), "node_id": agent.node_id}
         write_json(node_file, info)
         if ready is not None:
             ready(info)
-        await _until_stopped()
+        stopped = asyncio.ensure_future(_until_stopped())
+        try:  # until stopped, or refused when joining again (a head with a new token)
+            await asyncio.wait([stopped, runs], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+            await asyncio.gather(stopped, return_exceptions=True)
+        if runs.done():
+            runs.result()
     finally:
         with contextlib.suppress(OSError):
             os.unlink(node_file)

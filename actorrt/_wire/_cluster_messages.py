@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 __all__ = [
     "Beat", "Blocked", "Claim", "ClusterStatus", "Deadlocked", "Deny", "Grant", "JoinDriver",
-    "JoinNode", "KillWorker", "NodeDown", "NodeUp", "ReleaseHolder", "Revoke", "SetParent",
+    "JoinNode", "KillWorker", "Leave", "NodeDown", "NodeUp", "ReleaseHolder", "Revoke", "SetParent",
     "Stall", "StartWorker", "View", "Withdraw", "WorkerExit", "WorkerOutput",
 ]
 
@@ -40,6 +40,14 @@ class JoinDriver(NamedTuple):
 
 class Beat(NamedTuple):
     """Still here (notification, both ways between the head and its peers)."""
+
+
+class Leave(NamedTuple):
+    """This end ends the membership, and says why (notification, both ways between the head
+    and its peers): a peer that stops, or the head dropping a peer it lost. The connection
+    closes after it; a connection that closes without one is a peer lost."""
+
+    reason: str
 
 
 class NodeUp(NamedTuple):

@@ -49,6 +49,7 @@ __all__ = [
     "JoinNode",
     "Kill",
     "KillWorker",
+    "Leave",
     "MalformedMessage",
     "Message",
     "NodeDown",
@@ -82,8 +83,8 @@ __all__ = [
 #: The version of the message set and its encoding. Stated in the handshake; a peer with
 #: another version is refused. Version 1 was the positional-tuple protocol of earlier
 #: releases (its handshake magic was ``b"actorrt\x01"``); version 2 had no batch frames;
-#: version 3 had no cluster messages; version 4 had neither `CancelCall` nor `Retire`. At
-#: most 255.
+#: version 3 had no cluster messages; version 4 had no `CancelCall`, `Retire` nor `Leave`,
+#: and heartbeat datagrams of 4 fields. At most 255.
 PROTOCOL_VERSION: Final = 5
 
 
@@ -278,6 +279,7 @@ from ._cluster_messages import (  # noqa: E402  (the cluster's part of the set)
     JoinDriver,
     JoinNode,
     KillWorker,
+    Leave,
     NodeDown,
     NodeUp,
     ReleaseHolder,
@@ -334,6 +336,7 @@ Message: TypeAlias = (
     | KillWorker
     | WorkerOutput
     | WorkerExit
+    | Leave
 )
 
 # Tags are part of the protocol: never reuse or renumber one without a new PROTOCOL_VERSION.
@@ -380,6 +383,7 @@ _TAGS: Final[dict[type[Any], int]] = {
     WorkerExit: 40,
     CancelCall: 41,
     Retire: 42,
+    Leave: 43,
 }
 _BY_TAG: Final[dict[int, type[Any]]] = {tag: cls for cls, tag in _TAGS.items()}
 
@@ -431,6 +435,7 @@ _FIELD_TYPES: Final[dict[type[Any], tuple[Any, ...]]] = {
     WorkerExit: (str, int),
     CancelCall: (str, int),
     Retire: (str, str),
+    Leave: (str,),
 }
 
 

@@ -67,6 +67,9 @@ class TuneController(ResultHandler):
         # the run's waits on trials are never taken for the bus's own.
         self._context = contextvars.copy_context()
         self.bus = await ReportBusActor.options(process=False).spawn(self)
+        from ._loggers import load_writers  # as _controller_state imports it: at run time
+
+        await load_writers(self.callbacks.callbacks)  # tensorboardX, off the loop
         self.callbacks.setup(self.stopper, self.tune_config.num_samples, self.searcher)
         timers: list[asyncio.TimerHandle] = []
         status_task: asyncio.Task[None] | None = None

@@ -6,14 +6,18 @@ added on its own when ``tensorboardX`` is installed.
 
 The TensorBoard writer encodes and writes events on a thread of its own (a fraction of a
 millisecond per result, which should not stall the controller's event loop, where trials'
-reports wait for their answers): hooks only queue what is to be written. It imports
-``tensorboardX`` (which imports torch when that is installed: seconds, once per process) in
-``setup``, on the loop, before any trial runs: importing on the thread could race with the
-loop's own imports of the same modules (numpy) and leave one half-initialised.
+reports wait for their answers): hooks only queue what is to be written. ``tensorboardX``
+(which imports torch when that is installed: seconds, once per process, 12 s on a loaded
+machine) is imported before any trial runs, on a thread, while the controller awaits it
+(:func:`load_writers`): an import that long on the loop would stall everything the runtime
+does there. Python's import locks make an import of the same module elsewhere meanwhile
+wait for this one to finish.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import importlib
 import logging
 import math
@@ -37,6 +41,7 @@ __all__ = [
     "LoggerCallback",
     "TBXLoggerCallback",
     "default_callbacks",
+    "load_writers",
 ]
 
 logger = logging.getLogger("actorrt.tune")
@@ -164,7 +169,7 @@ class TBXLoggerCallback(LoggerCallback):
         **info: Any,
     ) -> None:
         if self._writers is None:
-            self._writers = _EventWriters()  # imports tensorboardX here, on the loop
+            self._writers = _EventWriters()  # quick once load_writers has imported
 
     def _put(self, item: tuple[Any, ...]) -> None:
         error, self._error = self._error, None
@@ -238,21 +243,33 @@ class TBXLoggerCallback(LoggerCallback):
             self._error = exc
 
 
+@functools.cache
+def _tensorboardx() -> tuple[Any, Any, Any, Any]:
+    """What the writer needs of tensorboardX, imported once (seconds: it imports torch)."""
+    # Everything the thread will need, imported now (hparams imports these inside).
+    for module in ("tensorboardX.proto.api_pb2", "tensorboardX.proto.plugin_hparams_pb2"):
+        importlib.import_module(module)
+    from tensorboardX.proto.event_pb2 import Event
+    from tensorboardX.proto.summary_pb2 import Summary
+    from tensorboardX.record_writer import RecordWriter
+    from tensorboardX.summary import hparams
+
+    return Event, Summary, RecordWriter, hparams
+
+
+async def load_writers(callbacks: Iterable[Callback]) -> None:
+    """Import tensorboardX for the TensorBoard loggers among ``callbacks``, on a thread,
+    so that the import never blocks the event loop (module docstring)."""
+    loggers = [cb for cb in callbacks if isinstance(cb, TBXLoggerCallback)]
+    if loggers and any(cb._writers is None for cb in loggers):
+        await asyncio.to_thread(_tensorboardx)
+
+
 class _EventWriters:
     """The event files of the trials being written (writer thread only)."""
 
     def __init__(self) -> None:
-        # Everything the thread will need, imported now (hparams imports these inside).
-        for module in ("tensorboardX.proto.api_pb2", "tensorboardX.proto.plugin_hparams_pb2"):
-            importlib.import_module(module)
-        from tensorboardX.proto.event_pb2 import Event
-        from tensorboardX.proto.summary_pb2 import Summary
-        from tensorboardX.record_writer import RecordWriter
-        from tensorboardX.summary import hparams
-
-        self.Event, self.Summary, self.RecordWriter, self.hparams = (
-            Event, Summary, RecordWriter, hparams
-        )
+        self.Event, self.Summary, self.RecordWriter, self.hparams = _tensorboardx()
         self.files: dict[str, Any] = {}
         self.hostname = socket.gethostname()
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -171,6 +173,26 @@ def test_an_unknown_token_is_refused_before_anything_else(
 
     with pytest.raises(actorrt.AuthenticationError):
         asyncio.run(main())
+
+
+def test_a_node_with_a_wrong_token_is_refused_at_once_and_exits_1(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    wrong = tmp_path / "token"
+    wrong.write_text("cd" * 32)
+    wrong.chmod(0o600)
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "actorrt", "start", "--address", cluster.address,
+         "--token-file", str(wrong), "--node-ip-address", "127.0.0.1", "--block"],
+        env={**os.environ, "ACTORRT_CLUSTER_DIR": str(tmp_path / "node")},
+        capture_output=True, text=True, timeout=60,
+    )
+    took = time.monotonic() - started
+    assert done.returncode == 1, (done.returncode, done.stdout, done.stderr)
+    assert "the cluster token is wrong" in done.stderr
+    assert "trying again" not in done.stdout + done.stderr
+    assert took < 30  # no retries: Python's start-up and one handshake
 
 
 async def test_a_waiting_spawn_is_listed_with_its_reason(rt: Any) -> None:

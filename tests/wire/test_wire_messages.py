@@ -79,6 +79,7 @@ EXAMPLES: list[_messages.Message] = [
     _messages.KillWorker("9.1"),
     _messages.WorkerOutput("9.1", 1, "hello\n"),
     _messages.WorkerExit("9.1", -9),
+    _messages.Leave("the head dropped this driver: nothing heard from it for 2.1 s"),
 ]
 
 
