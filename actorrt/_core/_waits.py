@@ -4,7 +4,9 @@ An edge ``waiter -> target`` exists while actor ``waiter`` awaits, with no timeo
 to actor ``target``: with ``await``, or from synchronous code with ``actorrt.get``. An
 actor is blocked (docs/broker.md) when it awaits a resource request or an ask to a blocked
 actor; this graph is the "ask" half of that definition. A wait with a timeout ends by
-itself and is no edge, however it is bounded.
+itself and is no edge, however it is bounded. Nor is an actor's wait on its own ask (one
+that serves several messages at once: the asked message takes another of its slots; one that
+serves one at a time is refused at the call): it waits on no other holder.
 
 Each awaited answer is registered with its edge, so that when the broker proves the wait can
 never end (a cycle of asks), :meth:`WaitGraph.fail` ends it with the error that says why.
@@ -64,6 +66,8 @@ class WaitGraph:
         self.listener: Listener | None = None
 
     def add(self, waiter: Hashable, target: Hashable, answer: Answer | None = None) -> None:
+        if waiter == target:
+            return  # a wait on its own ask: no edge (see the module's docstring)
         targets = self._edges.setdefault(waiter, {})
         count = targets.get(target, 0)
         targets[target] = count + 1
@@ -73,6 +77,8 @@ class WaitGraph:
             self.listener(waiter, target, True)
 
     def remove(self, waiter: Hashable, target: Hashable, answer: Answer | None = None) -> None:
+        if waiter == target:
+            return
         if answer is not None:
             answers = self._answers.get((waiter, target))
             if answers is not None:

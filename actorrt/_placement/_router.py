@@ -35,7 +35,7 @@ import shutil
 from typing import TYPE_CHECKING, Any, cast
 
 from .._core._cell import ActorCell
-from .._core._context import current_cell
+from .._core._context import current_cell, host, running_hosted
 from .._core._ref import ActorRef
 from .._core._threads import ActorThread, ThreadPoolRunner
 from .._core._waits import bounded_by_awaiter
@@ -224,6 +224,7 @@ class Workers:
         cell.max_restarts = total
         cell.restart_count = restart_count
         cell.on_restart = self._notify_restarted
+        host(cell)  # its code's own threads run for it
         threads = hosted.actor_options.max_concurrency
         if threads == 1:
             cell.executor = self._idle_threads.pop() if self._idle_threads else ActorThread(
@@ -235,6 +236,8 @@ class Workers:
         return cell
 
     def _hosted_ended(self, cell: ActorCell, error: ActorDiedError) -> None:
+        if running_hosted() is cell:
+            host(None)
         executor, cell.executor = cell.executor, None
         if isinstance(executor, ActorThread) and not executor.busy and len(self._idle_threads) < 4:
             self._idle_threads.append(executor)  # reused by the worker's next actor
