@@ -2,6 +2,7 @@
 driver program (a sweep's waiting trials) are ordinary queueing, logged at info."""
 
 import asyncio
+import heapq
 import logging
 
 import pytest
@@ -57,3 +58,74 @@ async def test_a_request_an_actor_is_stuck_on_is_a_warning_naming_it(
     await hog.stop()
     await inner
     await spawner.stop()
+
+
+@actorrt.actor
+class Waiter:
+    async def want(self) -> str:
+        try:
+            await Hog.options(num_cpus=1, process=False, placement="cluster").spawn()
+        except actorrt.ResourceDeadlockError as exc:
+            return str(exc)
+        return "granted"
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.actorrt(num_cpus=1)
+async def test_a_deadlock_among_1000_waiters_and_their_stall_warnings_all_arrive(
+    actorrt_runtime: actorrt.Runtime, caplog: pytest.LogCaptureFixture
+) -> None:
+    # benchmarks/deadlock.py times this shape at 10,000 waiters (loop stalls, report time).
+    caplog.set_level(logging.INFO, logger="actorrt")
+    broker = actorrt_runtime.grants.broker
+    broker._stall_after = 3600.0  # no stall warning before the deadlock is reported
+    n = 1000
+    holder = await Waiter.options(num_cpus=1, process=False, name="holder").spawn()
+    waiters = [await Waiter.spawn() for _ in range(n)]
+    calls = [asyncio.ensure_future(w.want()) for w in waiters]
+    assert await eventually(lambda: broker.waiting_count == n, within=60)
+    # The holder waits too: now nothing can proceed, and the holder's request is the one
+    # whose failure lets the others go on.
+    text = await asyncio.wait_for(holder.want(), 60)
+    assert text.startswith("resource deadlock: Waiter(") and "name='holder'" in text, text
+    assert "holds {CPU: 1}" in text, text
+    assert not stall_records(caplog)
+    # Every waiter's request is stalled at once (the waits are older than the limit): each
+    # gets its warning, in bounded batches, none twice.
+    # The loop keeps serving meanwhile: a counter bumped once per loop turn tells how many
+    # warnings one turn emitted.
+    loop = asyncio.get_running_loop()
+    turns = [0]
+    per_turn: dict[int, int] = {}
+
+    def turn() -> None:
+        turns[0] += 1
+        if len(stall_records(caplog)) < n:
+            loop.call_soon(turn)
+
+    class PerTurn(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "is stalled" in record.getMessage():
+                per_turn[turns[0]] = per_turn.get(turns[0], 0) + 1
+
+    counter = PerTurn()
+    logging.getLogger("actorrt").addHandler(counter)
+    loop.call_soon(turn)
+    broker._stall_after = 0.5
+    for rid in list(broker._awaited_known):
+        req = broker._requests[rid]
+        heapq.heappush(broker._awaited, (req.arrival + 0.5, req.seq, rid))
+    try:
+        assert await eventually(lambda: len(stall_records(caplog)) >= n, within=60)
+    finally:
+        logging.getLogger("actorrt").removeHandler(counter)
+    assert max(per_turn.values()) <= 100, f"{max(per_turn.values())} warnings in one loop turn"
+    records = stall_records(caplog)
+    assert len({r.getMessage().split()[2] for r in records}) == len(records) == n
+    assert all(r.levelno == logging.WARNING and "awaited by Waiter(" in r.getMessage()
+               for r in records)
+    for call in calls:
+        call.cancel()
+    await asyncio.gather(*calls, return_exceptions=True)
+    for ref in [holder, *waiters]:
+        await ref.stop()

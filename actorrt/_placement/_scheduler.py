@@ -46,6 +46,10 @@ logger = logging.getLogger("actorrt")
 
 DRIVER = "driver"
 
+# A word of a broker message that may be an actor id: not part of ``key=value`` (an id the
+# message already describes), nor of a longer word.
+_TOKEN = re.compile(r"(?<![\w=-])[\w-]+")
+
 
 class SchedulerHost(Protocol):
     """What the scheduler asks of the runtime it serves."""
@@ -342,10 +346,10 @@ class Scheduler:
     def _describe(self, actor_id: Hashable) -> str:
         return self.host.describe_id(str(actor_id)) or str(actor_id)
 
-    def _fix_hint(self, text: str) -> str | None:
-        """The fix in the words of the library that made an actor named in ``text`` (Tune's
+    def _fix_hint(self, ids: set[str]) -> str | None:
+        """The fix in the words of the library that made one of the actors ``ids`` (Tune's
         trials: its ``PlacementGroupFactory``), where its class gives one."""
-        for actor_id in {word.strip(".,;:'()") for word in text.split()}:
+        for actor_id in ids:
             target = self.host.lookup(actor_id)
             actor_class = getattr(target, "actor_class", None)
             hint = getattr(getattr(actor_class, "cls", None), "_actorrt_fix_hint", None)
@@ -353,19 +357,20 @@ class Scheduler:
                 return hint
         return None
 
-    def _name_text(self, text: str) -> str:
-        """The broker knows holders by id; say which actor each is (class, id and name)."""
-        for actor_id in {word.strip(".,;:'()") for word in text.split()}:
-            described = self.host.describe_id(actor_id)
-            if described is not None:
-                text = re.sub(rf"(?<![\w=-]){re.escape(actor_id)}(?![\w-])", described, text)
-        return text
-
     def _words(self, raw: str) -> str:
-        """A broker message for users: actors by class, id and name; the fix in the words of
-        the library that made them."""
-        text = self._name_text(raw)
-        hint = self._fix_hint(raw)
+        """A broker message for users: actors by class, id and name (one pass over the text,
+        with one static pattern: a report names many ids, and a pattern per id would be
+        compiled anew for each); the fix in the words of the library that made them."""
+        described: dict[str, str | None] = {}
+
+        def name(match: re.Match[str]) -> str:
+            token = match.group(0)
+            if token not in described:
+                described[token] = self.host.describe_id(token)
+            return described[token] or token
+
+        text = _TOKEN.sub(name, raw)
+        hint = self._fix_hint({t for t, d in described.items() if d is not None})
         if hint is not None and "To fix: " in text:
             text = text[: text.rindex("To fix: ")] + f"To fix: {hint}."
         return text

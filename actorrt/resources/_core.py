@@ -7,6 +7,7 @@ subclass adds the input methods, time-based work and reports.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Generator, Hashable, Iterable, Mapping, Sequence
 
 from actorrt._errors import ResourceError
@@ -19,7 +20,7 @@ from ._placement import Placed, PlacementStrategy, Shape, parse_bundles, parse_s
 from ._pool import ResourcePool
 from ._queue import ClusterQueue
 from ._spec import Resources, parse_resources
-from ._state import DONE, GRANTED, Grant, Group, Holder, Request
+from ._state import DONE, GRANTED, Grant, Group, Holder, Request, WaitQueue
 
 __all__ = ["BrokerCore"]
 
@@ -71,6 +72,8 @@ class BrokerCore:
         self._awaited: list[tuple[float, int, Hashable]] = []
         self._awaited_known: set[Hashable] = set()
         self._stall_told: set[Hashable] = set()
+        # Queued requests of a stalled queue still to report on, a bounded batch per poll.
+        self._stall_queue: deque[tuple[Hashable, WaitQueue]] = deque()
         # The deadlock check: due ``deadlock_delay`` after the first wait edge it has not
         # seen, whatever happens meanwhile; a running check (a generator, in slices).
         self._check_due: float | None = None

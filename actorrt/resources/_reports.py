@@ -7,7 +7,7 @@ Read-only views for ``actorrt.pending_requests()``, ``cluster_resources()``,
 from __future__ import annotations
 
 import heapq
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 
 from ._core import BrokerCore
 from ._deadlock import describe_holdings, describe_request
@@ -33,28 +33,37 @@ class BrokerReports(BrokerCore):
         return self._explain(self._tick(now))
 
     def _explain(self, now: float, only: object = None) -> list[PendingRequest]:
-        ex = Explainer(self._nodes, self._queue, self._holders, self._order)
+        ex = self._explainer()
         out: list[PendingRequest] = []
         if only is None or only == "cluster":
-            reserved = self._queue.reservations
             for req in self._queue.waiting_requests():
-                short, held_by, fits = ex.cluster(req)
-                behind: tuple[Hashable, ...] = ()
-                if fits:
-                    behind = tuple(
-                        r.request.rid
-                        for r in reserved.values()
-                        if (r.request.key, r.request.seq) < (req.key, req.seq)
-                    )
-                out.append(self._report(req, short, held_by, behind, self._queue.waits, now))
+                out.append(self._explain_one(ex, req, now))
         groups = [self._groups[g] for g in sorted(self._groups_waiting, key=repr)]
         for group in groups:
             if only is not None and only is not group:
                 continue
             for req in group.queue.values():
-                short, held_by = ex.group(req, group)
-                out.append(self._report(req, short, held_by, (), group.waits, now))
+                out.append(self._explain_one(ex, req, now))
         return out
+
+    def _explainer(self) -> Explainer:
+        return Explainer(self._nodes, self._queue, self._holders, self._order)
+
+    def _explain_one(self, ex: Explainer, req: Request, now: float) -> PendingRequest:
+        """One waiting request, explained (in its group's queue or the cluster's)."""
+        group = req.group
+        if group is not None:
+            short, held_by = ex.group(req, group)
+            return self._report(req, short, held_by, (), group.waits, now)
+        short, held_by, fits = ex.cluster(req)
+        behind: tuple[Hashable, ...] = ()
+        if fits:
+            behind = tuple(
+                r.request.rid
+                for r in self._queue.reservations.values()
+                if (r.request.key, r.request.seq) < (req.key, req.seq)
+            )
+        return self._report(req, short, held_by, behind, self._queue.waits, now)
 
     def _report(
         self,
@@ -99,13 +108,14 @@ class BrokerReports(BrokerCore):
                 self._awaited_known.discard(rid)
         return None
 
-    def _awaited_stall_reports(self, now: float) -> list[Stalled]:
+    def _awaited_stall_reports(self, now: float, budget: int) -> list[Stalled]:
         """A request an actor awaits is stalled once it has waited ``stall_after``, whatever
         else its queue grants meanwhile (unrelated traffic must not put the warning off);
-        reported once."""
+        reported once. At most ``budget`` reports per call: the rest stay due."""
         events: list[Stalled] = []
         ex: Explainer | None = None
-        while True:
+        children: dict[Hashable, list[Hashable]] | None = None
+        while len(events) < budget:
             due = self._awaited_due()
             if due is None or due > now:
                 return events
@@ -113,7 +123,8 @@ class BrokerReports(BrokerCore):
             req = self._requests[rid]
             self._stall_told.add(rid)
             if ex is None:
-                ex = Explainer(self._nodes, self._queue, self._holders, self._order)
+                ex = self._explainer()
+                children = self._children()
             if req.group is None:
                 short, held_by, _fits = ex.cluster(req)
                 waits = self._queue.waits
@@ -124,27 +135,74 @@ class BrokerReports(BrokerCore):
                 short=short, held_by=held_by, reserved=rid in self._queue.reservations,
                 behind=(), stalled=False, waits=waits, now=now,
             )  # fmt: skip
-            reason = f"{reason}; waited {now - req.arrival:.1f} s. {self.stall_detail(req)}"
+            detail = self.stall_detail(req, children)
+            reason = f"{reason}; waited {now - req.arrival:.1f} s. {detail}"
             events.append(Stalled(rid, req.holder, reason))
+        return events
 
-    def stall_detail(self, req: Request) -> str:
+    def _queued_stall_reports(self, now: float, budget: int) -> list[Stalled]:
+        """The reports of stalled queues (``_stall_queue``), at most ``budget`` per call."""
+        events: list[Stalled] = []
+        queue = self._stall_queue
+        ex: Explainer | None = None
+        children: dict[Hashable, list[Hashable]] | None = None
+        while queue and len(events) < budget:
+            rid, waits = queue.popleft()
+            req = self._requests.get(rid)
+            if req is None or rid in self._stall_told:
+                continue
+            if now - max(req.arrival, waits.last_progress) < self._stall_after:
+                continue  # its queue granted something meanwhile
+            if ex is None:
+                ex = self._explainer()
+                children = self._children()
+            reason = self._explain_one(ex, req, now).reason
+            if req.waiters:
+                self._stall_told.add(rid)
+                reason = f"{reason}. {self.stall_detail(req, children)}"
+            events.append(Stalled(rid, req.holder, reason))
+        return events
+
+    def _children(self) -> dict[Hashable, list[Hashable]]:
+        """Every recorded parent's children (one pass over the parent records)."""
+        children: dict[Hashable, list[Hashable]] = {}
+        for child, parent in self._parents.items():
+            children.setdefault(parent, []).append(child)
+        return children
+
+    def stall_detail(
+        self, req: Request, children: Mapping[Hashable, list[Hashable]] | None = None
+    ) -> str:
         """For a stalled request an actor awaits: the line of actors it belongs to (its
         outermost ancestor, a trial, and what that line holds, workers that did start
         included), what it waits for, and the fix. Not a proven deadlock: actors that are not
         blocked are assumed to end, but started workers that sit waiting for their siblings
-        (a gang started piecemeal) never will."""
+        (a gang started piecemeal) never will. ``children``: from :meth:`_children`, shared
+        by the reports of one poll (the work is then that of the line, not of every
+        holder)."""
         waiter = min(req.waiters, key=repr)
         root = self._ancestors(waiter)[-1]
+        if children is None:
+            children = self._children()
+        holders = self._holders
         line: list[Hashable] = []
-        for hid in self._holders:
-            if hid != root and self._holders[hid].grants and root in self._ancestors(hid):
+        seen = {root}
+        todo = list(children.get(root, ()))
+        while todo:
+            hid = todo.pop()
+            if hid in seen:
+                continue
+            seen.add(hid)
+            h = holders.get(hid)
+            if h is not None and h.grants:
                 line.append(hid)
-        root_h = self._holders.get(root)
+            todo.extend(children.get(hid, ()))
+        root_h = holders.get(root)
         held = describe_holdings(root_h) if root_h is not None else "nothing"
         started = ""
         if line:
             listed = sorted(line, key=repr)[:_LISTED]
-            parts = [f"{hid} holds {describe_holdings(self._holders[hid])}" for hid in listed]
+            parts = [f"{hid} holds {describe_holdings(holders[hid])}" for hid in listed]
             if len(line) > len(listed):
                 parts.append(f"and {len(line) - len(listed)} more")
             started = f"; of the actors it started, {', '.join(parts)}"
