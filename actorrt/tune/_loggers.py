@@ -7,9 +7,11 @@ added on its own when ``tensorboardX`` is installed.
 The TensorBoard writer encodes and writes events on a thread of its own (a fraction of a
 millisecond per result, which should not stall the controller's event loop, where trials'
 reports wait for their answers): hooks only queue what is to be written. It imports
-``tensorboardX`` (which imports torch when that is installed: seconds, once per process) in
-``setup``, on the loop, before any trial runs: importing on the thread could race with the
-loop's own imports of the same modules (numpy) and leave one half-initialised.
+``tensorboardX`` (which imports torch when that is installed: seconds, once per process)
+before any trial runs, on a thread while the loop awaits it (``CallbackList.prepare``), so the
+loop keeps serving and the experiment's time budget keeps counting; the writer thread starts
+only after that import is complete. A module the loop imports meanwhile waits on Python's
+per-module import lock until the thread has finished it.
 """
 
 from __future__ import annotations
@@ -164,7 +166,12 @@ class TBXLoggerCallback(LoggerCallback):
         **info: Any,
     ) -> None:
         if self._writers is None:
-            self._writers = _EventWriters()  # imports tensorboardX here, on the loop
+            self._writers = _EventWriters()  # not prepared off the loop: import it here
+
+    def _prepare_off_loop(self) -> None:
+        """Import tensorboardX (and torch), on a thread of ``CallbackList.prepare``."""
+        if self._writers is None:
+            self._writers = _EventWriters()
 
     def _put(self, item: tuple[Any, ...]) -> None:
         error, self._error = self._error, None
