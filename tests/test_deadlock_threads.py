@@ -132,3 +132,52 @@ async def test_an_actor_awaiting_its_own_ask_logs_no_internal_error(
     await me.stop()
     errors = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert not errors, [r.getMessage() for r in errors]
+
+
+def modin_style(config: dict[str, Any]) -> None:
+    """A trial that starts two undeclared workers from a thread of its own, as a library's
+    worker pool does, and needs both."""
+    from actorrt import tune
+
+    def body() -> Any:
+        return [
+            actorrt.get(Worker.options(num_cpus=1, placement="cluster").spawn())
+            for _ in range(2)
+        ]
+
+    workers = in_a_thread(body)
+    tune.report({"workers": len(workers)})
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.actorrt(num_cpus=4)
+async def test_tune_workers_started_piecemeal_from_a_thread_are_warned_about(
+    actorrt_runtime: actorrt.Runtime, caplog: pytest.LogCaptureFixture, tmp_path: Any
+) -> None:
+    # Two trials hold a CPU each; each started one of its two workers, which took the last
+    # two CPUs: the second workers can never start. No proven deadlock (the started workers
+    # are not blocked), but each trial's wait is warned about, naming the trial and the
+    # worker it started.
+    from actorrt import tune
+
+    caplog.set_level(logging.INFO, logger="actorrt")
+    actorrt_runtime.grants.broker._stall_after = 1.0  # seconds instead of 10
+
+    def warnings() -> list[str]:
+        return [r.getMessage() for r in caplog.records
+                if r.levelno == logging.WARNING and "is stalled" in r.getMessage()]
+
+    fit = asyncio.ensure_future(tune.Tuner(
+        tune.with_resources(modin_style, {"cpu": 1}),
+        param_space={"i": tune.grid_search([0, 1])},
+        run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0),
+    ).fit_async())
+    try:
+        assert await eventually(lambda: len(warnings()) >= 2, within=60), caplog.text[-2000:]
+    finally:
+        fit.cancel()
+        await asyncio.gather(fit, return_exceptions=True)
+    for text in warnings()[:2]:
+        assert "awaited by TrialDriver(" in text, text
+        assert "of the actors it started, Worker(" in text, text
+        assert "To fix:" in text, text
