@@ -255,7 +255,9 @@ class Workers:
     def _notify_wait(self, waiter: Hashable, target: Hashable, added: bool) -> None:
         if self.head is not None and not self.head.is_closing():
             cell = self.runtime.lookup(str(waiter))
-            serial = cell is None or getattr(cell, "max_concurrency", 1) == 1
+            serial = cell is None or self.runtime.waits.saturated(
+                waiter, getattr(cell, "max_concurrency", 1)
+            )
             self.head.notify(WaitEdge(str(waiter), str(target), added, serial))
 
     def _notify_restarted(self, cell: ActorCell) -> None:

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from .._core._context import PlacementInfo
 from .._core._handle import EDGE_DELAY
-from .._core._waits import bounded_by_awaiter
+from .._core._waits import WaitGraph, bounded_by_awaiter
 from ..resources import (
     AskDeadlocked,
     Broker,
@@ -67,6 +67,11 @@ class SchedulerHost(Protocol):
 
     def revoked(self, holder: Hashable, reason: str) -> asyncio.Future[Any] | None:
         """The broker ended ``holder``'s grant: stop that actor; returns its death."""
+        ...
+
+    @property
+    def waits(self) -> WaitGraph:
+        """Who awaits whom in this runtime."""
         ...
 
     def ask_deadlocked(self, waiter: Any, target: Any, error: BaseException) -> None:
@@ -286,7 +291,9 @@ class Scheduler:
         if blocked:
             if serial is None:
                 cell = self.host.lookup(str(waiter))
-                serial = cell is None or getattr(cell, "max_concurrency", 1) == 1
+                serial = cell is None or self.host.waits.saturated(
+                    waiter, getattr(cell, "max_concurrency", 1)
+                )
             self.broker.blocked(waiter, on_holder=target, serial=serial, now=now)
         else:
             self.broker.unblocked(waiter, on_holder=target, now=now)
