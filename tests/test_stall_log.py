@@ -4,6 +4,7 @@ driver program (a sweep's waiting trials) are ordinary queueing, logged at info.
 import asyncio
 import heapq
 import logging
+import time
 
 import pytest
 from conftest import eventually
@@ -129,3 +130,59 @@ async def test_a_deadlock_among_1000_waiters_and_their_stall_warnings_all_arrive
     await asyncio.gather(*calls, return_exceptions=True)
     for ref in [holder, *waiters]:
         await ref.stop()
+
+
+@actorrt.actor(max_concurrency=8)
+class Box:
+    """A value one trial gives and another takes."""
+
+    def __init__(self) -> None:
+        self.given = asyncio.Event()
+
+    async def take(self) -> int:
+        await self.given.wait()
+        return 1
+
+    def give(self) -> None:
+        self.given.set()
+
+
+def taker_or_giver(config: dict[str, object]) -> None:
+    from actorrt import tune
+
+    box = actorrt.get(actorrt.get_actor("box"))
+    if config["i"] == 0:
+        tune.report({"got": actorrt.get(box.take())})  # only trial 1 gives it
+    else:
+        actorrt.get(box.give())
+        tune.report({"got": 0})
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.actorrt(num_cpus=1)
+async def test_a_trial_waiting_for_a_queued_trial_is_warned_about_and_the_budget_holds(
+    actorrt_runtime: actorrt.Runtime, caplog: pytest.LogCaptureFixture, tmp_path: object
+) -> None:
+    from actorrt import tune
+
+    caplog.set_level(logging.INFO, logger="actorrt")
+    actorrt_runtime.grants.broker._stall_after = 1.0  # seconds instead of 10
+    box = await Box.options(name="box").spawn()
+    budget = 12.0
+    started = time.monotonic()
+    grid = await tune.Tuner(
+        tune.with_resources(taker_or_giver, {"cpu": 1}),
+        param_space={"i": tune.grid_search([0, 1])},
+        tune_config=tune.TuneConfig(time_budget_s=budget),
+        run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0),
+    ).fit_async()
+    took = time.monotonic() - started
+    await box.kill()
+    # The running trial is stopped at the budget (killed after a grace: it never reports).
+    assert took < budget + 8.0, f"fit() took {took:.1f} s with a {budget:.0f} s budget"
+    assert grid.num_errors == 0
+    warned = [r.getMessage() for r in stall_records(caplog) if r.levelno == logging.WARNING]
+    assert warned, caplog.text[-3000:]
+    text = warned[0]
+    assert "TrialDriver(" in text and "is itself waiting, for an answer from Box(" in text, text
+    assert "name='box'" in text and "The fix: do not make a running actor wait" in text, text

@@ -327,11 +327,15 @@ class Scheduler:
                 logger.info("%s", error)  # the asker gets it, as an error
                 self.host.ask_deadlocked(event.waiter, event.target, error)
             elif isinstance(event, Stalled):
-                # A warning when an actor is stuck on it (it may hold what others need); a
-                # request that nobody awaits from inside an actor (the driver program's
-                # spawns: a sweep's queued trials) is ordinary queueing, worth a note only.
+                # A warning when an actor is stuck on it (it may hold what others need), or
+                # when what it is short of is held by an actor that itself waits (it may wait
+                # for what only this request would give); else a request that nobody awaits
+                # from inside an actor (the driver program's spawns: a sweep's queued
+                # trials) is ordinary queueing, worth a note only.
                 waiter = self._requesters.get(event.request_id)
-                level = logging.WARNING if waiter is not None else logging.INFO
+                level = logging.INFO
+                if waiter is not None or event.blocked_holder is not None:
+                    level = logging.WARNING
                 by = "" if waiter is None else f" (awaited by {self._describe(waiter)})"
                 logger.log(level, "resource request %s of %s is stalled: %s%s",
                            event.request_id, self._describe(event.holder),

@@ -156,12 +156,41 @@ class BrokerReports(BrokerCore):
             if ex is None:
                 ex = self._explainer()
                 children = self._children()
-            reason = self._explain_one(ex, req, now).reason
+            report = self._explain_one(ex, req, now)
+            reason = report.reason
+            blocked = None
             if req.waiters:
                 self._stall_told.add(rid)
                 reason = f"{reason}. {self.stall_detail(req, children)}"
-            events.append(Stalled(rid, req.holder, reason))
+            else:
+                blocked = next(
+                    (hid for hid in report.held_by
+                     if (h := self._holders.get(hid)) is not None and h.is_blocked()),
+                    None,
+                )
+                if blocked is not None:
+                    reason = f"{reason}. {self.blocked_detail(blocked)}"
+            events.append(Stalled(rid, req.holder, reason, blocked))
         return events
+
+    def blocked_detail(self, hid: Hashable) -> str:
+        """For a stalled request nobody awaits from inside an actor, short of what ``hid``
+        holds while ``hid`` itself waits: who, what it holds, what it waits for, the fix. Not
+        a proven deadlock (what it waits for may come), but if it can only come from the
+        stalled request's holder (a value a queued trial would give), it never does."""
+        h = self._holders[hid]
+        waits = [f"an answer from {t}" for t in sorted(h.edges_holder, key=repr)[:_LISTED]]
+        for rid in sorted(h.edges_request, key=repr)[:_LISTED]:
+            req = self._requests.get(rid)
+            if req is not None:
+                waits.append(describe_request(req))
+        return (
+            f"{hid}, which holds {describe_holdings(h)}, is itself waiting, for "
+            f"{' and '.join(waits) or 'a request'}. If what it waits for can only come "
+            "from work queued behind it (a value a queued trial would give), this never ends. "
+            "The fix: do not make a running actor wait for queued work; give both what they "
+            "need at once (less per trial, or more capacity), or bound the wait with a timeout"
+        )
 
     def _children(self) -> dict[Hashable, list[Hashable]]:
         """Every recorded parent's children (one pass over the parent records)."""
