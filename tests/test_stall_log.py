@@ -166,9 +166,11 @@ async def test_a_trial_waiting_for_a_queued_trial_is_warned_about_and_the_budget
     from actorrt import tune
 
     caplog.set_level(logging.INFO, logger="actorrt")
-    actorrt_runtime.grants.broker._stall_after = 1.0  # seconds instead of 10
+    # Seconds instead of 10, but enough for the first trial to be waiting on the box when
+    # the second trial's request is reported (a loaded machine starts processes slowly).
+    actorrt_runtime.grants.broker._stall_after = 4.0
     box = await Box.options(name="box").spawn()
-    budget = 12.0
+    budget = 15.0
     started = time.monotonic()
     grid = await tune.Tuner(
         tune.with_resources(taker_or_giver, {"cpu": 1}),

@@ -311,6 +311,7 @@ class Scheduler:
     def _dispatch(self, events: list[Event]) -> list[asyncio.Future[Any]]:
         """Act on the broker's events; returns the deaths of the actors it revoked."""
         deaths: list[asyncio.Future[Any]] = []
+        described: dict[str, str | None] = {}  # names looked up for this batch's messages
         for event in events:
             if isinstance(event, Granted):
                 self._granted(event)
@@ -339,7 +340,7 @@ class Scheduler:
                 by = "" if waiter is None else f" (awaited by {self._describe(waiter)})"
                 logger.log(level, "resource request %s of %s is stalled: %s%s",
                            event.request_id, self._describe(event.holder),
-                           self._words(event.reason), by)
+                           self._words(event.reason, described), by)
         self._arm()
         return deaths
 
@@ -368,20 +369,28 @@ class Scheduler:
                 return hint
         return None
 
-    def _words(self, raw: str) -> str:
+    def _words(self, raw: str, described: dict[str, str | None] | None = None) -> str:
         """A broker message for users: actors by class, id and name (one pass over the text,
         with one static pattern: a report names many ids, and a pattern per id would be
-        compiled anew for each); the fix in the words of the library that made them."""
-        described: dict[str, str | None] = {}
+        compiled anew for each); the fix in the words of the library that made them.
+        ``described``: names already looked up, shared by the messages of one batch."""
+        if described is None:
+            described = {}
+
+        named: set[str] = set()
 
         def name(match: re.Match[str]) -> str:
             token = match.group(0)
             if token not in described:
                 described[token] = self.host.describe_id(token)
-            return described[token] or token
+            found = described[token]
+            if found is None:
+                return token
+            named.add(token)
+            return found
 
         text = _TOKEN.sub(name, raw)
-        hint = self._fix_hint({t for t, d in described.items() if d is not None})
+        hint = self._fix_hint(named)
         if hint is not None and "To fix: " in text:
             text = text[: text.rindex("To fix: ")] + f"To fix: {hint}."
         return text

@@ -162,7 +162,7 @@ class Broker(BrokerMembership):
         but were given a parent, so that the record is dropped.
         """
         self._tick(now)
-        self._parents.pop(holder, None)
+        self._unparent(holder)
         for w in self._holder_waiters.pop(holder, ()):
             waiter = self._holders.get(w)
             if waiter is not None:
@@ -193,11 +193,13 @@ class Broker(BrokerMembership):
     def set_parent(self, holder: Hashable, parent: Hashable) -> None:
         """Record that ``holder`` was spawned by ``parent`` (``None`` forgets it)."""
         if parent is None:
-            self._parents.pop(holder, None)
+            self._unparent(holder)
         elif parent == holder:
             raise ValueError(f"holder {holder!r} cannot be its own parent")
         else:
+            self._unparent(holder)
             self._parents[holder] = parent
+            self._child_ids.setdefault(parent, set()).add(holder)
 
     def blocked(
         self,

@@ -60,6 +60,7 @@ class BrokerCore:
         self._groups_waiting: set[Hashable] = set()
         self._holders: dict[Hashable, Holder] = {}
         self._parents: dict[Hashable, Hashable] = {}
+        self._child_ids: dict[Hashable, set[Hashable]] = {}  # the reverse of _parents
         self._holder_waiters: dict[Hashable, set[Hashable]] = {}
         self._shapes: dict[tuple[object, ...], Shape] = {}
         self._feasible: set[tuple[object, ...]] = set()
@@ -122,6 +123,15 @@ class BrokerCore:
         if shape is None:
             shape = self._shapes[key] = Shape(bundles, strategy)
         return shape
+
+    def _unparent(self, holder: Hashable) -> None:
+        parent = self._parents.pop(holder, None)
+        if parent is not None:
+            siblings = self._child_ids.get(parent)
+            if siblings is not None:
+                siblings.discard(holder)
+                if not siblings:
+                    del self._child_ids[parent]
 
     def _ancestors(self, hid: Hashable) -> list[Hashable]:
         """``hid`` and its ancestors, nearest first."""

@@ -47,7 +47,7 @@ class BrokerReports(BrokerCore):
         return out
 
     def _explainer(self) -> Explainer:
-        return Explainer(self._nodes, self._queue, self._holders, self._order)
+        return Explainer(self._nodes, self._queue, self._grants.values(), self._order)
 
     def _explain_one(self, ex: Explainer, req: Request, now: float) -> PendingRequest:
         """One waiting request, explained (in its group's queue or the cluster's)."""
@@ -114,7 +114,7 @@ class BrokerReports(BrokerCore):
         reported once. At most ``budget`` reports per call: the rest stay due."""
         events: list[Stalled] = []
         ex: Explainer | None = None
-        children: dict[Hashable, list[Hashable]] | None = None
+        children: Mapping[Hashable, set[Hashable]] | None = None
         while len(events) < budget:
             due = self._awaited_due()
             if due is None or due > now:
@@ -145,7 +145,7 @@ class BrokerReports(BrokerCore):
         events: list[Stalled] = []
         queue = self._stall_queue
         ex: Explainer | None = None
-        children: dict[Hashable, list[Hashable]] | None = None
+        children: Mapping[Hashable, set[Hashable]] | None = None
         while queue and len(events) < budget:
             rid, waits = queue.popleft()
             req = self._requests.get(rid)
@@ -192,23 +192,19 @@ class BrokerReports(BrokerCore):
             "need at once (less per trial, or more capacity), or bound the wait with a timeout"
         )
 
-    def _children(self) -> dict[Hashable, list[Hashable]]:
-        """Every recorded parent's children (one pass over the parent records)."""
-        children: dict[Hashable, list[Hashable]] = {}
-        for child, parent in self._parents.items():
-            children.setdefault(parent, []).append(child)
-        return children
+    def _children(self) -> Mapping[Hashable, set[Hashable]]:
+        """Every recorded parent's children (kept by the broker as parents are recorded)."""
+        return self._child_ids
 
     def stall_detail(
-        self, req: Request, children: Mapping[Hashable, list[Hashable]] | None = None
+        self, req: Request, children: Mapping[Hashable, set[Hashable]] | None = None
     ) -> str:
         """For a stalled request an actor awaits: the line of actors it belongs to (its
         outermost ancestor, a trial, and what that line holds, workers that did start
         included), what it waits for, and the fix. Not a proven deadlock: actors that are not
         blocked are assumed to end, but started workers that sit waiting for their siblings
-        (a gang started piecemeal) never will. ``children``: from :meth:`_children`, shared
-        by the reports of one poll (the work is then that of the line, not of every
-        holder)."""
+        (a gang started piecemeal) never will. ``children``: the broker's index of children
+        (:meth:`_children`), so the work is that of the line, not of every holder."""
         waiter = min(req.waiters, key=repr)
         root = self._ancestors(waiter)[-1]
         if children is None:
