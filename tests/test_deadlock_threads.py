@@ -149,7 +149,7 @@ def modin_style(config: dict[str, Any]) -> None:
     tune.report({"workers": len(workers)})
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(240)
 @pytest.mark.actorrt(num_cpus=4)
 async def test_tune_workers_started_piecemeal_from_a_thread_are_warned_about(
     actorrt_runtime: actorrt.Runtime, caplog: pytest.LogCaptureFixture, tmp_path: Any
@@ -173,7 +173,8 @@ async def test_tune_workers_started_piecemeal_from_a_thread_are_warned_about(
         run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0),
     ).fit_async())
     try:
-        assert await eventually(lambda: len(warnings()) >= 2, within=60), caplog.text[-2000:]
+        # Generous: on a loaded machine two trial processes may take long to start.
+        assert await eventually(lambda: len(warnings()) >= 2, within=180), caplog.text[-2000:]
     finally:
         fit.cancel()
         await asyncio.gather(fit, return_exceptions=True)
