@@ -18,6 +18,7 @@ import pytest
 from conftest import eventually
 
 import actorrt
+from benchmarks.deadlock import Gate
 
 
 @actorrt.actor
@@ -136,14 +137,14 @@ async def test_an_actor_awaiting_its_own_ask_logs_no_internal_error(
 
 def modin_style(config: dict[str, Any]) -> None:
     """A trial that starts two undeclared workers from a thread of its own, as a library's
-    worker pool does, and needs both."""
+    worker pool does, and needs both; the second once every trial has its first (so the
+    gang is started piecemeal, whatever the order the trials run in)."""
     from actorrt import tune
 
     def body() -> Any:
-        return [
-            actorrt.get(Worker.options(num_cpus=1, placement="cluster").spawn())
-            for _ in range(2)
-        ]
+        first = actorrt.get(Worker.options(num_cpus=1, placement="cluster").spawn())
+        actorrt.get(config["gate"].meet.options(timeout=120)())
+        return [first, actorrt.get(Worker.options(num_cpus=1, placement="cluster").spawn())]
 
     workers = in_a_thread(body)
     tune.report({"workers": len(workers)})
@@ -162,6 +163,7 @@ async def test_tune_workers_started_piecemeal_from_a_thread_are_warned_about(
 
     caplog.set_level(logging.INFO, logger="actorrt")
     actorrt_runtime.grants.broker._stall_after = 1.0  # seconds instead of 10
+    gate = await Gate.spawn(2)
 
     def warnings() -> list[str]:
         return [r.getMessage() for r in caplog.records
@@ -169,7 +171,7 @@ async def test_tune_workers_started_piecemeal_from_a_thread_are_warned_about(
 
     fit = asyncio.ensure_future(tune.Tuner(
         tune.with_resources(modin_style, {"cpu": 1}),
-        param_space={"i": tune.grid_search([0, 1])},
+        param_space={"gate": gate, "i": tune.grid_search([0, 1])},
         run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0),
     ).fit_async())
     try:
@@ -178,6 +180,7 @@ async def test_tune_workers_started_piecemeal_from_a_thread_are_warned_about(
     finally:
         fit.cancel()
         await asyncio.gather(fit, return_exceptions=True)
+    await gate.stop()
     for text in warnings()[:2]:
         assert "awaited by TrialDriver(" in text, text
         assert "of the actors it started, Worker(" in text, text
