@@ -89,5 +89,5 @@ class RoleDelegation:
     async def remove_for_worker(self, group_id: str) -> None:
         await self.owner.remove_for_worker(group_id)
 
-    def edge_reported(self, waiter: Any, conn: Any, added: bool) -> None:
-        self.owner.edge_reported(waiter, conn, added)
+    def edge_reported(self, waiter: Any, target: Any, conn: Any, added: bool) -> None:
+        self.owner.edge_reported(waiter, target, conn, added)

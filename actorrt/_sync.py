@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import contextvars
 import inspect
 import threading
 import time
@@ -19,6 +20,7 @@ from typing import Any, TypeVar
 
 import uvloop
 
+from ._core._context import current_cell, running_actor
 from ._core._handle import AskHandle, ThreadWait
 from ._errors import AskTimeoutError, RuntimeAlreadyRunningError
 from ._ray_init import ray_init_args
@@ -191,7 +193,11 @@ def _get_one(awaitable: Any, deadline: float | None) -> Any:
         if inspect.iscoroutine(awaitable):
             awaitable.close()  # it will never run; closing it avoids a "never awaited" warning
         raise
-    future = asyncio.run_coroutine_threadsafe(_await(awaitable), runtime.loop)
+    context = contextvars.copy_context()
+    if current_cell.get() is None and (actor := running_actor()) is not None:
+        # A thread a worker-process actor's code started: what it asks for is that actor's.
+        context.run(current_cell.set, actor)
+    future = context.run(asyncio.run_coroutine_threadsafe, _await(awaitable), runtime.loop)
     try:
         return future.result(left)
     except TimeoutError:

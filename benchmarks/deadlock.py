@@ -36,12 +36,23 @@ check runs (a probe callback re-queued every turn measures the longest gap betwe
 beside the same probe on an idle loop for as long (the baseline: what other processes and the
 OS cost the loop on this machine), and the time from the check's start to its report
 (``--check`` fails above 1 s at 10,000).
+
+In the runtime itself (``--only-runtime`` runs just this): an inline actor holds the one CPU,
+1,000 or 10,000 inline actors await a CPU each, then the holder awaits one too, which makes a
+deadlock of them all. Figures: the loop's longest stall while the check runs and the time to
+the ``ResourceDeadlockError``; then, every wait being older than the stall limit, the loop's
+longest stall while every waiter's stall warning is emitted and the time to the last one.
+``--check`` fails above 10 ms of stall or 1 s at 10,000. The loop's stalls include the
+interpreter's full garbage collections, which at 10,000 actors take hundreds of ms on a
+loaded 2-core machine, whatever the runtime does.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import heapq
+import logging
 import tempfile
 import time
 from typing import Any
@@ -298,16 +309,168 @@ def scale_figures(reps: int) -> list[Figure]:
     return figures
 
 
+@actorrt.actor
+class Waiter:
+    """An inline actor that awaits a 1-CPU spawn (from the cluster queue)."""
+
+    async def want(self) -> str:
+        try:
+            await Helper.options(num_cpus=1, process=False, placement="cluster").spawn()
+        except actorrt.ResourceDeadlockError:
+            return "deadlock"
+        return "granted"
+
+
+class LoopProbe:
+    """The longest gap between turns of the running loop while it is on (a callback
+    re-queued every turn)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.worst = 0.0
+        self.on = False
+        self._last = 0.0
+
+    def start(self) -> None:
+        self.worst = 0.0
+        self._last = time.perf_counter()
+        if not self.on:
+            self.on = True
+            self.loop.call_soon(self._turn)
+
+    def stop(self) -> float:
+        """Stops measuring; returns the longest gap in ms."""
+        self.on = False
+        return self.worst * 1000
+
+    def _turn(self) -> None:
+        t = time.perf_counter()
+        self.worst = max(self.worst, t - self._last)
+        self._last = t
+        if self.on:
+            self.loop.call_soon(self._turn)
+
+
+async def runtime_scale(n: int) -> tuple[float, float, float, float]:
+    """In a runtime of one CPU: an inline actor holds the CPU; ``n`` inline actors await a
+    CPU each (queued, no deadlock yet: the holder is not blocked); then the holder awaits a
+    CPU too, which makes all of them a deadlock. Returns (longest loop stall ms while the
+    check runs, ms to the report, longest loop stall ms while every waiter's stall warning is
+    emitted, ms from their due time to the last warning)."""
+    from actorrt._runtime import current_runtime
+
+    broker = current_runtime().grants.broker
+    warned = _Count("is stalled")
+    logger = logging.getLogger("actorrt")
+    logger.addHandler(warned)
+    saved = logger.level, logger.propagate
+    logger.setLevel(logging.INFO)
+    logger.propagate = False  # counted, not printed (a terminal's speed is not the runtime's)
+    try:
+        holder = await Waiter.options(num_cpus=1, process=False).spawn()
+        waiters = [await Waiter.spawn() for _ in range(n)]
+        broker._stall_after = 3600.0  # no stall warning until the check is measured
+        calls = [asyncio.ensure_future(w.want()) for w in waiters]
+        while True:  # polled: the broker has no event for it
+            if broker.waiting_count >= n:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.5)  # every edge seen, the checks that find nothing done
+        probe = LoopProbe()
+        probe.start()
+        start = time.perf_counter()
+        assert await holder.want() == "deadlock"
+        took = time.perf_counter() - start
+        check_stall = probe.stop()
+        # Now every wait is older than the stall limit (as after 10 s in a runtime): all
+        # the warnings are due in one poll.
+        loop = asyncio.get_running_loop()
+        due = loop.time()
+        broker._stall_after = 0.001
+        for rid in list(broker._awaited_known):
+            heapq.heappush(broker._awaited, (due, broker._requests[rid].seq, rid))
+        probe.start()
+        begun = time.perf_counter()
+        current_runtime().grants._arm()
+        await warned.reached(n)
+        warned_by = time.perf_counter() - begun
+        warn_stall = probe.stop()
+        for call in calls:
+            call.cancel()
+        await asyncio.gather(*calls, return_exceptions=True)
+        for ref in [holder, *waiters]:
+            await ref.stop()
+    finally:
+        logger.removeHandler(warned)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
+    return check_stall, took * 1000, warn_stall, max(warned_by, 0.0) * 1000
+
+
+class _Count(logging.Handler):
+    """Counts the records whose message contains ``text`` (emitted on the loop's thread)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+        self.count = 0
+        self._want = 0
+        self._reached = asyncio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage():
+            self.count += 1
+            if self._want and self.count >= self._want:
+                self._reached.set()
+
+    async def reached(self, count: int) -> None:
+        self._want = count
+        if self.count < count:
+            await self._reached.wait()
+
+
+def runtime_figures(reps: int) -> list[Figure]:
+    """The runtime at scale; one sample at 10,000 waiters (starting 10,000 actors takes most
+    of a minute on a 2-core machine)."""
+    figures = []
+    for n in (1_000, 10_000):
+        samples: list[list[float]] = [[], [], [], []]
+        for _ in range(reps if n < 10_000 else 1):
+
+            async def one(n: int = n) -> tuple[float, float, float, float]:
+                return await runtime_scale(n)
+
+            for got, value in zip(samples, actorrt.run(one, num_cpus=1), strict=True):
+                got.append(value)
+        big = n == 10_000
+        label = f"runtime, a deadlock and {n:,} blocked inline waiters"
+        figures += [
+            Figure(f"{label}: longest loop stall, check", "ms", samples[0],
+                   target_value=10.0 if big else None, lower_is_better=True),
+            Figure(f"{label}: time to report", "ms", samples[1],
+                   target_value=1000.0 if big else None, lower_is_better=True),
+            Figure(f"{label}: longest loop stall, stall warnings", "ms", samples[2],
+                   target_value=10.0 if big else None, lower_is_better=True),
+            Figure(f"{label}: the last stall warning, after due", "ms", samples[3],
+                   target_value=1000.0 if big else None, lower_is_better=True),
+        ]
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
     parser.add_argument("--reps", type=int, default=3, help="samples per figure")
     parser.add_argument("--trials", type=int, default=4, help="trials, and CPUs")
     parser.add_argument("--no-sweep", action="store_true", help="skip the Tune sweep")
+    parser.add_argument("--only-runtime", action="store_true",
+                        help="only the runtime at scale (a deadlock and many waiters)")
     args = parser.parse_args()
 
     figures = []
-    if not args.no_sweep:
+    if args.only_runtime:
+        figures += runtime_figures(args.reps)
+    if not args.no_sweep and not args.only_runtime:
         detect: list[float] = []
         total: list[float] = []
         for _ in range(args.reps):
@@ -324,10 +487,14 @@ def main() -> None:
             Figure("Modin-style deadlock: whole sweep, fit() returns", "s", total,
                    lower_is_better=True),
         ]
-    cycle = [actorrt.run(ask_cycle_under_load, resources={"token": 1}) for _ in range(args.reps)]
-    figures.append(Figure("ask cycle under unrelated traffic: time to DeadlockError", "s",
-                          cycle, target_value=1.0, lower_is_better=True))
-    figures += scale_figures(args.reps)
+    if not args.only_runtime:
+        cycle = [
+            actorrt.run(ask_cycle_under_load, resources={"token": 1}) for _ in range(args.reps)
+        ]
+        figures.append(Figure("ask cycle under unrelated traffic: time to DeadlockError", "s",
+                              cycle, target_value=1.0, lower_is_better=True))
+        figures += scale_figures(args.reps)
+        figures += runtime_figures(args.reps)
     ok = report("benchmarks.deadlock: an undeclared worker request while trials hold every CPU",
                 figures, "deadlock", {"loop": "uvloop", "trials": args.trials,
                                       "cpus": args.trials, "reps": args.reps})

@@ -93,7 +93,7 @@ SECTIONS = [
     Section("tune", [Module("tune_overhead", ["--large"], ["--trials", "10", "--reports", "3"])],
             reps=3, timeout=900, ray="tune", ray_args=["--trials", "100", "--reports", "10"],
             ray_quick=["--trials", "10", "--reports", "3"], ray_reps=1, ray_timeout=900),
-    Section("deadlock", [Module("deadlock", [], ["--trials", "2"])], reps=3, timeout=300,
+    Section("deadlock", [Module("deadlock", [], ["--trials", "2"])], reps=3, timeout=600,
             ray="deadlock", ray_quick=["--deadlock-trials", "2"], ray_reps=1),
     Section("train", [Module("train_overhead", ["--rounds", "2"], ["--quick"])], reps=3,
             timeout=900),

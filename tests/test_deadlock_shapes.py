@@ -163,6 +163,35 @@ async def test_a_cycle_through_an_actor_that_serves_concurrently_is_no_deadlock(
     await b.stop()
 
 
+@pytest.mark.parametrize("kind", ["inline", "process"])
+@pytest.mark.parametrize("calls", [15, 16])
+async def test_concurrent_ask_cycles_that_fill_every_slot_are_reported(
+    actorrt_runtime: actorrt.Runtime, calls: int, kind: str
+) -> None:
+    # Each of `calls` asks to alpha takes one of its 16 slots and asks beta, whose message
+    # asks alpha back. With 15, alpha has a slot left for the asks back: all answer. With 16,
+    # alpha's every slot waits on beta and beta's every slot on alpha: none can ever end.
+    cls = Peer if kind == "inline" else ProcessPeer
+    a = await cls.options(max_concurrency=16, name="alpha").spawn()
+    b = await cls.options(max_concurrency=16, name="beta").spawn()
+    await a.meet(b)
+    await b.meet(a)
+    results = await asyncio.wait_for(
+        asyncio.gather(*(a.ask_other() for _ in range(calls)), return_exceptions=True), 60
+    )
+    if calls < 16:
+        assert results == ["pong"] * calls
+    else:
+        errors = [r for r in results if isinstance(r, actorrt.DeadlockError)]
+        assert errors and all(r == "pong" or isinstance(r, actorrt.DeadlockError)
+                              for r in results), results
+        text = str(errors[0])
+        assert "ask deadlock" in text and "name='alpha'" in text and "name='beta'" in text
+    assert await a.ping() == "pong" and await b.ping() == "pong"
+    await a.stop()
+    await b.stop()
+
+
 # -- synchronous waits ---------------------------------------------------------------------
 
 

@@ -53,6 +53,38 @@ current_cell: ContextVar[RunningActor | None] = ContextVar(
 )
 
 
+# The actor a worker process hosts (its one resource-bearing actor), while it lives. A thread
+# its code started (``threading.Thread``, an executor) inherits no context variable, but every
+# thread of a worker process other than its loop's runs for that actor: what such a thread
+# asks for (a spawn, an ask, a placement group) is that actor's, with its wait edges, its
+# capture into the actor's group, and withdrawal at its end.
+_hosted: list[RunningActor] = []
+
+
+def host(actor: RunningActor | None) -> None:
+    """Record the actor this worker process hosts (``None``: it ended)."""
+    _hosted[:] = [] if actor is None else [actor]
+
+
+def running_hosted() -> RunningActor | None:
+    """The actor this worker process hosts, or ``None``."""
+    return _hosted[0] if _hosted else None
+
+
+def running_actor() -> RunningActor | None:
+    """The actor whose code runs now: the context's, or, on a thread of a worker process
+    other than its loop's, the actor that process hosts."""
+    cell = current_cell.get()
+    if cell is not None or not _hosted:
+        return cell
+    hosted = _hosted[0]
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    return None if loop is hosted.loop else hosted
+
+
 class BundleRef:
     """One bundle of a placement group, as an actor's ``placement``."""
 
@@ -168,8 +200,9 @@ class RuntimeContext:
 
 
 def get_context() -> RuntimeContext:
-    """Describe the actor whose code calls this (or the driver program)."""
-    cell = current_cell.get()
+    """Describe the actor whose code calls this (or the driver program); on a thread that a
+    worker-process actor's code started, that actor."""
+    cell = running_actor()
     if cell is None:
         return RuntimeContext(None, None, None, 0)
     assigned, placement = cell.grant_info or ({}, None)

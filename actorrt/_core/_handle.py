@@ -13,7 +13,7 @@ from collections.abc import Generator
 from typing import Any, Final, Generic, Protocol, TypeVar
 
 from .._errors import AskTimeoutError, ConnectionLostError, DeadlockError
-from ._context import RunningActor, current_cell
+from ._context import RunningActor, current_cell, running_actor
 
 try:
     from asyncio import _get_running_loop as _running_loop
@@ -261,7 +261,7 @@ class AskHandle(Generic[T]):
             timeout = left if timeout is None else min(timeout, left)
         fut = self._fut
         cf = fut if isinstance(fut, concurrent.futures.Future) else _bridge(fut)
-        waiter = None if bounded else current_cell.get()
+        waiter = None if bounded else running_actor()
         if waiter is not None:
             if _same(waiter, self._cell) and waiter.max_concurrency == 1 and not cf.done():
                 raise self._self_ask_error()

@@ -23,7 +23,7 @@ from typing import Any, Protocol, cast
 from .._errors import ResourceError
 from ..resources import GroupTarget, Resources, parse_bundles, parse_strategy
 from ._context import BundleRef as BundleRef
-from ._context import PlacementInfo, current_cell
+from ._context import PlacementInfo, running_actor
 from ._current import RuntimeServices, current_services
 
 try:
@@ -217,7 +217,7 @@ def _retrieved(wait: asyncio.Future[Any]) -> None:
 
 
 def _requester() -> str | None:
-    cell = current_cell.get()
+    cell = running_actor()
     return cell.actor_id if cell is not None else None
 
 
@@ -252,7 +252,7 @@ def placement_group(
     chosen = str(parse_strategy(strategy))
     runtime = current_services()
     service = cast(HasPlacement, runtime).placement
-    cell = current_cell.get()
+    cell = running_actor()
     holder = cell.actor_id if cell is not None and cell.runtime is runtime else None
     loop = runtime.loop
     if _running_loop() is not loop:

@@ -4,7 +4,9 @@ An edge ``waiter -> target`` exists while actor ``waiter`` awaits, with no timeo
 to actor ``target``: with ``await``, or from synchronous code with ``actorrt.get``. An
 actor is blocked (docs/broker.md) when it awaits a resource request or an ask to a blocked
 actor; this graph is the "ask" half of that definition. A wait with a timeout ends by
-itself and is no edge, however it is bounded.
+itself and is no edge, however it is bounded. Nor is an actor's wait on its own ask (one
+that serves several messages at once: the asked message takes another of its slots; one that
+serves one at a time is refused at the call): it waits on no other holder.
 
 Each awaited answer is registered with its edge, so that when the broker proves the wait can
 never end (a cycle of asks), :meth:`WaitGraph.fail` ends it with the error that says why.
@@ -51,9 +53,10 @@ Answer = asyncio.Future[Any] | concurrent.futures.Future[Any]
 class WaitGraph:
     """A multigraph of wait edges, counted so nested or concurrent awaits compose.
 
-    ``listener(waiter, target, added)`` hears when a pair gets its first edge and when it
-    loses its last: the runtime passes that on to the broker (or, in a worker, to the
-    owning runtime's broker). Called on the runtime's loop only.
+    ``listener(waiter, target, added)`` hears of every change of a pair's count (``added``:
+    whether the pair still has an edge): the runtime passes that on to the broker (or, in a
+    worker, to the owning runtime's broker), with whether the waiter can serve no other
+    message now (:meth:`saturated`). Called on the runtime's loop only.
     """
 
     __slots__ = ("_answers", "_edges", "listener")
@@ -64,15 +67,18 @@ class WaitGraph:
         self.listener: Listener | None = None
 
     def add(self, waiter: Hashable, target: Hashable, answer: Answer | None = None) -> None:
+        if waiter == target:
+            return  # a wait on its own ask: no edge (see the module's docstring)
         targets = self._edges.setdefault(waiter, {})
-        count = targets.get(target, 0)
-        targets[target] = count + 1
+        targets[target] = targets.get(target, 0) + 1
         if answer is not None:
             self._answers.setdefault((waiter, target), []).append(answer)
-        if count == 0 and self.listener is not None:
+        if self.listener is not None:
             self.listener(waiter, target, True)
 
     def remove(self, waiter: Hashable, target: Hashable, answer: Answer | None = None) -> None:
+        if waiter == target:
+            return
         if answer is not None:
             answers = self._answers.get((waiter, target))
             if answers is not None:
@@ -88,12 +94,12 @@ class WaitGraph:
         count = targets.get(target, 0) - 1
         if count > 0:
             targets[target] = count
-            return
-        targets.pop(target, None)
-        if not targets:
-            del self._edges[waiter]
+        else:
+            targets.pop(target, None)
+            if not targets:
+                del self._edges[waiter]
         if self.listener is not None:
-            self.listener(waiter, target, False)
+            self.listener(waiter, target, count > 0)
 
     def fail(self, waiter: Hashable, target: Hashable, error: BaseException) -> bool:
         """End every wait of ``waiter`` on ``target`` with ``error``; whether there was one."""
@@ -106,6 +112,15 @@ class WaitGraph:
                     continue  # answered in the meantime (from another thread)
                 failed = True
         return failed
+
+    def saturated(self, waiter: Hashable, max_concurrency: int) -> bool:
+        """Whether ``waiter``, serving up to ``max_concurrency`` messages at once, has every
+        one of them awaiting an ask (each recorded wait is one message's: a task its code
+        started records none), so it cannot serve another message until one is answered."""
+        targets = self._edges.get(waiter)
+        return max_concurrency == 1 or (
+            targets is not None and sum(targets.values()) >= max_concurrency
+        )
 
     def waiting_on(self, waiter: Hashable) -> frozenset[Hashable]:
         """The targets ``waiter`` is awaiting right now."""

@@ -342,7 +342,9 @@ class Host:
     # ------------------------------------------------------------------ waits
 
     def _wait_edge(self, conn: Connection, msg: WaitEdge) -> None:
-        self.runtime.edge_reported(msg.waiter, conn, msg.added)
+        if msg.waiter == msg.target:
+            return  # an actor's wait on its own ask is no wait edge (``_core._waits``)
+        self.runtime.edge_reported(msg.waiter, msg.target, conn, msg.added)
         self.runtime.grants.blocked_on_holder(msg.waiter, msg.target, msg.added, msg.serial)
 
     def _ask_deadlock(self, conn: Connection, msg: AskDeadlock) -> None:

@@ -36,7 +36,7 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, cast
 
 from .._core._cell import ActorCell
-from .._core._context import current_cell
+from .._core._context import current_cell, host, running_hosted
 from .._core._ref import ActorRef
 from .._core._threads import ActorThread, ThreadPoolRunner, actor_threads
 from .._core._waits import bounded_by_awaiter
@@ -229,6 +229,7 @@ class Workers:
         cell.max_restarts = total
         cell.restart_count = restart_count
         cell.on_restart = self._notify_restarted
+        host(cell)  # its code's own threads run for it
         threads = hosted.actor_options.max_concurrency
         if threads == 1:
             cell.executor = self._idle_threads.pop() if self._idle_threads else ActorThread(
@@ -240,6 +241,8 @@ class Workers:
         return cell
 
     def _hosted_ended(self, cell: ActorCell, error: ActorDiedError) -> None:
+        if running_hosted() is cell:
+            host(None)
         executor, cell.executor = cell.executor, None
         if isinstance(executor, ActorThread) and not executor.busy and len(self._idle_threads) < 4:
             self._idle_threads.append(executor)  # reused by the worker's next actor
@@ -282,7 +285,9 @@ class Workers:
     def _notify_wait(self, waiter: Hashable, target: Hashable, added: bool) -> None:
         if self.head is not None and not self.head.is_closing():
             cell = self.runtime.lookup(str(waiter))
-            serial = cell is None or getattr(cell, "max_concurrency", 1) == 1
+            serial = cell is None or self.runtime.waits.saturated(
+                waiter, getattr(cell, "max_concurrency", 1)
+            )
             self.head.notify(WaitEdge(str(waiter), str(target), added, serial))
 
     def _notify_restarted(self, cell: ActorCell) -> None:

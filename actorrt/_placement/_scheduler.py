@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from .._core._context import PlacementInfo
 from .._core._handle import EDGE_DELAY
-from .._core._waits import bounded_by_awaiter
+from .._core._waits import WaitGraph, bounded_by_awaiter
 from ..resources import (
     AskDeadlocked,
     Broker,
@@ -46,6 +46,10 @@ logger = logging.getLogger("actorrt")
 
 DRIVER = "driver"
 
+# A word of a broker message that may be an actor id: not part of ``key=value`` (an id the
+# message already describes), nor of a longer word.
+_TOKEN = re.compile(r"(?<![\w=-])[\w-]+")
+
 
 class SchedulerHost(Protocol):
     """What the scheduler asks of the runtime it serves."""
@@ -63,6 +67,11 @@ class SchedulerHost(Protocol):
 
     def revoked(self, holder: Hashable, reason: str) -> asyncio.Future[Any] | None:
         """The broker ended ``holder``'s grant: stop that actor; returns its death."""
+        ...
+
+    @property
+    def waits(self) -> WaitGraph:
+        """Who awaits whom in this runtime."""
         ...
 
     def ask_deadlocked(self, waiter: Any, target: Any, error: BaseException) -> None:
@@ -282,7 +291,9 @@ class Scheduler:
         if blocked:
             if serial is None:
                 cell = self.host.lookup(str(waiter))
-                serial = cell is None or getattr(cell, "max_concurrency", 1) == 1
+                serial = cell is None or self.host.waits.saturated(
+                    waiter, getattr(cell, "max_concurrency", 1)
+                )
             self.broker.blocked(waiter, on_holder=target, serial=serial, now=now)
         else:
             self.broker.unblocked(waiter, on_holder=target, now=now)
@@ -301,6 +312,7 @@ class Scheduler:
     def _dispatch(self, events: list[Event]) -> list[asyncio.Future[Any]]:
         """Act on the broker's events; returns the deaths of the actors it revoked."""
         deaths: list[asyncio.Future[Any]] = []
+        described: dict[str, str | None] = {}  # names looked up for this batch's messages
         for event in events:
             if isinstance(event, Granted):
                 self._granted(event)
@@ -317,15 +329,19 @@ class Scheduler:
                 logger.info("%s", error)  # the asker gets it, as an error
                 self.host.ask_deadlocked(event.waiter, event.target, error)
             elif isinstance(event, Stalled):
-                # A warning when an actor is stuck on it (it may hold what others need); a
-                # request that nobody awaits from inside an actor (the driver program's
-                # spawns: a sweep's queued trials) is ordinary queueing, worth a note only.
+                # A warning when an actor is stuck on it (it may hold what others need), or
+                # when what it is short of is held by an actor that itself waits (it may wait
+                # for what only this request would give); else a request that nobody awaits
+                # from inside an actor (the driver program's spawns: a sweep's queued
+                # trials) is ordinary queueing, worth a note only.
                 waiter = self._requesters.get(event.request_id)
-                level = logging.WARNING if waiter is not None else logging.INFO
+                level = logging.INFO
+                if waiter is not None or event.blocked_holder is not None:
+                    level = logging.WARNING
                 by = "" if waiter is None else f" (awaited by {self._describe(waiter)})"
                 logger.log(level, "resource request %s of %s is stalled: %s%s",
                            event.request_id, self._describe(event.holder),
-                           self._words(event.reason), by)
+                           self._words(event.reason, described), by)
         self._arm()
         return deaths
 
@@ -346,10 +362,10 @@ class Scheduler:
             return "the driver program"
         return self.host.describe_id(str(actor_id)) or str(actor_id)
 
-    def _fix_hint(self, text: str) -> str | None:
-        """The fix in the words of the library that made an actor named in ``text`` (Tune's
+    def _fix_hint(self, ids: set[str]) -> str | None:
+        """The fix in the words of the library that made one of the actors ``ids`` (Tune's
         trials: its ``PlacementGroupFactory``), where its class gives one."""
-        for actor_id in {word.strip(".,;:'()") for word in text.split()}:
+        for actor_id in ids:
             target = self.host.lookup(actor_id)
             actor_class = getattr(target, "actor_class", None)
             hint = getattr(getattr(actor_class, "cls", None), "_actorrt_fix_hint", None)
@@ -357,19 +373,28 @@ class Scheduler:
                 return hint
         return None
 
-    def _name_text(self, text: str) -> str:
-        """The broker knows holders by id; say which actor each is (class, id and name)."""
-        for actor_id in {word.strip(".,;:'()") for word in text.split()}:
-            described = self.host.describe_id(actor_id)
-            if described is not None:
-                text = re.sub(rf"(?<![\w=-]){re.escape(actor_id)}(?![\w-])", described, text)
-        return text
+    def _words(self, raw: str, described: dict[str, str | None] | None = None) -> str:
+        """A broker message for users: actors by class, id and name (one pass over the text,
+        with one static pattern: a report names many ids, and a pattern per id would be
+        compiled anew for each); the fix in the words of the library that made them.
+        ``described``: names already looked up, shared by the messages of one batch."""
+        if described is None:
+            described = {}
 
-    def _words(self, raw: str) -> str:
-        """A broker message for users: actors by class, id and name; the fix in the words of
-        the library that made them."""
-        text = self._name_text(raw)
-        hint = self._fix_hint(raw)
+        named: set[str] = set()
+
+        def name(match: re.Match[str]) -> str:
+            token = match.group(0)
+            if token not in described:
+                described[token] = self.host.describe_id(token)
+            found = described[token]
+            if found is None:
+                return token
+            named.add(token)
+            return found
+
+        text = _TOKEN.sub(name, raw)
+        hint = self._fix_hint(named)
         if hint is not None and "To fix: " in text:
             text = text[: text.rindex("To fix: ")] + f"To fix: {hint}."
         return text

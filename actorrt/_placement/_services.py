@@ -111,8 +111,9 @@ class OwnerServices(Protocol):
         """In the owner: remove a worker's group."""
         ...
 
-    def edge_reported(self, waiter: Any, conn: Connection, added: bool) -> None:
-        """In the owner: a worker's actor began or ended awaiting an ask."""
+    def edge_reported(self, waiter: Any, target: Any, conn: Connection, added: bool) -> None:
+        """In the owner: a worker's actor began or ended awaiting an ask to ``target`` (or
+        its count of such waits changed, ``added``: whether it still has one)."""
         ...
 
 

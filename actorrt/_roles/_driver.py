@@ -17,6 +17,7 @@ from .._control._server import StatusServer
 from .._control._status import snapshot
 from .._core._context import PlacementInfo
 from .._core._ref import ActorRef
+from .._core._waits import WaitGraph
 from .._errors import ActorNotFoundError, DeathReason
 from .._placement._scheduler import DRIVER, Scheduler
 from .._wire._messages import AskDeadlock
@@ -58,7 +59,7 @@ class DriverRole:
         self._foreign: dict[str, str] = {}
         self._foreign_of: dict[str, set[str]] = {}
         # Waiters in workers that await asks, and the connection that reported them.
-        self._edge_conns: dict[Any, tuple[Any, int]] = {}
+        self._edge_conns: dict[Any, tuple[Any, set[Any]]] = {}
         self._status_server: StatusServer | None = None
 
     # ------------------------------------------------------------ the Role interface
@@ -229,12 +230,17 @@ class DriverRole:
             )
         )
 
-    def edge_reported(self, waiter: Any, conn: Any, added: bool) -> None:
-        """A worker reported that ``waiter`` (an actor there) began or ended awaiting an ask."""
+    def edge_reported(self, waiter: Any, target: Any, conn: Any, added: bool) -> None:
+        """A worker reported that ``waiter`` (an actor there) awaits an ask to ``target``
+        (``added``), or no longer does."""
         known = self._edge_conns.get(waiter)
-        count = (known[1] if known is not None else 0) + (1 if added else -1)
-        if count > 0:
-            self._edge_conns[waiter] = (conn, count)
+        targets = known[1] if known is not None else set()
+        if added:
+            targets.add(target)
+        else:
+            targets.discard(target)
+        if targets:
+            self._edge_conns[waiter] = (conn, targets)
         else:
             self._edge_conns.pop(waiter, None)
 
@@ -242,6 +248,10 @@ class DriverRole:
 
     def lookup(self, actor_id: str) -> Any:
         return self.host.lookup(actor_id)
+
+    @property
+    def waits(self) -> WaitGraph:
+        return self.host.waits
 
     def describe_id(self, actor_id: str) -> str | None:
         target = self.host.lookup(actor_id)

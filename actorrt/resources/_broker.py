@@ -36,14 +36,18 @@ from collections.abc import Hashable, Mapping, Sequence
 from actorrt._errors import DeadlockError, ResourceDeadlockError
 
 from ._deadlock import AskCycle, Found, Stale, check
-from ._events import AskDeadlocked, Event, Stalled
+from ._events import AskDeadlocked, Event
 from ._membership import BrokerMembership
 from ._node import NodeInventory
 from ._placement import PlacementStrategy
 from ._spec import Resources
 from ._state import Group, Holder, WaitQueue
 
-__all__ = ["Broker"]
+__all__ = ["STALL_BATCH", "Broker"]
+
+# Stall reports made per poll at most (the rest in the next polls): each costs about the size
+# of the waiter's line of actors, so a batch stays well under a millisecond or so.
+STALL_BATCH = 32
 
 
 class _Unset:
@@ -158,7 +162,7 @@ class Broker(BrokerMembership):
         but were given a parent, so that the record is dropped.
         """
         self._tick(now)
-        self._parents.pop(holder, None)
+        self._unparent(holder)
         for w in self._holder_waiters.pop(holder, ()):
             waiter = self._holders.get(w)
             if waiter is not None:
@@ -189,11 +193,13 @@ class Broker(BrokerMembership):
     def set_parent(self, holder: Hashable, parent: Hashable) -> None:
         """Record that ``holder`` was spawned by ``parent`` (``None`` forgets it)."""
         if parent is None:
-            self._parents.pop(holder, None)
+            self._unparent(holder)
         elif parent == holder:
             raise ValueError(f"holder {holder!r} cannot be its own parent")
         else:
+            self._unparent(holder)
             self._parents[holder] = parent
+            self._child_ids.setdefault(parent, set()).add(holder)
 
     def blocked(
         self,
@@ -284,7 +290,7 @@ class Broker(BrokerMembership):
         While a deadlock check is under way this is the current time: call :meth:`poll` again
         soon (after serving other work), until the check completes.
         """
-        if self._check is not None:
+        if self._check is not None or self._stall_queue:
             return self._now
         due: list[float] = []
         if self._check_due is not None:
@@ -326,8 +332,10 @@ class Broker(BrokerMembership):
                         self._check_due = now + self._deadlock_delay
                 elif self._check_due is not None:
                     self._check_due = max(self._check_due, now + self._deadlock_delay)
-        events.extend(self._awaited_stall_reports(now))
-        events.extend(self._stall_reports(now))
+        budget = STALL_BATCH
+        events.extend(self._awaited_stall_reports(now, budget))
+        self._queue_stalled(now)
+        events.extend(self._queued_stall_reports(now, budget - len(events)))
         return events
 
     def check_now(self, now: float | None = None) -> list[Event]:
@@ -352,28 +360,26 @@ class Broker(BrokerMembership):
             return None
         return max(oldest.arrival, waits.last_progress) + self._stall_after
 
-    def _stall_reports(self, now: float) -> list[Event]:
+    def _queue_stalled(self, now: float) -> None:
+        """Queue the reports of every queue that has stalled (each is made later, a bounded
+        batch per poll: at 10,000 waiting requests, one poll making them all would stall the
+        loop that drives the broker for seconds)."""
         due: list[tuple[WaitQueue, Group | None]] = []
         if self._queue.waiting:
             due.append((self._queue.waits, None))
         due.extend(
             (self._groups[g].waits, self._groups[g]) for g in sorted(self._groups_waiting, key=repr)
         )
-        events: list[Event] = []
         for waits, group in due:
             at = self._stall_due(waits)
             if at is None or at > now:
                 continue
             waits.stall_reported = True
-            for report in self._explain(now, only=group if group else "cluster"):
-                if report.stalled and report.request_id not in self._stall_told:
-                    reason = report.reason
-                    req = self._requests.get(report.request_id)
-                    if req is not None and req.waiters:
-                        self._stall_told.add(req.rid)
-                        reason = f"{reason}. {self.stall_detail(req)}"
-                    events.append(Stalled(report.request_id, report.holder, reason))
-        return events
+            if group is None:
+                waiting = self._queue.waiting_requests()
+            else:
+                waiting = list(group.queue.values())
+            self._stall_queue.extend((req.rid, waits) for req in waiting)
 
     def _act_on(self, found: Found) -> list[Event]:
         """Fail what a validated deadlock check chose."""

@@ -7,6 +7,7 @@ subclass adds the input methods, time-based work and reports.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Generator, Hashable, Iterable, Mapping, Sequence
 
 from actorrt._errors import ResourceError
@@ -19,7 +20,7 @@ from ._placement import Placed, PlacementStrategy, Shape, parse_bundles, parse_s
 from ._pool import ResourcePool
 from ._queue import ClusterQueue
 from ._spec import Resources, parse_resources
-from ._state import DONE, GRANTED, Grant, Group, Holder, Request
+from ._state import DONE, GRANTED, Grant, Group, Holder, Request, WaitQueue
 
 __all__ = ["BrokerCore"]
 
@@ -59,6 +60,7 @@ class BrokerCore:
         self._groups_waiting: set[Hashable] = set()
         self._holders: dict[Hashable, Holder] = {}
         self._parents: dict[Hashable, Hashable] = {}
+        self._child_ids: dict[Hashable, set[Hashable]] = {}  # the reverse of _parents
         self._holder_waiters: dict[Hashable, set[Hashable]] = {}
         self._shapes: dict[tuple[object, ...], Shape] = {}
         self._feasible: set[tuple[object, ...]] = set()
@@ -71,6 +73,8 @@ class BrokerCore:
         self._awaited: list[tuple[float, int, Hashable]] = []
         self._awaited_known: set[Hashable] = set()
         self._stall_told: set[Hashable] = set()
+        # Queued requests of a stalled queue still to report on, a bounded batch per poll.
+        self._stall_queue: deque[tuple[Hashable, WaitQueue]] = deque()
         # The deadlock check: due ``deadlock_delay`` after the first wait edge it has not
         # seen, whatever happens meanwhile; a running check (a generator, in slices).
         self._check_due: float | None = None
@@ -119,6 +123,15 @@ class BrokerCore:
         if shape is None:
             shape = self._shapes[key] = Shape(bundles, strategy)
         return shape
+
+    def _unparent(self, holder: Hashable) -> None:
+        parent = self._parents.pop(holder, None)
+        if parent is not None:
+            siblings = self._child_ids.get(parent)
+            if siblings is not None:
+                siblings.discard(holder)
+                if not siblings:
+                    del self._child_ids[parent]
 
     def _ancestors(self, hid: Hashable) -> list[Hashable]:
         """``hid`` and its ancestors, nearest first."""

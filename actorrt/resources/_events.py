@@ -149,11 +149,15 @@ class Stalled(NamedTuple):
     """A request has waited ``stall_after`` seconds with no grant in its queue (a warning).
 
     Reported once per request per period without progress; ``reason`` explains what it waits on.
+    ``blocked_holder``: a holder of what it is short of that is itself waiting (on a request
+    or an ask), when nobody awaits the request from inside an actor: it may be waiting for
+    what only this request's holder would give.
     """
 
     request_id: Hashable
     holder: Hashable
     reason: str
+    blocked_holder: Hashable | None = None
 
 
 class AskDeadlocked(NamedTuple):

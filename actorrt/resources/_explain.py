@@ -15,14 +15,14 @@ requests of one shape), and nothing on the broker's hot path calls it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 
 from ._node import NodeInventory
 from ._placement import place, undo
 from ._pool import ResourcePool
 from ._queue import ClusterQueue
 from ._spec import GPU, UNIT, Resources, format_amount
-from ._state import Group, Holder, Request
+from ._state import Grant, Group, Request
 
 __all__ = ["Explainer"]
 
@@ -36,7 +36,7 @@ class Explainer:
         self,
         nodes: Sequence[NodeInventory],
         queue: ClusterQueue,
-        holders: Mapping[Hashable, Holder],
+        grants: Iterable[Grant],
         order: Sequence[int],
     ) -> None:
         self._queue = queue
@@ -50,11 +50,10 @@ class Explainer:
                 for d, v in gpus:
                     pool.gpu_free[d] += v
         self._on_node: dict[int, list[tuple[Hashable, Resources]]] = {}
-        for h in holders.values():
-            for grant in h.grants.values():
-                if grant.group is None:
-                    for (i, _), b in zip(grant.placed, grant.shape.bundles, strict=True):
-                        self._on_node.setdefault(i, []).append((h.hid, b))
+        for grant in grants:  # every grant, not every holder: most holders only wait
+            if grant.group is None:
+                for (i, _), b in zip(grant.placed, grant.shape.bundles, strict=True):
+                    self._on_node.setdefault(i, []).append((grant.holder, b))
         self._by_shape: dict[object, tuple[dict[str, int], tuple[Hashable, ...], bool]] = {}
 
     def cluster(self, req: Request) -> tuple[dict[str, int], tuple[Hashable, ...], bool]:

@@ -7,7 +7,7 @@ Read-only views for ``actorrt.pending_requests()``, ``cluster_resources()``,
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 
 from ._core import BrokerCore
 from ._deadlock import describe_holdings, describe_request
@@ -41,23 +41,33 @@ class BrokerReports(BrokerCore):
     def _explain(
         self, now: float, only: object = None, name: Callable[[Hashable], str] = str
     ) -> list[PendingRequest]:
-        ex = Explainer(self._nodes, self._queue, self._holders, self._order)
+        ex = self._explainer()
         out: list[PendingRequest] = []
         if only is None or only == "cluster":
             for req in self._queue.waiting_requests():
-                short, held_by, fits = ex.cluster(req)
-                aside = set_aside_for(self._queue, req) if fits else ()
-                out.append(
-                    self._report(req, short, held_by, fits, aside, self._queue.waits, now, name)
-                )
+                out.append(self._explain_one(ex, req, now, name))
         groups = [self._groups[g] for g in sorted(self._groups_waiting, key=repr)]
         for group in groups:
             if only is not None and only is not group:
                 continue
             for req in group.queue.values():
-                short, held_by = ex.group(req, group)
-                out.append(self._report(req, short, held_by, False, (), group.waits, now, name))
+                out.append(self._explain_one(ex, req, now, name))
         return out
+
+    def _explainer(self) -> Explainer:
+        return Explainer(self._nodes, self._queue, self._grants.values(), self._order)
+
+    def _explain_one(
+        self, ex: Explainer, req: Request, now: float, name: Callable[[Hashable], str] = str
+    ) -> PendingRequest:
+        """One waiting request, explained (in its group's queue or the cluster's)."""
+        group = req.group
+        if group is not None:
+            short, held_by = ex.group(req, group)
+            return self._report(req, short, held_by, False, (), group.waits, now, name)
+        short, held_by, fits = ex.cluster(req)
+        aside = set_aside_for(self._queue, req) if fits else ()
+        return self._report(req, short, held_by, fits, aside, self._queue.waits, now, name)
 
     def _report(
         self,
@@ -105,13 +115,14 @@ class BrokerReports(BrokerCore):
                 self._awaited_known.discard(rid)
         return None
 
-    def _awaited_stall_reports(self, now: float) -> list[Stalled]:
+    def _awaited_stall_reports(self, now: float, budget: int) -> list[Stalled]:
         """A request an actor awaits is stalled once it has waited ``stall_after``, whatever
         else its queue grants meanwhile (unrelated traffic must not put the warning off);
-        reported once."""
+        reported once. At most ``budget`` reports per call: the rest stay due."""
         events: list[Stalled] = []
         ex: Explainer | None = None
-        while True:
+        children: Mapping[Hashable, set[Hashable]] | None = None
+        while len(events) < budget:
             due = self._awaited_due()
             if due is None or due > now:
                 return events
@@ -119,7 +130,8 @@ class BrokerReports(BrokerCore):
             req = self._requests[rid]
             self._stall_told.add(rid)
             if ex is None:
-                ex = Explainer(self._nodes, self._queue, self._holders, self._order)
+                ex = self._explainer()
+                children = self._children()
             fits = False
             if req.group is None:
                 short, held_by, fits = ex.cluster(req)
@@ -130,27 +142,99 @@ class BrokerReports(BrokerCore):
                 short=short, held_by=held_by, fits=fits, line=place_in_line(self._queue, req),
                 set_aside=aside, awaited=True, idle_s=None,
             )  # fmt: skip
-            reason = f"{reason}; waited {now - req.arrival:.1f} s. {self.stall_detail(req)}"
+            detail = self.stall_detail(req, children)
+            reason = f"{reason}; waited {now - req.arrival:.1f} s. {detail}"
             events.append(Stalled(rid, req.holder, reason))
+        return events
 
-    def stall_detail(self, req: Request) -> str:
+    def _queued_stall_reports(self, now: float, budget: int) -> list[Stalled]:
+        """The reports of stalled queues (``_stall_queue``), at most ``budget`` per call."""
+        events: list[Stalled] = []
+        queue = self._stall_queue
+        ex: Explainer | None = None
+        children: Mapping[Hashable, set[Hashable]] | None = None
+        while queue and len(events) < budget:
+            rid, waits = queue.popleft()
+            req = self._requests.get(rid)
+            if req is None or rid in self._stall_told:
+                continue
+            if now - max(req.arrival, waits.last_progress) < self._stall_after:
+                continue  # its queue granted something meanwhile
+            if ex is None:
+                ex = self._explainer()
+                children = self._children()
+            report = self._explain_one(ex, req, now)
+            reason = report.reason
+            blocked = None
+            if req.waiters:
+                self._stall_told.add(rid)
+                reason = f"{reason}. {self.stall_detail(req, children)}"
+            else:
+                blocked = next(
+                    (hid for hid in report.held_by
+                     if (h := self._holders.get(hid)) is not None and h.is_blocked()),
+                    None,
+                )
+                if blocked is not None:
+                    reason = f"{reason}. {self.blocked_detail(blocked)}"
+            events.append(Stalled(rid, req.holder, reason, blocked))
+        return events
+
+    def blocked_detail(self, hid: Hashable) -> str:
+        """For a stalled request nobody awaits from inside an actor, short of what ``hid``
+        holds while ``hid`` itself waits: who, what it holds, what it waits for, the fix. Not
+        a proven deadlock (what it waits for may come), but if it can only come from the
+        stalled request's holder (a value a queued trial would give), it never does."""
+        h = self._holders[hid]
+        waits = [f"an answer from {t}" for t in sorted(h.edges_holder, key=repr)[:_LISTED]]
+        for rid in sorted(h.edges_request, key=repr)[:_LISTED]:
+            req = self._requests.get(rid)
+            if req is not None:
+                waits.append(describe_request(req))
+        return (
+            f"{hid}, which holds {describe_holdings(h)}, is itself waiting, for "
+            f"{' and '.join(waits) or 'a request'}. If what it waits for can only come "
+            "from work queued behind it (a value a queued trial would give), this never ends. "
+            "The fix: do not make a running actor wait for queued work; give both what they "
+            "need at once (less per trial, or more capacity), or bound the wait with a timeout"
+        )
+
+    def _children(self) -> Mapping[Hashable, set[Hashable]]:
+        """Every recorded parent's children (kept by the broker as parents are recorded)."""
+        return self._child_ids
+
+    def stall_detail(
+        self, req: Request, children: Mapping[Hashable, set[Hashable]] | None = None
+    ) -> str:
         """For a stalled request an actor awaits: the line of actors it belongs to (its
         outermost ancestor, a trial, and what that line holds, workers that did start
         included), what it waits for, and the fix. Not a proven deadlock: actors that are not
         blocked are assumed to end, but started workers that sit waiting for their siblings
-        (a gang started piecemeal) never will."""
+        (a gang started piecemeal) never will. ``children``: the broker's index of children
+        (:meth:`_children`), so the work is that of the line, not of every holder."""
         waiter = min(req.waiters, key=repr)
         root = self._ancestors(waiter)[-1]
+        if children is None:
+            children = self._children()
+        holders = self._holders
         line: list[Hashable] = []
-        for hid in self._holders:
-            if hid != root and self._holders[hid].grants and root in self._ancestors(hid):
+        seen = {root}
+        todo = list(children.get(root, ()))
+        while todo:
+            hid = todo.pop()
+            if hid in seen:
+                continue
+            seen.add(hid)
+            h = holders.get(hid)
+            if h is not None and h.grants:
                 line.append(hid)
-        root_h = self._holders.get(root)
+            todo.extend(children.get(hid, ()))
+        root_h = holders.get(root)
         held = describe_holdings(root_h) if root_h is not None else "nothing"
         started = ""
         if line:
             listed = sorted(line, key=repr)[:_LISTED]
-            parts = [f"{hid} holds {describe_holdings(self._holders[hid])}" for hid in listed]
+            parts = [f"{hid} holds {describe_holdings(holders[hid])}" for hid in listed]
             if len(line) > len(listed):
                 parts.append(f"and {len(line) - len(listed)} more")
             started = f"; of the actors it started, {', '.join(parts)}"

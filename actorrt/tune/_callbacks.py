@@ -17,6 +17,7 @@ and ``fit()`` raises that exception. The one exception, also Ray's: an exception
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import logging
 from collections.abc import Callable, Iterable
@@ -225,6 +226,22 @@ class CallbackList:
 
     def _event(self, hook: str, trials: list[Trial], trial: Trial, **kwargs: Any) -> None:
         self._call(hook, iteration=self.iteration, trials=trials, trial=trial, **kwargs)
+
+    async def prepare(self) -> None:
+        """Slow preparation of the callbacks that have some (the TensorBoard writer's imports:
+        seconds), on a thread while the loop keeps serving, so that the experiment's time
+        budget and the runtime's messaging go on meanwhile. Before ``setup``."""
+        for callback in self.callbacks:
+            prepare = getattr(callback, "_prepare_off_loop", None)
+            if prepare is None or self.error is not None:
+                continue
+            try:
+                await asyncio.to_thread(prepare)
+            except Exception as exc:
+                name = f"{type(callback).__name__}.setup"
+                exc.add_note(f"raised by the tune callback {name}; the experiment stopped")
+                self.error = exc
+                self.on_error(exc)
 
     def setup(self, stop: Any, num_samples: int, searcher: Any) -> None:
         """Every callback's ``setup``; ``total_num_samples`` when ``searcher`` (or the one

@@ -59,6 +59,10 @@ class TuneController(ResultHandler):
     async def run(self) -> ResultGrid:
         """Run every trial to its end and return the results."""
         loop = asyncio.get_running_loop()
+        # The time budget counts from here: the callbacks' preparation and setup below (the
+        # TensorBoard writer imports tensorboardX and torch: seconds on a loaded machine) are
+        # the experiment's time too.
+        begun = loop.time()
         self._changed = asyncio.Event()
         max_pending = self._max_pending()
         self._chdir = chdir_enabled()
@@ -67,21 +71,31 @@ class TuneController(ResultHandler):
         # the run's waits on trials are never taken for the bus's own.
         self._context = contextvars.copy_context()
         self.bus = await ReportBusActor.options(process=False).spawn(self)
-        from ._loggers import load_writers  # as _controller_state imports it: at run time
-
-        await load_writers(self.callbacks.callbacks)  # tensorboardX, off the loop
-        self.callbacks.setup(self.stopper, self.tune_config.num_samples, self.searcher)
         timers: list[asyncio.TimerHandle] = []
         status_task: asyncio.Task[None] | None = None
         stopper_task: asyncio.Task[None] | None = None
         try:
             self.record.open(metric=self.tune_config.metric, mode=self.tune_config.mode)
+            opened = loop.time()
+            if self.tune_config.time_budget_s is not None:
+                # The budget counts the experiment's time over all its runs (restores): what
+                # the record holds of earlier runs, and this run's from its start. Armed
+                # before the callbacks are prepared, which may take long: it stops the
+                # experiment then too.
+                earlier = self.record.elapsed() - (loop.time() - opened)
+                left = self.tune_config.time_budget_s - earlier - (loop.time() - begun)
+                timers.append(loop.call_later(max(left, 0.0), self.stop_all, "time budget"))
+            self._preparing = asyncio.ensure_future(self.callbacks.prepare())
+            try:
+                await asyncio.wait([self._preparing])
+            finally:
+                self._preparing.cancel()  # this task was cancelled: so is the preparation
+            if not self._preparing.cancelled():
+                self._preparing.result()
+                self.callbacks.setup(self.stopper, self.tune_config.num_samples, self.searcher)
+            self._preparing = None
             if self.restored is not None:
                 self._resume()
-            if self.tune_config.time_budget_s is not None:
-                # The budget counts the experiment's time over all its runs (restores).
-                left = self.tune_config.time_budget_s - self.record.elapsed()
-                timers.append(loop.call_later(max(left, 0.0), self.stop_all, "time budget"))
             if self.run_config.verbose >= 1:
                 status_task = asyncio.create_task(self._status_loop())
             stopper_task = asyncio.create_task(self._watch_stopper())

@@ -126,6 +126,8 @@ class ControllerState:
         self._pending = 0
         self._search_done = False
         self._stopping = False
+        # The callbacks' preparation off the loop, while it runs (a stop does not wait for it).
+        self._preparing: asyncio.Future[None] | None = None
         self._warned_pause = False
         self._replaying = False
         self._hostname = socket.gethostname()
@@ -238,6 +240,8 @@ class ControllerState:
             return
         self._stopping = True
         self.progress.note(f"stopping the experiment: {why}")
+        if self._preparing is not None:
+            self._preparing.cancel()  # its thread finishes by itself; nothing waits for it
         for task, trial in list(self._tasks.items()):
             if trial.status == PENDING and not trial.resizing:
                 task.cancel()

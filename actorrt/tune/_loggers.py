@@ -6,17 +6,16 @@ added on its own when ``tensorboardX`` is installed.
 
 The TensorBoard writer encodes and writes events on a thread of its own (a fraction of a
 millisecond per result, which should not stall the controller's event loop, where trials'
-reports wait for their answers): hooks only queue what is to be written. ``tensorboardX``
-(which imports torch when that is installed: seconds, once per process, 12 s on a loaded
-machine) is imported before any trial runs, on a thread, while the controller awaits it
-(:func:`load_writers`): an import that long on the loop would stall everything the runtime
-does there. Python's import locks make an import of the same module elsewhere meanwhile
-wait for this one to finish.
+reports wait for their answers): hooks only queue what is to be written. It imports
+``tensorboardX`` (which imports torch when that is installed: seconds, once per process)
+before any trial runs, on a thread while the loop awaits it (``CallbackList.prepare``), so the
+loop keeps serving and the experiment's time budget keeps counting; the writer thread starts
+only after that import is complete. A module the loop imports meanwhile waits on Python's
+per-module import lock until the thread has finished it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import importlib
 import logging
@@ -41,7 +40,6 @@ __all__ = [
     "LoggerCallback",
     "TBXLoggerCallback",
     "default_callbacks",
-    "load_writers",
 ]
 
 logger = logging.getLogger("actorrt.tune")
@@ -169,7 +167,12 @@ class TBXLoggerCallback(LoggerCallback):
         **info: Any,
     ) -> None:
         if self._writers is None:
-            self._writers = _EventWriters()  # quick once load_writers has imported
+            self._writers = _EventWriters()  # not prepared off the loop: import it here
+
+    def _prepare_off_loop(self) -> None:
+        """Import tensorboardX (and torch), on a thread of ``CallbackList.prepare``."""
+        if self._writers is None:
+            self._writers = _EventWriters()
 
     def _put(self, item: tuple[Any, ...]) -> None:
         error, self._error = self._error, None
@@ -255,14 +258,6 @@ def _tensorboardx() -> tuple[Any, Any, Any, Any]:
     from tensorboardX.summary import hparams
 
     return Event, Summary, RecordWriter, hparams
-
-
-async def load_writers(callbacks: Iterable[Callback]) -> None:
-    """Import tensorboardX for the TensorBoard loggers among ``callbacks``, on a thread,
-    so that the import never blocks the event loop (module docstring)."""
-    loggers = [cb for cb in callbacks if isinstance(cb, TBXLoggerCallback)]
-    if loggers and any(cb._writers is None for cb in loggers):
-        await asyncio.to_thread(_tensorboardx)
 
 
 class _EventWriters:

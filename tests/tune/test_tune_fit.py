@@ -246,3 +246,31 @@ async def test_trial_dirname_creator_may_nest_and_repeat_folders(
         assert sorted((r["x"], r["i"]) for r in lines) == sorted(
             (x, i) for x in (parity, parity + 2) for i in range(2)
         )
+
+
+class SlowSetup(tune.Callback):
+    """A callback whose setup takes a while on the controller's loop, as the TensorBoard
+    writer's import of tensorboardX and torch does on a loaded machine."""
+
+    def setup(self, **info: Any) -> None:
+        time.sleep(3.0)
+
+
+@pytest.mark.actorrt(num_cpus=2)
+async def test_the_time_budget_counts_the_callbacks_setup(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Any
+) -> None:
+    started = time.monotonic()
+    grid = await tune.Tuner(
+        endless,
+        param_space={"rate": 1},
+        tune_config=tune.TuneConfig(time_budget_s=3.0),
+        run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0,
+                                  callbacks=[SlowSetup()]),
+    ).fit_async()
+    took = time.monotonic() - started
+    # The setup spent the budget: the experiment stops as soon as the loop is free again (a
+    # budget counted from after the setup would give the trial 3 s more).
+    assert took < 3.0 + 2.5, f"fit() took {took:.1f} s with a 3 s budget"
+    assert not grid.errors
+    assert all(r.status == "TERMINATED" for r in grid if r.metrics)
