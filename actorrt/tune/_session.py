@@ -12,11 +12,11 @@ with it.
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import shutil
 import threading
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -26,8 +26,6 @@ from .._shared._checkpoint import Checkpoint
 from .._shared._trial_hook import set_trial_provider
 from ._checkpoint_dirs import copy_checkpoint, write_checkpoint
 from ._resources import PlacementGroupFactory
-
-logger = logging.getLogger("actorrt.tune")
 
 __all__ = ["StopTrial", "TuneContext", "get_checkpoint", "get_context", "report"]
 
@@ -269,19 +267,20 @@ def get_checkpoint() -> Checkpoint | None:
 
 
 class _ContextOutsideTrial(TuneContext):
-    """``tune.get_context()`` outside a trial, as in Ray: every getter logs a warning (once
-    each) and returns ``None``."""
+    """``tune.get_context()`` outside a trial, as in Ray: every getter warns (a
+    ``UserWarning``, once each) and returns ``None``."""
 
     def __init__(self) -> None:
         super().__init__({})
         self._warned: set[str] = set()
 
     def _outside(self, call: str) -> None:
-        if call not in self._warned:
+        if call not in self._warned:  # a UserWarning once per getter, as Ray warns
             self._warned.add(call)
-            logger.warning(
-                "tune.get_context().%s() was called outside a Tune trial: it returns None "
-                "(call it from a trainable that Tuner.fit() runs)", call,
+            warnings.warn(
+                f"tune.get_context().{call}() was called outside a Tune trial: it returns "
+                "None (call it from a trainable that Tuner.fit() runs)",
+                stacklevel=3,
             )
 
     # Ray's getters say they return str or int, and return None outside a trial.

@@ -323,18 +323,16 @@ def test_fail_fast_stops_or_raises(ray_start_2_cpus: None, tmp_path: Any) -> Non
         tune.FailureConfig(fail_fast="yes")
 
 
-def test_report_outside_a_trial_is_an_error_as_documented(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
+def test_report_outside_a_trial_is_an_error_as_documented() -> None:
     # Ray warns and drops the report; actorrt raises (docs/porting.md says why).
     with pytest.raises(RuntimeError, match="outside a Tune trial"):
         tune.report({"x": 1})
     # As in Ray, the context exists outside a trial; its getters warn and return None.
     context = tune.get_context()
-    with caplog.at_level("WARNING", logger="actorrt.tune"):
+    with pytest.warns(UserWarning, match="outside a Tune trial") as caught:
         assert context.get_trial_name() is None and context.get_trial_dir() is None
         assert context.get_trial_name() is None
-    warned = [r.getMessage() for r in caplog.records if "outside a Tune trial" in r.getMessage()]
+    warned = [str(w.message) for w in caught if "outside a Tune trial" in str(w.message)]
     assert len(warned) == 2 and "get_trial_name()" in warned[0]  # once per getter
     assert tune.get_checkpoint() is None
     assert "outside a trial" in Path(__file__).parents[2].joinpath("docs", "porting.md").read_text()
