@@ -3,6 +3,7 @@ the pieces several test folders use (a recording actor, a Ray-style cluster fixt
 
 import asyncio
 import os
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,8 +11,17 @@ from typing import Any
 
 import pytest
 
-import actorrt
-from actorrt import tune
+# The suite tests the checkout it is run from, also where the venv's editable install
+# points at another checkout of the project (a git worktree): this folder comes first on
+# sys.path, here and in every process the tests start.
+ROOT = str(Path(__file__).resolve().parent.parent)
+sys.path.insert(0, ROOT)
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [ROOT, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+)
+
+import actorrt  # noqa: E402
+from actorrt import tune  # noqa: E402
 
 pytest_plugins = ["actorrt.testing"]
 
