@@ -3,7 +3,9 @@
     python examples/tune_zoopt.py         (needs pip install 'actorrt[zoopt]')
 
 ZOOpt's sequential RACOS searches width, height and the activation with a budget of 20
-trials, two at a time.
+trials, two at a time. ZOOpt ends the search early when it cannot find a point it has not
+tried (its suggest() says "FINISHED"), so a sweep may run fewer trials than its budget, as
+under Ray.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def main() -> None:
         param_space=space,
     ).fit()
     best = results.get_best_result()
-    print(f"{len(results)} trials, {len(results.errors)} errors")
+    print(f"{len(results)} trials of a budget of {SAMPLES}, {len(results.errors)} errors")
     print(f"best mean_loss {best.metrics['mean_loss']:.3f} with width="
           f"{best.config['width']:.2f}, height={best.config['height']:.2f}, "
           f"activation={best.config['activation']}")
