@@ -31,6 +31,29 @@ os.environ.pop("ACTORRT_ADDRESS", None)
 os.environ["ACTORRT_CLUSTER_DIR"] = f"/tmp/actorrt-tests-{os.getpid()}-no-cluster"
 
 
+# Files whose tests need the machine to themselves: they start hundreds of processes or
+# measure how fast something answers under a load they make. `make test` runs the rest of
+# the suite two at a time (pytest-xdist) and then these alone (`-m solo`).
+SOLO = (
+    "tests/test_spawn_burst.py",
+    "tests/test_stall_log.py",
+    "tests/cluster/test_cluster_burst.py",
+    "tests/cluster/test_cluster_load.py",
+    "tests/cluster/test_netns.py",
+    "tests/resources/test_res_deadlock_scale.py",
+    "tests/test_benchmarks_cluster_smoke.py",
+    "tests/test_benchmarks_processes_smoke.py",
+    "tests/test_benchmarks_smoke.py",
+    "tests/test_benchmarks_suite_smoke.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if Path(item.path).relative_to(ROOT).as_posix() in SOLO:
+            item.add_marker(pytest.mark.solo)
+
+
 def child_processes(pid: int | None = None) -> list[tuple[int, str]]:
     """(pid, state) of every process whose parent is ``pid`` (default: this one)."""
     pid = os.getpid() if pid is None else pid
