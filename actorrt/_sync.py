@@ -23,6 +23,7 @@ import uvloop
 from ._core._context import current_cell, running_actor
 from ._core._handle import AskHandle, ThreadWait
 from ._errors import AskTimeoutError, RuntimeAlreadyRunningError
+from ._notebook import in_kernel
 from ._ray_init import ray_init_args
 from ._runtime import Runtime, current_runtime
 from ._sigterm import DEFAULT_GRACE, SIGTERM_EXIT_STATUS, OrderlySigterm, check_grace
@@ -150,9 +151,10 @@ def get(awaitable: Any, *, timeout: float | None = None) -> Any:
     Takes an ask handle, a coroutine (``Worker.spawn()``, ``ref.stop()``, ...), any other
     awaitable, or a list or tuple of them (returns a list). Raises what the awaitable
     raises; ``TimeoutError`` after ``timeout`` seconds. Called on a thread whose event loop
-    is running, it raises ``RuntimeError``: use ``await`` there.
+    is running, it raises ``RuntimeError``: use ``await`` there; in a Jupyter notebook's cell
+    it waits, as ``ray.get`` does (the runtime runs on ``init()``'s thread).
     """
-    if _running_loop() is not None:
+    if not may_block():
         if inspect.iscoroutine(awaitable):
             awaitable.close()
         raise RuntimeError(
@@ -207,6 +209,22 @@ def _get_one(awaitable: Any, deadline: float | None) -> Any:
 
 async def _await(awaitable: Awaitable[T]) -> T:
     return await awaitable
+
+
+def may_block() -> bool:
+    """Whether a blocking call (``get()``, ``Tuner.fit()``, ``Trainer.fit()``) may wait on
+    this thread: one that runs no event loop, or a Jupyter kernel's cell, whose loop a
+    blocking call blocks as it does under Ray, so long as the runtime runs elsewhere (on
+    ``init()``'s thread). On the runtime's own loop waiting could never end."""
+    loop = _running_loop()
+    if loop is None:
+        return True
+    if not in_kernel():
+        return False
+    try:
+        return current_runtime().loop is not loop
+    except RuntimeError:  # no runtime yet: init() starts one on its own thread
+        return True
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

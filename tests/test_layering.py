@@ -23,6 +23,7 @@ PACKAGE = Path(actorrt.__file__).parent
 LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (0, "errors", ("actorrt._errors",)),
     (0, "owned", ("actorrt._owned",)),
+    (0, "notebook", ("actorrt._notebook",)),
     (1, "wire", ("actorrt._wire",)),
     (1, "resources", ("actorrt.resources",)),
     (2, "core", ("actorrt._core",)),
@@ -215,10 +216,11 @@ def test_the_checker_sees_what_it_must() -> None:
 # tier they use only these (``_ray_names`` says which Ray names are missing; ``_sigterm`` is
 # the one SIGTERM mechanism that ``actorrt.run``, ``actorrt.init`` and ``Tuner.fit`` share;
 # ``_owned`` the one check that a folder is this user's alone, shared with the runtime's
-# discovery; ``_wire._pickling`` the one pickler, which keeps the file names of user code).
+# discovery; ``_wire._pickling`` the one pickler, which keeps the file names of user code;
+# ``_notebook`` the one test of a Jupyter kernel's cell, where blocking calls may wait).
 LIBRARY_BASE = (
     "actorrt", "actorrt.resources", "actorrt._shared", "actorrt._ray_names", "actorrt._sigterm",
-    "actorrt._owned", "actorrt._wire._pickling",
+    "actorrt._owned", "actorrt._wire._pickling", "actorrt._notebook",
 )
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import actorrt
+from actorrt._notebook import must_await
 
 from .._shared._trial_hook import EnclosingTrial, enclosing_trial
 from ._backend import Backend, WorkerSetup
@@ -158,17 +159,14 @@ class DataParallelTrainer:
         Raises:
             WorkerGroupError, ControllerError: training failed (both are
                 ``TrainingFailedError``).
-            RuntimeError: called on a thread whose event loop runs (use ``fit_async``).
+            RuntimeError: called on a thread whose event loop runs (use ``fit_async``),
+                but for a Jupyter notebook's cell, which waits for the run, as under Ray.
             ValueError, actorrt.InfeasibleResourceError, actorrt.ResourceDeadlockError:
                 the gang can never be placed.
             tune.StopTrial: inside a Tune trial, Tune told the trial to stop (let it
                 propagate: the trial then ends as stopped).
         """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
+        if must_await():  # a notebook's cell waits, as under Ray
             raise RuntimeError(
                 "fit() blocks until training ends; on a thread whose event loop runs, use "
                 "`await trainer.fit_async()`"

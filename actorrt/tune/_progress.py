@@ -9,18 +9,25 @@ log, a file) a plain status line every 10 s instead, no escape codes. Either way
 trial error or retry as it happens, and a final table with the best trial. ``2`` adds a
 line per trial status change; ``3`` a line per result.
 
+In a Jupyter notebook the live view is drawn as HTML in one output area of the cell that
+called ``fit()``, replaced at each redraw (Ray's ``JupyterNotebookReporter(overwrite=True)``,
+its default there); ``overwrite=False`` adds a new area at each redraw instead.
+
 Everything here runs on the controller's event loop, so it reads the trials without locks.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import io
 import sys
 import time
 from collections.abc import Mapping
 from typing import Any, TextIO
 
 import actorrt
+from actorrt._notebook import CellView
 
 from ._callbacks import importable
 from ._reporters import ProgressReporter as UserReporter
@@ -28,10 +35,17 @@ from ._reporters import TuneReporterBase
 from ._trial import ERROR, PENDING, Trial
 from ._view import SHOWN, Snapshot, fmt, short
 
-__all__ = ["ProgressReporter"]
+__all__ = ["ProgressReporter", "cell_view"]
 
 LIVE_REFRESH_S = 1.0
 PLAIN_INTERVAL_S = 10.0
+NOTEBOOK_WIDTH = 120  # characters: the view's width in a notebook cell
+
+# The notebook cell's output area that ``Tuner.fit()`` made on the cell's thread, seen by
+# the controller's task (contextvars cross with the call onto the runtime's loop).
+cell_view: contextvars.ContextVar[CellView | None] = contextvars.ContextVar(
+    "actorrt_tune_cell_view", default=None
+)
 
 
 def _is_terminal(out: TextIO) -> bool:
@@ -74,9 +88,12 @@ class ProgressReporter:
         self.metric = metric
         self.mode = mode
         self.out = out or sys.stdout
+        self.cell = cell_view.get() if out is None and live is None else None
         if live is None:
-            live = _is_terminal(self.out) and importable("rich")
+            live = self.cell is not None or (_is_terminal(self.out) and importable("rich"))
         self.live = live and verbose >= 1 and self.custom is None
+        if not self.live:
+            self.cell = None
         self.interval = LIVE_REFRESH_S if self.live else PLAIN_INTERVAL_S
         if self.settings is not None and not self.live:
             self.interval = self.settings.max_report_frequency
@@ -159,10 +176,35 @@ class ProgressReporter:
             return
         if self.settings is not None and self.settings.print_intermediate_tables is False:
             return
-        if self._live is not None:
+        if self.cell is not None:
+            self._draw_in_cell(self.snapshot(trials))
+        elif self._live is not None:
             self._live.update(self.snapshot(trials).renderable(), refresh=True)
         else:
             self._print(self.status_line(trials))
+
+    def _draw_in_cell(self, view: Snapshot, final: bool = False) -> None:
+        assert self.cell is not None
+        if importable("rich"):
+            from rich.console import Console
+
+            console = Console(
+                file=io.StringIO(), record=True, width=NOTEBOOK_WIDTH, force_jupyter=False
+            )
+            console.print(view.renderable(final=final))
+            markup = console.export_html(
+                inline_styles=True,
+                code_format="<pre style='line-height:1.25;font-family:monospace'>{code}</pre>",
+            )
+        else:
+            markup = CellView.preformatted(
+                "\n".join([view.status_line(), *view.plain_table()])
+            )
+        overwrite = getattr(self.settings, "overwrite", True)
+        if overwrite:
+            self.cell.show(markup)
+        else:
+            CellView().show(markup)
 
     async def watch(self, trials: list[Trial], refs: Mapping[str, Any] | None = None) -> None:
         """Show the progress every ``interval`` seconds until cancelled; the live view
@@ -177,7 +219,7 @@ class ProgressReporter:
             return
         self._refs = refs if refs is not None else {}
         try:
-            if self.live:
+            if self.live and self.cell is None:
                 self._start_live(trials)
             while True:
                 await asyncio.sleep(self.interval)
@@ -213,7 +255,9 @@ class ProgressReporter:
         if self.custom is not None:
             self.custom.report(trials, True, self.status_line(trials))
         view = self.snapshot(trials)
-        if self._console is not None:
+        if self.cell is not None:
+            self._draw_in_cell(view, final=True)
+        elif self._console is not None:
             self._console.print(view.renderable(final=True))
         else:
             self._print(view.status_line())

@@ -12,7 +12,6 @@ the periodic view.
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Mapping, Sequence, Sized
 from typing import Any
 
@@ -232,21 +231,22 @@ class CLIReporter(TuneReporterBase):
 
 
 class JupyterNotebookReporter(TuneReporterBase):
-    """Ray's ``JupyterNotebookReporter``: the same view as :class:`CLIReporter`, printed
-    as text (a notebook shows it in the cell's output).
+    """Ray's ``JupyterNotebookReporter``: the same view as :class:`CLIReporter`, drawn in
+    the output of the notebook cell that runs ``fit()`` (it is the default there).
 
     Args:
-        overwrite: Ray redraws the table in place in a notebook; here each status is a
-            new block of text, so ``overwrite=True`` is accepted with one warning.
+        overwrite: redraw the view in place, in one output area of the cell (default);
+            ``False`` adds a new area at each redraw, as Ray does.
         **kwargs: as :class:`TuneReporterBase`.
+
+    Raises:
+        TypeError: ``overwrite`` is not a bool.
     """
 
     def __init__(self, *, overwrite: bool = True, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if overwrite:
-            warnings.warn(
-                "JupyterNotebookReporter(overwrite=True): actorrt prints each status as new "
-                "text, it does not redraw the notebook cell (see docs/porting.md)",
-                stacklevel=2,
+        if not isinstance(overwrite, bool):
+            raise TypeError(
+                f"JupyterNotebookReporter(overwrite=...) takes True or False, got {overwrite!r}"
             )
         self.overwrite = overwrite

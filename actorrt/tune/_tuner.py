@@ -12,12 +12,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import actorrt
+from actorrt._notebook import CellView, in_kernel, must_await
 from actorrt._sigterm import DEFAULT_GRACE, SIGTERM_EXIT_STATUS, OrderlySigterm
 
 from .._shared._storage_path import check_local_storage_path
 from ._config import RunConfig, TuneConfig
 from ._controller import TuneController
 from ._prepare import check_picklable, prepare_experiment, trainable_name
+from ._progress import cell_view
 from ._resources import FROM_TRAINER_ATTR, is_function_trainable, with_resources
 from ._restore import RestoredExperiment, ResumeOptions, can_restore, load_experiment
 from ._result import ResultGrid
@@ -329,15 +331,13 @@ class Tuner:
         more than 30 s, ends the process at once, by SIGTERM.
 
         Raises:
-            RuntimeError: called on a thread whose event loop runs (use ``fit_async``).
-            KeyboardInterrupt: Ctrl-C.
+            RuntimeError: called on a thread whose event loop runs (use ``fit_async``),
+                but for a Jupyter notebook's cell: there, as under Ray, the cell waits
+                for the sweep and the live view redraws in place in the cell's output.
+            KeyboardInterrupt: Ctrl-C (in a notebook: the kernel interrupted).
             SystemExit: SIGTERM (status 143).
         """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
+        if must_await():
             raise RuntimeError(
                 "Tuner.fit() was called from a running event loop; use "
                 "`await tuner.fit_async()` there (inside `async with actorrt.Runtime()`)"
@@ -349,6 +349,9 @@ class Tuner:
                 started = True
             except actorrt.RuntimeAlreadyRunningError:
                 pass  # a runtime runs on another thread of this process: use it
+        # In a notebook the live view redraws one output area of this cell.
+        view = CellView() if in_kernel() else None
+        token = cell_view.set(view)
         try:
             with _sigterm_interrupts():
                 try:
@@ -363,6 +366,7 @@ class Tuner:
                     raise
             return grid
         finally:
+            cell_view.reset(token)
             if started:
                 actorrt.shutdown()
 

@@ -209,8 +209,8 @@ def test_reporter_and_config_arguments_ray_accepts() -> None:
         tune.CLIReporter(metric_columns="loss")
     with pytest.raises(ValueError, match="progress_reporter"):
         tune.RunConfig(progress_reporter="cli")  # type: ignore[arg-type]
-    with pytest.warns(UserWarning, match="overwrite"):
-        tune.JupyterNotebookReporter(metric_columns=["loss"])
+    with pytest.raises(TypeError, match="overwrite.*True or False, got 'yes'"):
+        tune.JupyterNotebookReporter(overwrite="yes")  # type: ignore[arg-type]
     with pytest.warns(UserWarning, match="reuse_actors"):
         tune.TuneConfig(reuse_actors=True)
     with pytest.warns(UserWarning, match="local storage only"):
@@ -221,6 +221,7 @@ def test_reporter_and_config_arguments_ray_accepts() -> None:
         warnings.simplefilter("error")
         tune.RunConfig(log_to_file=True)  # what actorrt does anyway: no warning
         tune.TuneConfig(reuse_actors=None)
+        tune.JupyterNotebookReporter(metric_columns=["loss"])  # it redraws in place
     with pytest.raises(ValueError, match="storage_filesystem"):
         tune.RunConfig(storage_filesystem=object())
     # Ray 2.7-2.40 passed Train's configs to Tune: they are taken as Tune's.
