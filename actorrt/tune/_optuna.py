@@ -152,6 +152,14 @@ class OptunaSearch(Searcher):
         mode: ``"min"`` or ``"max"`` (default: ``TuneConfig.mode``); with a list of
             metrics, a list of modes as long.
         sampler: an ``optuna.samplers.BaseSampler`` (default: ``TPESampler(seed=seed)``).
+        study_name: the Optuna study's name (default ``"optuna"``, as Ray's). With a
+            ``storage`` that already holds a study of that name, the sweep continues it
+            (``load_if_exists``, as in Ray); its directions must be this search's.
+        storage: where Optuna keeps the study: an ``optuna.storages.BaseStorage`` (e.g.
+            ``RDBStorage("sqlite:///optuna.db")``) or an RDB URL string (default: in
+            memory). Each ask, report and tell is written there as it happens, so
+            ``optuna.load_study`` and optuna-dashboard read the study while it runs, and
+            ``Tuner.restore`` continues the same study.
         seed: the default sampler's seed (default: ``TuneConfig.seed``); with a ``sampler``,
             give it the seed instead.
         points_to_evaluate: configs (possibly partial) to evaluate first, enqueued in the
@@ -186,6 +194,8 @@ class OptunaSearch(Searcher):
         mode: str | list[str] | None = None,
         points_to_evaluate: list[dict[str, Any]] | None = None,
         sampler: Any = None,
+        study_name: str | None = None,
+        storage: Any = None,
         seed: int | None = None,
         evaluated_rewards: list[Any] | None = None,
     ) -> None:
@@ -225,6 +235,14 @@ class OptunaSearch(Searcher):
                 f"OptunaSearch got both a sampler and seed={seed!r}; give the seed to the "
                 "sampler (e.g. TPESampler(seed=...))"
             )
+        if storage is not None and not isinstance(storage, str | optuna.storages.BaseStorage):
+            raise ValueError(
+                f"storage must be an optuna.storages.BaseStorage or an RDB URL, got {storage!r}"
+            )
+        if study_name is not None and not isinstance(study_name, str):
+            raise ValueError(f"study_name must be a string, got {study_name!r}")
+        self._study_name = study_name or "optuna"  # Ray's default name
+        self._storage = storage
         if space is not None and not (isinstance(space, dict) or callable(space)):
             raise ValueError(
                 f"space must be a dict or a function of an optuna trial, got {space!r}"
@@ -281,7 +299,17 @@ class OptunaSearch(Searcher):
         sampler = self._sampler or optuna.samplers.TPESampler(seed=self._seed)
         modes = [m for _, m in self._objectives] if self._objectives else [self._mode]
         directions = ["minimize" if m == "min" else "maximize" for m in modes]
-        self.study = optuna.create_study(sampler=sampler, directions=directions)
+        self.study = optuna.create_study(
+            storage=self._storage, sampler=sampler, study_name=self._study_name,
+            load_if_exists=True, directions=directions,
+        )
+        found = [d.name.lower() for d in self.study.directions]
+        if found != directions:
+            study, self.study = self.study, None
+            raise ValueError(
+                f"OptunaSearch: the study {study.study_name!r} in {self._storage!r} "
+                f"optimises {found}, this search {directions}: use another study_name"
+            )
         if self.evaluated_rewards is None:
             for point in self.points_to_evaluate:
                 self.study.enqueue_trial(self._point_params(point))
@@ -388,6 +416,22 @@ class OptunaSearch(Searcher):
             self.study.tell(ot_trial, state=state.PRUNED)
         else:
             self.study.tell(ot_trial, state=state.FAIL)
+
+    def set_state(self, state: Any) -> None:
+        super().set_state(state)
+        if self.study is None or not self._trials:
+            return
+        # The study's storage may be ahead of the saved state (an RDB storage is written
+        # as results come): resume each live trial's steps from what the study holds.
+        running = {
+            t.number: t for t in self.study.get_trials(
+                deepcopy=False, states=(_import_optuna().trial.TrialState.RUNNING,)
+            )
+        }
+        for trial_id, ot_trial in self._trials.items():
+            held = running.get(ot_trial.number)
+            if held is not None and held.intermediate_values:
+                self._steps[trial_id] = max(held.intermediate_values)
 
     @property
     def metric(self) -> Any:
