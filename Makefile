@@ -32,12 +32,11 @@ slurm:
 	        slurm-wlm munge >/dev/null; } || \
 	    echo "slurm-wlm and munge are not installed: tests/cluster/test_slurm.py will skip"
 
-# The suite two tests at a time, then the tests that need the machine alone (marked solo
-# in tests/conftest.py). PYTEST_ARGS passes options to both, e.g. PYTEST_ARGS="-x".
+# The whole suite, one test at a time. PYTEST_ARGS passes options on, e.g. PYTEST_ARGS="-x";
+# `PYTEST_ARGS='-n 2 -m "not solo"'` runs the tests not marked solo two at a time.
 PYTEST_ARGS ?=
 test: install lint slurm
-	$(PY) -m pytest -n 2 -m "not solo" $(PYTEST_ARGS)
-	$(PY) -m pytest -m solo $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Benchmarks (docs/benchmarks.md): one driver runs them all, writes
 # benchmarks/results/latest.{json,md} and the scaling plots. BENCH_ARGS passes options on,
