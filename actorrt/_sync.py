@@ -23,7 +23,7 @@ import uvloop
 from ._core._context import current_cell, running_actor
 from ._core._handle import AskHandle, ThreadWait
 from ._errors import AskTimeoutError, RuntimeAlreadyRunningError
-from ._notebook import in_kernel
+from ._notebook import must_await
 from ._ray_init import ray_init_args
 from ._runtime import Runtime, current_runtime
 from ._sigterm import DEFAULT_GRACE, SIGTERM_EXIT_STATUS, OrderlySigterm, check_grace
@@ -213,16 +213,14 @@ async def _await(awaitable: Awaitable[T]) -> T:
 
 def may_block() -> bool:
     """Whether a blocking call (``get()``, ``Tuner.fit()``, ``Trainer.fit()``) may wait on
-    this thread: one that runs no event loop, or a Jupyter kernel's cell, whose loop a
-    blocking call blocks as it does under Ray, so long as the runtime runs elsewhere (on
-    ``init()``'s thread). On the runtime's own loop waiting could never end."""
-    loop = _running_loop()
-    if loop is None:
-        return True
-    if not in_kernel():
+    this thread: one that runs no event loop, or a Jupyter kernel's cell (see
+    ``_notebook.must_await``), so long as the runtime does not run on that same loop,
+    where waiting could never end."""
+    if must_await():
         return False
+    loop = _running_loop()
     try:
-        return current_runtime().loop is not loop
+        return loop is None or current_runtime().loop is not loop
     except RuntimeError:  # no runtime yet: init() starts one on its own thread
         return True
 
