@@ -107,9 +107,17 @@ class AgentLink:
         if self.lost is not None:
             raise ConnectionError(f"cannot start a worker on {self.where}: {self.lost}")
         conn = await self.conn()
+        if self.lost is not None:  # lost while it connected
+            conn.abort()
+            raise ConnectionError(f"cannot start a worker on {self.where}: {self.lost}")
         self.workers[worker.worker_id] = worker
         try:
             pid: int = await conn.request(StartWorker(worker.worker_id, env, cwd, boot))
+        except ConnectionLostError as exc:
+            self.workers.pop(worker.worker_id, None)
+            raise ConnectionError(
+                f"cannot start a worker on {self.where}: {self.lost or exc}"
+            ) from exc
         except BaseException:
             self.workers.pop(worker.worker_id, None)
             raise
@@ -144,7 +152,7 @@ class AgentLink:
         for worker in workers:
             if worker.hosted is not None:
                 worker.hosted.node_lost(why)
-            worker.exited_there(-9)
+            worker.exited_there(-9, why)
 
     def node_lost(self, reason: str) -> None:
         """The head says the node is lost: its workers are gone."""

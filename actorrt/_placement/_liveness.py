@@ -7,7 +7,12 @@ runtime that owns workers checks each one every :data:`CHECK_INTERVAL` seconds:
 
 - its state in ``/proc/<pid>/stat``: ``T`` (stopped) or ``t`` (stopped by a tracer);
 - a ping on its connection, which its event loop answers; one not answered within
-  :data:`UNRESPONSIVE_AFTER` seconds makes the worker unresponsive.
+  :data:`UNRESPONSIVE_AFTER` seconds makes the worker unresponsive. A worker is pinged
+  again a quarter of that after its last answer, not every round: a thousand workers on
+  other nodes cost a thousand TLS writes per ping round.
+
+The checks go in slices of :data:`CHECK_SLICE` workers, the loop serving everything else
+between two slices, so that many workers never hold the loop up for long.
 
 A worker found frozen is reported once per episode (a warning naming the actor and the pid;
 an info line when it answers again), shown by ``actorrt status`` (state ``unresponsive``),
@@ -36,6 +41,7 @@ logger = logging.getLogger("actorrt")
 
 CHECK_INTERVAL = 1.0  # seconds between two checks of every worker
 UNRESPONSIVE_AFTER = 10.0  # seconds a ping may go unanswered before the worker is frozen
+CHECK_SLICE = 64  # workers checked before the loop serves others again
 
 
 def process_state(pid: int) -> str:
@@ -51,13 +57,14 @@ def process_state(pid: int) -> str:
 class Liveness:
     """One worker's liveness, as its owner last saw it."""
 
-    __slots__ = ("frozen_since", "ping_sent", "stopped", "why")
+    __slots__ = ("answered", "frozen_since", "ping_sent", "stopped", "why")
 
     def __init__(self) -> None:
         self.why: str | None = None  # None: live; else what is wrong ("stopped by a signal")
         self.stopped = False  # stopped by a signal (not merely slow to answer)
         self.frozen_since: float | None = None
         self.ping_sent: float | None = None  # monotonic time of the unanswered ping
+        self.answered = 0.0  # monotonic time of the last answered ping
 
     def describe(self) -> str | None:
         if self.why is None or self.frozen_since is None:
@@ -113,10 +120,13 @@ class LivenessWatch:
                 await self._task
 
     async def _run(self) -> None:
-        while self.live_workers():
-            for worker in self.live_workers():
+        while workers := self.live_workers():
+            began = time.monotonic()
+            for checked, worker in enumerate(workers, 1):
                 self.check(worker)
-            await asyncio.sleep(CHECK_INTERVAL)
+                if checked % CHECK_SLICE == 0:
+                    await asyncio.sleep(0)
+            await asyncio.sleep(max(CHECK_INTERVAL - (time.monotonic() - began), 0.0))
 
     def check(self, worker: Watched) -> None:
         conn = worker.conn
@@ -131,7 +141,7 @@ class LivenessWatch:
             why = "not answering (its event loop is blocked, e.g. by a thread holding the GIL)"
         else:
             why = None
-        if live.ping_sent is None:
+        if live.ping_sent is None and now - live.answered >= UNRESPONSIVE_AFTER / 4:
             try:
                 pong = conn.request(Ping(), urgent=True)  # never in line behind calls
             except Exception:  # the connection is going: its end is reported elsewhere
@@ -145,6 +155,7 @@ class LivenessWatch:
         if pong.cancelled() or pong.exception() is not None:
             return  # the connection ended: the process's exit is reported elsewhere
         worker.liveness.ping_sent = None
+        worker.liveness.answered = time.monotonic()
         if worker.liveness.why is not None and worker.process_state() not in ("T", "t"):
             self._changed(worker, None, time.monotonic())
 

@@ -56,6 +56,13 @@ logger = logging.getLogger("actorrt")
 
 STARTING_FDS = 4  # descriptors a worker start in flight may still open here
 
+# Workers on other nodes connect back over TLS, and this runtime's loop does each one's
+# handshake: a burst of a thousand at once would keep the loop busy past each handshake's
+# timeout, and the late ones would fail. So at most this many remote starts are in flight
+# (from the agent's fork to the worker's hello); the others wait their turn, which the
+# spawn's progress says. On one machine a start costs far less and needs no such bound.
+REMOTE_STARTS_IN_FLIGHT = 32
+
 
 def near_fd_limit(more: int = 0) -> bool:
     """Whether this process has (nearly) as many open files as its limit allows, counting
@@ -108,6 +115,7 @@ class WorkerPool:
         self._reaping: set[asyncio.Future[int]] = set()
         self._count = 0
         self._starting = 0  # workers started and not yet connected
+        self._remote_starts = asyncio.Semaphore(REMOTE_STARTS_IN_FLIGHT)
         self.watch = LivenessWatch(self.live_workers)
         # The fork server: started with the first worker, None while none is (or can be).
         self.preload = preload_modules()
@@ -235,16 +243,23 @@ class WorkerPool:
         self._all[worker_id] = worker
         worker.on_exit = self._exited
         try:
-            boot = {**self.boot_fields, **self.remote_boot}
-            waiting_for(f"the agent of {worker.starter.where} to start a worker process")
-            await worker.start("", self.remote_secret, 0, boot)
-            waiting_for(
-                f"worker process {worker.pid} on {worker.starter.where} to start and connect "
-                "to this runtime"
-            )
-            worker.conn = await asyncio.wait_for(
-                asyncio.shield(worker.connected), start_timeout
-            )
+            if self._remote_starts.locked():
+                waiting_for(
+                    f"a turn to start a worker on {worker.starter.where}: "
+                    f"{REMOTE_STARTS_IN_FLIGHT} starts on other nodes are in flight, the most "
+                    "this runtime connects at once"
+                )
+            async with self._remote_starts:
+                boot = {**self.boot_fields, **self.remote_boot}
+                waiting_for(f"the agent of {worker.starter.where} to start a worker process")
+                await worker.start("", self.remote_secret, 0, boot)
+                waiting_for(
+                    f"worker process {worker.pid} on {worker.starter.where} to start and "
+                    "connect to this runtime"
+                )
+                worker.conn = await asyncio.wait_for(
+                    asyncio.shield(worker.connected), start_timeout
+                )
         except BaseException:
             worker.kill()
             worker.exited_there(-9)

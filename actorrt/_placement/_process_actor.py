@@ -199,8 +199,18 @@ class ProcessActor(Supervised, RemoteActor):
         try:
             worker = self.worker
             if worker is None or not worker.alive:
-                worker = await (await self.owner.workers.pool()).acquire(self.key)
+                try:
+                    worker = await (await self.owner.workers.pool()).acquire(self.key)
+                except ConnectionLostError as exc:  # no process of ours died: say so
+                    raise ConnectionError(f"cannot start a worker process: {exc}") from exc
                 self.worker = worker
+            if worker.gone_because is not None or not worker.alive:
+                # It ended before it was ours: nobody will tell us.
+                how = worker.gone_because or describe_exit(worker.exited.result())
+                raise ConnectionError(
+                    f"worker process {worker.pid}{worker.where} ended before it could run "
+                    f"{self.describe()}: {how}"
+                )
             worker.label = self.describe()
             worker.hosted = self
             waiting_for(
@@ -343,6 +353,9 @@ class ProcessActor(Supervised, RemoteActor):
     def process_exited(self, code: int) -> None:
         """Our worker process ended."""
         worker = self.worker
+        if worker is not None and worker.gone_because is not None and self.lost_node is None:
+            self.node_lost(worker.gone_because)  # its node, or our link to it, is gone
+            return
         how = ProcessExit(
             worker.pid if worker else None, code, describe_exit(code),
             asked=bool(worker and worker.kill_requested),

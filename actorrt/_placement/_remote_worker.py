@@ -121,8 +121,10 @@ class RemoteWorkerProcess(WorkerProcess):
             out.write("\n")
         out.flush()
 
-    def exited_there(self, code: int) -> None:
-        """The agent reported the worker's exit (or can no longer be reached)."""
+    def exited_there(self, code: int, why: str | None = None) -> None:
+        """The agent reported the worker's exit (or can no longer be reached: ``why``)."""
+        if why is not None and self.gone_because is None:
+            self.gone_because = why
         if not self._exit.done():
             self._exit.set_result(code)
         if self.conn is not None:

@@ -108,6 +108,7 @@ class WorkerProcess:
         self.uses = 0
         self.tainted = False  # crashed, killed, or hosted an actor that did not end cleanly
         self.kill_requested = False
+        self.gone_because: str | None = None  # known without its exit code (a node lost)
         self.on_exit: Callable[[WorkerProcess, int], None] | None = None
         self.hosted: Any = None  # the ProcessActor whose actor this worker runs now
         self._tasks: list[asyncio.Task[None]] = []
@@ -255,12 +256,12 @@ class WorkerProcess:
         """The process is gone (exit code ``code``): fail a start still waiting, say so."""
         if not self.connected.done():
             said = next((line.strip() for line in reversed(self._early_stderr) if line.strip()), "")
+            how = self.gone_because or (
+                f"it exited with {describe_exit(code)} before connecting to its runtime"
+                + (f"; it said: {said}" if said else "")
+            )
             self.connected.set_exception(
-                ConnectionError(
-                    f"worker process {self.pid}{self.where} failed to start: it exited with "
-                    f"{describe_exit(code)} before connecting to its runtime"
-                    + (f"; it said: {said}" if said else "")
-                )
+                ConnectionError(f"worker process {self.pid}{self.where} failed to start: {how}")
             )
             # Retrieved: a spawner still waiting gets it anyway; one that was cancelled
             # (its spawn withdrawn) must not make asyncio log it as never retrieved.

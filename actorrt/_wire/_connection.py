@@ -25,6 +25,7 @@ bytes are only read as handshake messages.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 from collections import deque
@@ -153,6 +154,8 @@ class Connection(FrameReader):
         "_close_reason",
         "_closed",
         "_handshake",
+        "_hs_expired",
+        "_hs_timeout",
         "_hs_timer",
         "_next_id",
         "_on_close",
@@ -199,6 +202,8 @@ class Connection(FrameReader):
         self._on_close = on_close
         self._transport: asyncio.Transport | None = None
         self._state = HANDSHAKE
+        self._hs_timeout = handshake_timeout
+        self._hs_expired = False
         self._hs_timer = self._loop.call_later(handshake_timeout, self._handshake_timed_out)
         self.ready: asyncio.Future[None] = self._loop.create_future()
         self._closed: asyncio.Future[None] = self._loop.create_future()
@@ -453,7 +458,10 @@ class Connection(FrameReader):
 
     def _handshake_timed_out(self) -> None:
         if self._state < OPEN:
-            self._protocol_error("the peer did not complete the handshake in time")
+            self._hs_expired = True
+            self._protocol_error(
+                f"the peer did not complete the handshake within {self._hs_timeout:g} s"
+            )
 
     # -- closing ------------------------------------------------------------------------
 
@@ -524,8 +532,15 @@ class Connection(FrameReader):
         self._unacked.clear()
         self._unacked_bytes = 0
         if not self.ready.done():
-            failure: ConnectionError = error
-            if self._handshake.started:  # refused mid-handshake
+            failure: OSError = error
+            if self._hs_expired:
+                # Slow is not wrong: the peer accepted and never refused, it did not answer.
+                failure = TimeoutError(
+                    errno.ETIMEDOUT,
+                    f"the handshake did not complete: {reason} (it accepted the connection "
+                    "but did not answer in time: it is busy, or it is not an actorrt endpoint)",
+                )
+            elif self._handshake.started:  # refused mid-handshake
                 failure = _auth.AuthenticationError(
                     f"the handshake did not complete ({reason}); is the runtime secret (a "
                     "cluster's token) right?" + _BOUND_HINT * bool(self._handshake.binding)

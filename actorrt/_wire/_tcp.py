@@ -135,8 +135,8 @@ async def connect_tcp(
 
     Raises:
         OSError: nothing listens there (``ConnectionRefusedError``), the host cannot be
-            reached, or the connect timed out (``TimeoutError``); the message names
-            ``host:port``.
+            reached, or the connect or the handshake timed out (``TimeoutError``); the
+            message names ``host:port``.
         AuthenticationError: the server does not hold the token, or refused ours; the
             certificate seen is not the server's (a man in the middle); the server's
             certificate failed verification against ``ca``; this end uses TLS and the server
@@ -187,6 +187,9 @@ async def connect_tcp(
     except (AuthenticationError, ProtocolVersionError) as exc:
         conn.abort()
         raise type(exc)(f"{where}: {exc}") from exc
+    except TimeoutError as exc:  # connected, and the peer did not finish the handshake
+        conn.abort()
+        raise TimeoutError(exc.errno, f"{where}: {exc.strerror}") from exc
     except ConnectionLostError as exc:
         conn.abort()
         hint = ""
