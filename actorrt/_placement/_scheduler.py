@@ -48,7 +48,9 @@ DRIVER = "driver"
 
 # A word of a broker message that may be an actor id: not part of ``key=value`` (an id the
 # message already describes), nor of a longer word.
-_TOKEN = re.compile(r"(?<![\w=-])[\w-]+")
+# An actor id (``Runtime.new_id``: the runtime's 8 hex digits, a dash, a number): only
+# these are looked up, not every word of a report (a report is some 80 words).
+_TOKEN = re.compile(r"(?<![\w=-])[0-9a-f]{8}-\d+(?![\w-])")
 
 
 class SchedulerHost(Protocol):

@@ -144,10 +144,16 @@ class ClusterQueue:
         self.waiting -= 1
         return req.rid in self.reservations
 
+    def waiting_unordered(self) -> list[Request]:
+        """Every waiting request, shape by shape (each shape's in order; no sort)."""
+        return [
+            e[2] for sq in self.shapes.values() for e in sq.items[sq.head :]
+            if e[2].status == WAITING
+        ]
+
     def waiting_requests(self) -> list[Request]:
         """Every waiting request, in service order."""
-        found = [e[2] for sq in self.shapes.values() for e in sq.items[sq.head :]]
-        found = [r for r in found if r.status == WAITING]
+        found = self.waiting_unordered()
         found.sort(key=lambda r: (r.key, r.seq))
         return found
 

@@ -21,6 +21,7 @@ from ._state import Grant, Request, WaitQueue
 __all__ = ["BrokerReports"]
 
 _LISTED = 4
+STALE_DROPS = 64  # stale entries of the awaited heap dropped per look at its top
 
 
 class BrokerReports(BrokerCore):
@@ -103,9 +104,13 @@ class BrokerReports(BrokerCore):
         )
 
     def _awaited_due(self) -> float | None:
-        """When the next awaited request counts as stalled (stale heap entries dropped)."""
+        """When the next awaited request counts as stalled (stale heap entries dropped, at
+        most :data:`STALE_DROPS` per call: after ten thousand waits end at once, the time
+        of the stale entry left on top brings the next poll, which drops more)."""
         heap = self._awaited
-        while heap:
+        for _ in range(STALE_DROPS):
+            if not heap:
+                return None
             _, _, rid = heap[0]
             req = self._requests.get(rid)
             if req is not None and req.waiters and rid not in self._stall_told:
@@ -113,7 +118,7 @@ class BrokerReports(BrokerCore):
             heapq.heappop(heap)
             if req is None or not req.waiters:
                 self._awaited_known.discard(rid)
-        return None
+        return heap[0][0] if heap else None
 
     def _awaited_stall_reports(self, now: float, budget: int) -> list[Stalled]:
         """A request an actor awaits is stalled once it has waited ``stall_after``, whatever
@@ -122,12 +127,16 @@ class BrokerReports(BrokerCore):
         events: list[Stalled] = []
         ex: Explainer | None = None
         children: Mapping[Hashable, set[Hashable]] | None = None
-        while len(events) < budget:
+        for _ in range(budget):  # bounded work: stale entries count as turns too
             due = self._awaited_due()
             if due is None or due > now:
                 return events
             _, _, rid = heapq.heappop(self._awaited)
-            req = self._requests[rid]
+            req = self._requests.get(rid)
+            if req is None or not req.waiters or rid in self._stall_told:
+                if req is None or not req.waiters:
+                    self._awaited_known.discard(rid)
+                continue  # stale: left on top by _awaited_due's bound
             self._stall_told.add(rid)
             if ex is None:
                 ex = self._explainer()
