@@ -81,7 +81,6 @@ if _typing.TYPE_CHECKING:
     from ._sample import randn as randn
     from ._sample import sample_from as sample_from
     from ._sample import uniform as uniform
-    from ._schedulers import TrialScheduler as TrialScheduler
     from ._session import StopTrial as StopTrial
     from ._session import TuneContext as TuneContext
     from ._session import get_checkpoint as get_checkpoint
@@ -93,6 +92,7 @@ if _typing.TYPE_CHECKING:
     from ._trial_config import FailureConfig as FailureConfig
     from ._tuner import Tuner as Tuner
     from ._with_parameters import with_parameters as with_parameters
+    from .schedulers.trial_scheduler import TrialScheduler as TrialScheduler
 
 __all__ = [
     "CLIReporter",
@@ -163,7 +163,7 @@ _WHERE = {
     "randn": "._sample",
     "sample_from": "._sample",
     "uniform": "._sample",
-    "TrialScheduler": "._schedulers",
+    "TrialScheduler": ".schedulers.trial_scheduler",
     "StopTrial": "._session",
     "TuneContext": "._session",
     "get_checkpoint": "._session",
@@ -190,7 +190,7 @@ def __getattr__(name: str) -> _typing.Any:
     elif name in _WHERE:
         value = getattr(_importlib.import_module(_WHERE[name], __name__), name)
         # Public objects show their public module in reprs and tracebacks.
-        if isinstance(value, type) and value.__module__.startswith(f"{__name__}._"):
+        if isinstance(value, type) and value.__module__.startswith(f"{__name__}."):
             value.__module__ = __name__
     else:
         from .._ray_names import missing

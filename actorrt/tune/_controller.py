@@ -33,11 +33,11 @@ import sys
 
 from ._bus import ReportBusActor
 from ._prepare import trainable_name
-from ._resource_changing import ResourceChangingScheduler
 from ._restore import rebuild_trials, replay_scheduler, restore_searcher
 from ._result import ResultGrid
 from ._result_handling import ResultHandler
 from ._workdir import chdir_enabled
+from .schedulers.resource_changing_scheduler import ResourceChangingScheduler
 
 __all__ = ["TuneController"]
 

@@ -61,8 +61,8 @@ from ._trial import ERROR, PENDING, TERMINATED, Trial
 logger = logging.getLogger("actorrt.tune")
 
 if TYPE_CHECKING:
-    from ._schedulers import TrialScheduler
     from ._storage import ExperimentStorage
+    from .schedulers.trial_scheduler import TrialScheduler
 
 __all__ = [
     "Rebuilt",

@@ -15,10 +15,10 @@ from typing import Any
 
 from .._shared._checkpoint import Checkpoint
 from ._scheduler_actions import SchedulerActions
-from ._schedulers import TrialScheduler
 from ._session import CONTINUE, SAVE_AND_STOP, STOP
 from ._trainable import Trainable
 from ._trial import RUNNING, Trial
+from .schedulers.trial_scheduler import TrialScheduler
 
 __all__ = ["ResultHandler"]
 

@@ -18,8 +18,8 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ._sample import Domain, Function
-from ._schedulers import TrialScheduler
+from .._sample import Domain, Function
+from .trial_scheduler import TrialScheduler
 
 __all__ = ["PopulationBasedTraining"]
 
