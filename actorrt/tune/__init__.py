@@ -67,20 +67,6 @@ if _typing.TYPE_CHECKING:
     from ._result import Result as Result
     from ._result import ResultGrid as ResultGrid
     from ._run import run as run
-    from ._sample import Domain as Domain
-    from ._sample import choice as choice
-    from ._sample import grid_search as grid_search
-    from ._sample import lograndint as lograndint
-    from ._sample import loguniform as loguniform
-    from ._sample import qlograndint as qlograndint
-    from ._sample import qloguniform as qloguniform
-    from ._sample import qrandint as qrandint
-    from ._sample import qrandn as qrandn
-    from ._sample import quniform as quniform
-    from ._sample import randint as randint
-    from ._sample import randn as randn
-    from ._sample import sample_from as sample_from
-    from ._sample import uniform as uniform
     from ._session import StopTrial as StopTrial
     from ._session import TuneContext as TuneContext
     from ._session import get_checkpoint as get_checkpoint
@@ -93,6 +79,20 @@ if _typing.TYPE_CHECKING:
     from ._tuner import Tuner as Tuner
     from ._with_parameters import with_parameters as with_parameters
     from .schedulers.trial_scheduler import TrialScheduler as TrialScheduler
+    from .search.sample import Domain as Domain
+    from .search.sample import choice as choice
+    from .search.sample import grid_search as grid_search
+    from .search.sample import lograndint as lograndint
+    from .search.sample import loguniform as loguniform
+    from .search.sample import qlograndint as qlograndint
+    from .search.sample import qloguniform as qloguniform
+    from .search.sample import qrandint as qrandint
+    from .search.sample import qrandn as qrandn
+    from .search.sample import quniform as quniform
+    from .search.sample import randint as randint
+    from .search.sample import randn as randn
+    from .search.sample import sample_from as sample_from
+    from .search.sample import uniform as uniform
 
 __all__ = [
     "CLIReporter",
@@ -150,19 +150,19 @@ _WHERE = {
     "with_resources": "._resources",
     "Result": "._result",
     "ResultGrid": "._result",
-    "Domain": "._sample",
-    "choice": "._sample",
-    "grid_search": "._sample",
-    "lograndint": "._sample",
-    "loguniform": "._sample",
-    "qloguniform": "._sample",
-    "qrandint": "._sample",
-    "qrandn": "._sample",
-    "quniform": "._sample",
-    "randint": "._sample",
-    "randn": "._sample",
-    "sample_from": "._sample",
-    "uniform": "._sample",
+    "Domain": ".search.sample",
+    "choice": ".search.sample",
+    "grid_search": ".search.sample",
+    "lograndint": ".search.sample",
+    "loguniform": ".search.sample",
+    "qloguniform": ".search.sample",
+    "qrandint": ".search.sample",
+    "qrandn": ".search.sample",
+    "quniform": ".search.sample",
+    "randint": ".search.sample",
+    "randn": ".search.sample",
+    "sample_from": ".search.sample",
+    "uniform": ".search.sample",
     "TrialScheduler": ".schedulers.trial_scheduler",
     "StopTrial": "._session",
     "TuneContext": "._session",
@@ -178,7 +178,7 @@ _WHERE = {
     "TuneError": "._errors",
     "run": "._run",
     "with_parameters": "._with_parameters",
-    "qlograndint": "._sample",
+    "qlograndint": ".search.sample",
     "Stopper": "._stopper",
     "SyncConfig": "._config",
 }

@@ -15,10 +15,11 @@ from typing import Any
 from .._shared._storage_path import check_local_storage_path
 from ._callbacks import check_callbacks
 from ._reporters import ProgressReporter
-from ._search import ConcurrencyLimiter, Searcher
 from ._trial_config import CheckpointConfig, FailureConfig
 from ._workdir import CHDIR_ENV
 from .schedulers.trial_scheduler import TrialScheduler
+from .search.concurrency_limiter import ConcurrencyLimiter
+from .search.searcher import Searcher
 
 __all__ = ["CheckpointConfig", "FailureConfig", "RunConfig", "SyncConfig", "TuneConfig"]
 

@@ -33,13 +33,15 @@ from ._recorder import ExperimentRecorder
 from ._restore import RestoredExperiment
 from ._result import ResultGrid, grid_of
 from ._result_checks import ResultChecker
-from ._search import BasicVariantGenerator, ConcurrencyLimiter, Searcher
 from ._stopper import to_stopper
 from ._storage import ExperimentStorage, writing
 from ._trial import ERROR, PENDING, RUNNING, TERMINATED, Trial
 from ._trial_actor import ship_trainable
 from ._trial_config import CheckpointConfig, FailureConfig
 from .schedulers.trial_scheduler import FIFOScheduler, TrialScheduler
+from .search.basic_variant import BasicVariantGenerator
+from .search.concurrency_limiter import ConcurrencyLimiter
+from .search.searcher import Searcher
 
 __all__ = ["STOP_GRACE_S", "ControllerState"]
 

@@ -27,9 +27,9 @@ from ._experiment_state import (
 from ._trial import ERROR, TERMINATED
 
 if TYPE_CHECKING:
-    from ._search import Searcher
     from ._storage import ExperimentStorage
     from ._trial import Trial
+    from .search.searcher import Searcher
 
 __all__ = ["ExperimentRecorder"]
 

@@ -53,10 +53,10 @@ from ._experiment_state import (
     read_searcher_state,
 )
 from ._recover import recover_lost_trials
-from ._sample import Domain
-from ._search import Searcher, resume_search
 from ._storage import PROGRESS_FILE, RESULT_FILE, read_results, trim_torn_tail
 from ._trial import ERROR, PENDING, TERMINATED, Trial
+from .search.sample import Domain
+from .search.searcher import Searcher, resume_search
 
 logger = logging.getLogger("actorrt.tune")
 

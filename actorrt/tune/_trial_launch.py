@@ -29,10 +29,12 @@ from ._controller_state import ControllerState
 from ._prepare import trainable_name
 from ._resize import await_group, bundle_options
 from ._resources import describe_request, resolve_resources
-from ._search import BasicVariantGenerator, ConcurrencyLimiter, Searcher
 from ._trial import PENDING, RUNNING, Trial
 from ._trial_actor import error_outcome, load_error
-from ._variants import in_space_order
+from .search.basic_variant import BasicVariantGenerator
+from .search.concurrency_limiter import ConcurrencyLimiter
+from .search.searcher import Searcher
+from .search.variant_generator import in_space_order
 
 __all__ = ["MAX_PENDING_ENV", "TrialLauncher"]
 

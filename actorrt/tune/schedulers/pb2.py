@@ -24,8 +24,8 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .._library_search import import_library, unflatten
-from .._sample import Float, Integer
+from ..search._library_search import import_library, unflatten
+from ..search.sample import Float, Integer
 from .pbt import PopulationBasedTraining
 
 __all__ = ["PB2"]

@@ -18,7 +18,7 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .._sample import Domain, Function
+from ..search.sample import Domain, Function
 from .trial_scheduler import TrialScheduler
 
 __all__ = ["PopulationBasedTraining"]

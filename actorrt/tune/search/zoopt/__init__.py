@@ -1,6 +1,6 @@
 """Ray's ``ray.tune.search.zoopt``; needs ``pip install 'actorrt[zoopt]'``."""
 
-from .._zoopt import ZOOptSearch as ZOOptSearch
+from .zoopt_search import ZOOptSearch as ZOOptSearch
 
 # Shown under the module users import it from.
 ZOOptSearch.__module__ = __name__

@@ -15,7 +15,7 @@ import random
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ._sample import Domain, Function
+from .sample import Domain, Function
 
 Path = tuple[Any, ...]
 

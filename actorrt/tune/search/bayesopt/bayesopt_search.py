@@ -13,10 +13,10 @@ import logging
 from collections import Counter
 from typing import Any
 
-from ._library_search import LibrarySearcher, domains_of, import_library, unflatten
-from ._sample import Float
-from ._search import Searcher
-from ._storage import flatten
+from ..._storage import flatten
+from .._library_search import LibrarySearcher, domains_of, import_library, unflatten
+from ..sample import Float
+from ..searcher import Searcher
 
 __all__ = ["BayesOptSearch"]
 

@@ -11,9 +11,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ._hyperopt import _plain
-from ._library_search import LibrarySearcher, domains_of, import_library, unflatten
-from ._sample import Categorical, Float, Integer, Normal
+from .._library_search import LibrarySearcher, domains_of, import_library, unflatten
+from ..hyperopt.hyperopt_search import _plain
+from ..sample import Categorical, Float, Integer, Normal
 
 __all__ = ["NevergradSearch"]
 

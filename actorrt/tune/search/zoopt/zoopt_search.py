@@ -11,11 +11,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ._hyperopt import _plain
-from ._library_search import LibrarySearcher, domains_of, import_library, unflatten
-from ._sample import Categorical, Float, Integer
-from ._search import Searcher
-from ._storage import flatten
+from ..._storage import flatten
+from .._library_search import LibrarySearcher, domains_of, import_library, unflatten
+from ..hyperopt.hyperopt_search import _plain
+from ..sample import Categorical, Float, Integer
+from ..searcher import Searcher
 
 __all__ = ["ZOOptSearch"]
 

@@ -19,11 +19,11 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ._library_search import import_library, param_name, unflatten
-from ._sample import Categorical, Domain, Float, Function, Integer, Normal
-from ._search import Searcher, _overlay
-from ._storage import flatten
-from ._variants import _copy_structure, _is_grid, _walk, resolve_one
+from ..._storage import flatten
+from .._library_search import import_library, param_name, unflatten
+from ..sample import Categorical, Domain, Float, Function, Integer, Normal
+from ..searcher import Searcher, overlay
+from ..variant_generator import _copy_structure, _is_grid, _walk, resolve_one
 
 __all__ = ["OptunaSearch"]
 
@@ -366,7 +366,7 @@ class OptunaSearch(Searcher):
                     f"got {extra!r}"
                 )
             values = unflatten({**ot_trial.params, **(extra or {})})
-            config = _overlay(self._constants, values)
+            config = overlay(self._constants, values)
         else:
             ot_trial = self.study.ask({p.name: p.distribution for p in self._params.values()})
             config = _copy_structure(self._constants)

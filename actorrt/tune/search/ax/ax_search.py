@@ -15,10 +15,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ._library_search import LibrarySearcher, domains_of, import_library, unflatten
-from ._sample import Categorical, Float, Integer
-from ._storage import flatten
-from ._variants import _walk
+from ..._storage import flatten
+from .._library_search import LibrarySearcher, domains_of, import_library, unflatten
+from ..sample import Categorical, Float, Integer
+from ..variant_generator import _walk
 
 __all__ = ["AxSearch"]
 

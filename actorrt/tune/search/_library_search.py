@@ -16,9 +16,9 @@ import random
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from ._sample import Domain, Function
-from ._search import Searcher, _overlay
-from ._variants import _is_grid, _walk, resolve_one
+from .sample import Domain, Function
+from .searcher import Searcher, overlay
+from .variant_generator import _is_grid, _walk, resolve_one
 
 __all__ = ["LibrarySearcher", "domains_of", "import_library", "unflatten"]
 
@@ -180,7 +180,7 @@ class LibrarySearcher(Searcher):
         token, values = asked
         self._live[trial_id] = token
         self._asked += 1
-        config = _overlay(self._constants, values)
+        config = overlay(self._constants, values)
         # sample_from values, computed from the config (seeded: a restore draws the same).
         resolved = resolve_one(config, {}, random.Random(self._asked))
         assert isinstance(resolved, dict)

@@ -14,7 +14,7 @@ import logging
 import math
 from typing import Any
 
-from ._search import Searcher, WrappingSearcher
+from .searcher import Searcher, WrappingSearcher
 
 __all__ = ["TRIAL_INDEX", "Repeater"]
 

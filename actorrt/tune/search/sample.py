@@ -1,7 +1,7 @@
 """Search-space primitives: the domains a ``param_space`` value can be drawn from.
 
 Each sampling function (``uniform``, ``choice``, ...) returns a :class:`Domain`; a domain is
-resolved into a plain value once per trial by :mod:`actorrt.tune._variants`, with one
+resolved into a plain value once per trial by :mod:`actorrt.tune.search.variant_generator`, with one
 ``random.Random`` per experiment so a seed reproduces the whole sweep. ``grid_search`` is not a
 domain: it returns Ray's marker dict ``{"grid_search": [...]}``, which the variant generator
 expands into one trial per value (per sample).

@@ -1,6 +1,6 @@
 """Ray's ``ray.tune.search.ax``; needs ``pip install 'actorrt[ax]'``."""
 
-from .._ax import AxSearch as AxSearch
+from .ax_search import AxSearch as AxSearch
 
 # Shown under the module users import it from.
 AxSearch.__module__ = __name__

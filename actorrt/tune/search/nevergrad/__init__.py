@@ -1,6 +1,6 @@
 """Ray's ``ray.tune.search.nevergrad``; needs ``pip install 'actorrt[nevergrad]'``."""
 
-from .._nevergrad import NevergradSearch as NevergradSearch
+from .nevergrad_search import NevergradSearch as NevergradSearch
 
 # Shown under the module users import it from.
 NevergradSearch.__module__ = __name__

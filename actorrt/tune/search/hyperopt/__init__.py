@@ -1,6 +1,6 @@
 """Ray's ``ray.tune.search.hyperopt``; needs ``pip install 'actorrt[hyperopt]'``."""
 
-from .._hyperopt import HyperOptSearch as HyperOptSearch
+from .hyperopt_search import HyperOptSearch as HyperOptSearch
 
 # Shown under the module users import it from.
 HyperOptSearch.__module__ = __name__

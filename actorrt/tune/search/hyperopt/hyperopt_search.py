@@ -13,9 +13,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ._library_search import LibrarySearcher, domains_of, import_library, unflatten
-from ._sample import Categorical, Float, Integer, Normal
-from ._storage import flatten
+from ..._storage import flatten
+from .._library_search import LibrarySearcher, domains_of, import_library, unflatten
+from ..sample import Categorical, Float, Integer, Normal
 
 __all__ = ["HyperOptSearch"]
 
