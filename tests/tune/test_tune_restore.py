@@ -30,7 +30,7 @@ from conftest import eventually, wait_until
 
 import actorrt
 from actorrt import tune
-from actorrt.tune._experiment_state import Journal, read_journal
+from actorrt.tune._controller._experiment_state import Journal, read_journal
 from actorrt.tune.schedulers import ASHAScheduler
 from actorrt.tune.search import BasicVariantGenerator
 from actorrt.tune.search.searcher import resume_search

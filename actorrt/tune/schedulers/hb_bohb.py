@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._trial import PAUSED
+from ..experiment.trial import PAUSED
 from .hyperband import HyperBandScheduler, _Bracket
 
 __all__ = ["HyperBandForBOHB"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .._trial import PAUSED, RUNNING
+from ..experiment.trial import PAUSED, RUNNING
 from .trial_scheduler import TrialScheduler
 
 __all__ = ["HyperBandScheduler"]

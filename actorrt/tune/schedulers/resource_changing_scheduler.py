@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .._placement_group_factory import PlacementGroupFactory, to_factory
+from ..execution.placement_groups import PlacementGroupFactory, to_factory
 from .trial_scheduler import FIFOScheduler, TrialScheduler
 
 __all__ = ["DistributeResources", "DistributeResourcesToTopJob", "ResourceChangingScheduler"]

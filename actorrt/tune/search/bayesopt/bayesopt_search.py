@@ -13,7 +13,7 @@ import logging
 from collections import Counter
 from typing import Any
 
-from ..._storage import flatten
+from ..._controller._storage import flatten
 from .._library_search import LibrarySearcher, domains_of, import_library, unflatten
 from ..sample import Float
 from ..searcher import Searcher

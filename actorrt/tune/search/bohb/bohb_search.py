@@ -25,7 +25,7 @@ import logging
 import math
 from typing import Any
 
-from ..._storage import flatten
+from ..._controller._storage import flatten
 from .._library_search import LibrarySearcher, domains_of, import_library, unflatten
 from ..hyperopt.hyperopt_search import _plain
 from ..sample import Categorical, Float, Integer, Normal

@@ -19,7 +19,7 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..._storage import flatten
+from ..._controller._storage import flatten
 from .._library_search import import_library, param_name, unflatten
 from ..sample import Categorical, Domain, Float, Function, Integer, Normal
 from ..searcher import Searcher, overlay

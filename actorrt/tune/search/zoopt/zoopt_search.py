@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..._storage import flatten
+from ..._controller._storage import flatten
 from .._library_search import LibrarySearcher, domains_of, import_library, unflatten
 from ..hyperopt.hyperopt_search import _plain
 from ..sample import Categorical, Float, Integer
