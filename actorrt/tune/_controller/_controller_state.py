@@ -32,7 +32,7 @@ from ..schedulers.trial_scheduler import FIFOScheduler, TrialScheduler
 from ..search.basic_variant import BasicVariantGenerator
 from ..search.concurrency_limiter import ConcurrencyLimiter
 from ..search.searcher import Searcher
-from ..stopper.stopper import to_stopper
+from ..stopper._from_config import to_stopper
 from ..tune_config import RunConfig, TuneConfig, limited_search_alg
 from ._experiment_state import make_header
 from ._prepare import DEFAULT_STORAGE, check_checkpoint_config, experiment_name, trainable_name
@@ -103,7 +103,7 @@ class ControllerState:
         )
         # Imported here: the TensorBoard logger's module is needed only once a run starts,
         # not by ``import actorrt.tune`` or ``Tuner``'s import.
-        from ..logger.logger import default_callbacks
+        from ..logger.tensorboardx import default_callbacks
 
         given = list(run_config.callbacks or [])
         self.callbacks = CallbackList([*given, *default_callbacks(given)], self._fail)

@@ -6,10 +6,10 @@ writes nothing twice); ``TBXLoggerCallback`` adds TensorBoard event files, and i
 default when ``tensorboardX`` is installed.
 """
 
-from .logger import CSVLoggerCallback as CSVLoggerCallback
-from .logger import JsonLoggerCallback as JsonLoggerCallback
+from .csv import CSVLoggerCallback as CSVLoggerCallback
+from .json import JsonLoggerCallback as JsonLoggerCallback
 from .logger import LoggerCallback as LoggerCallback
-from .logger import TBXLoggerCallback as TBXLoggerCallback
+from .tensorboardx import TBXLoggerCallback as TBXLoggerCallback
 
 # Shown under the module users import them from.
 for _cls in (CSVLoggerCallback, JsonLoggerCallback, LoggerCallback, TBXLoggerCallback):

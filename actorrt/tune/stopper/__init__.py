@@ -1,13 +1,13 @@
-"""Stoppers for ``RunConfig(stop=...)`` (Ray's ``ray.tune.stopper``)."""
+"""Stoppers for ``RunConfig(stop=...)`` (Ray's ``ray.tune.stopper``), one module each as in Ray."""
 
+from .experiment_plateau import ExperimentPlateauStopper as ExperimentPlateauStopper
+from .function_stopper import FunctionStopper as FunctionStopper
+from .maximum_iteration import MaximumIterationStopper as MaximumIterationStopper
+from .noop import NoopStopper as NoopStopper
 from .stopper import CombinedStopper as CombinedStopper
-from .stopper import ExperimentPlateauStopper as ExperimentPlateauStopper
-from .stopper import FunctionStopper as FunctionStopper
-from .stopper import MaximumIterationStopper as MaximumIterationStopper
-from .stopper import NoopStopper as NoopStopper
 from .stopper import Stopper as Stopper
-from .stopper import TimeoutStopper as TimeoutStopper
-from .stopper import TrialPlateauStopper as TrialPlateauStopper
+from .timeout import TimeoutStopper as TimeoutStopper
+from .trial_plateau import TrialPlateauStopper as TrialPlateauStopper
 
 __all__ = [
     "CombinedStopper",
