@@ -9,5 +9,5 @@ raise ImportError(
     "which would downgrade what actorrt and torch run on, so no actorrt extra installs it. Use "
     "actorrt.tune.search.hyperopt.HyperOptSearch, .optuna.OptunaSearch, "
     ".bayesopt.BayesOptSearch, .ax.AxSearch, .nevergrad.NevergradSearch, .bohb.TuneBOHB or "
-    ".zoopt.ZOOptSearch"
+    ".zoopt.ZOOptSearch; see docs/porting.md for what a Ray script needs to change"
 )

@@ -11,8 +11,8 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, DistributedSampler, IterableDataset, RandomSampler
 
-from .._session import get_context
-from . import _config
+from ..context import get_context
+from . import config as _config
 
 
 def enable_reproducibility(seed: int = 0) -> None:

@@ -36,10 +36,8 @@ import actorrt
 from actorrt._notebook import must_await
 
 from .._shared._trial_hook import EnclosingTrial, enclosing_trial
-from ._backend import Backend, WorkerSetup
 from ._checkpoint_book import CheckpointBook
 from ._data import check_datasets, split_datasets
-from ._errors import ControllerError, TrainingFailedError, WorkerGroupError, summary, tracebacks
 from ._gang import Gang, GangFailed
 from ._placement import place_gang
 from ._recorder import Recorder
@@ -48,6 +46,8 @@ from ._run_config import RunConfig
 from ._scaling import ScalingConfig
 from ._unsupported import PORTING, V2_REMOVED, reject
 from ._worker import RunSpec
+from .backend import Backend, WorkerSetup
+from .error import ControllerError, TrainingFailedError, WorkerGroupError, summary, tracebacks
 
 logger = logging.getLogger("actorrt.train")
 

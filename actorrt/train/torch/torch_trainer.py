@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .._backend import Backend
 from .._run_config import RunConfig
 from .._scaling import ScalingConfig
-from .._trainer import DataParallelTrainer
-from ._config import TorchBackend, TorchConfig
+from ..backend import Backend
+from ..data_parallel_trainer import DataParallelTrainer
+from .config import TorchBackend, TorchConfig
 
 
 class TorchTrainer(DataParallelTrainer):

@@ -7,7 +7,7 @@ import math
 import os
 from dataclasses import dataclass
 
-from .._backend import Backend, WorkerSetup
+from ..backend import Backend, WorkerSetup
 
 BACKENDS = (None, "gloo", "nccl")
 
