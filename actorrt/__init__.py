@@ -24,7 +24,8 @@ graph has no cycle. docs/architecture.md draws the layers and the path of a call
 6. shared: ``_shared``: what the libraries share (one ``Checkpoint``, the enclosing-trial
    hook), built only on the names exported here.
 7. libraries: ``actorrt.tune``, ``actorrt.train``: built only on the names exported here
-   (and ``_shared``); neither imports the other.
+   (and ``_shared``); neither imports the other. Their modules are at Ray's paths, in
+   layers of their own that their package docstrings name.
 8. applications: ``actorrt.air``, ``actorrt.examples``, ``actorrt.testing``, the CLI.
 """
 

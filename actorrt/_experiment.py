@@ -47,7 +47,7 @@ from typing import Any
 from ._error_summary import ErrorSummary, summarise_error
 from ._errors import ActorrtError
 from ._shared._storage_path import check_experiment_dir
-from .tune._storage import flatten
+from .tune._controller._storage import flatten
 
 __all__ = [
     "AUTO_FIELDS",

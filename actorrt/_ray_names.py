@@ -92,13 +92,14 @@ _MODULE_HINTS = {
     "actorrt.tune.integration": "framework integrations (Lightning, Keras, XGBoost "
                                 "callbacks, MLflow, W&B) are not provided: call "
                                 "tune.report from your own callback",
-    "actorrt.tune.experiment": "trials are read through ExperimentAnalysis.trials and "
-                               "Result objects",
-    "actorrt.tune.execution": "Tune's execution internals are not public; "
-                              "tune.PlacementGroupFactory is at actorrt.tune",
     "actorrt.tune.registry": "there is no trainable registry: pass the function or class",
-    "actorrt.tune.search.sample": "the search space functions and tune.Domain are at "
-                                  "actorrt.tune",
+    "actorrt.tune.execution": "Tune's execution internals are not public (the controller is "
+                              "actorrt.tune._controller); PlacementGroupFactory is in "
+                              "actorrt.tune.execution.placement_groups",
+    "actorrt.tune.impl": "Ray's Tuner internals: actorrt.tune.tuner.Tuner is the whole API",
+    "actorrt.tune.cli": "use `actorrt results PATH` (docs/cli.md)",
+    "actorrt.train.v2": "actorrt.train is Ray Train V2's API at its public paths "
+                        "(ray.train, ray.train.torch, ...): import from those",
     "actorrt.train.xgboost": "train.xgboost is not provided",
     "actorrt.train.lightgbm": "train.lightgbm is not provided",
     "actorrt.train.tensorflow": "train.tensorflow is not provided",

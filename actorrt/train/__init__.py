@@ -5,6 +5,14 @@ Built only on the public ``actorrt`` API and the libraries' shared tier ``actorr
 import it: tune knows a trainer only through ``ScalingConfig.as_placement_group_factory()``,
 and a trainer finds the Tune trial it runs in through ``set_trial_provider``.
 
+Public modules are at Ray's paths (``backend``, ``context``, ``error``,
+``data_parallel_trainer``, ``torch.config``, ``torch.torch_trainer``,
+``torch.train_loop_utils``, ``lightning``, ``huggingface.transformers``); the layers inside,
+bottom to top (tests/test_layering.py checks them): settings and records (``error``,
+``backend``, ``_run_config``, ``_scaling``, ``_checkpoint_book``, ``_result``, ...); what
+runs in a training worker (``context``, ``_data``, ``_worker``, ``train_loop_utils``, the
+Lightning and Transformers helpers); the gang (``_gang``); the trainers; the packages.
+
 - ``ScalingConfig``: how many workers and what each needs.
 - ``RunConfig``, ``FailureConfig``, ``CheckpointConfig``: where a run writes, how often it
   restarts after a failure, which checkpoints it keeps.
@@ -23,21 +31,21 @@ from .._shared._checkpoint import Checkpoint as Checkpoint
 from .._shared._trial_hook import EnclosingTrial as EnclosingTrial
 from .._shared._trial_hook import set_trial_provider as set_trial_provider
 from ._data import DataShard as DataShard
-from ._errors import ControllerError as ControllerError
-from ._errors import TrainingFailedError as TrainingFailedError
-from ._errors import WorkerGroupError as WorkerGroupError
 from ._result import Result as Result
 from ._run_config import CheckpointConfig as CheckpointConfig
 from ._run_config import FailureConfig as FailureConfig
 from ._run_config import RunConfig as RunConfig
 from ._scaling import PlacementGroupSpec as PlacementGroupSpec
 from ._scaling import ScalingConfig as ScalingConfig
-from ._session import TrainContext as TrainContext
-from ._session import get_checkpoint as get_checkpoint
-from ._session import get_context as get_context
-from ._session import get_dataset_shard as get_dataset_shard
-from ._session import report as report
-from ._trainer import DataParallelTrainer as DataParallelTrainer
+from .context import TrainContext as TrainContext
+from .context import get_checkpoint as get_checkpoint
+from .context import get_context as get_context
+from .context import get_dataset_shard as get_dataset_shard
+from .context import report as report
+from .data_parallel_trainer import DataParallelTrainer as DataParallelTrainer
+from .error import ControllerError as ControllerError
+from .error import TrainingFailedError as TrainingFailedError
+from .error import WorkerGroupError as WorkerGroupError
 
 __all__ = [
     "Checkpoint",
@@ -64,7 +72,7 @@ __all__ = [
 # Public objects show their public module in tracebacks and reprs.
 for _name in __all__:
     _obj = globals()[_name]
-    if getattr(_obj, "__module__", "").startswith("actorrt.train._"):
+    if getattr(_obj, "__module__", "").startswith("actorrt.train."):
         try:
             _obj.__module__ = "actorrt.train"
         except (AttributeError, TypeError):

@@ -209,7 +209,7 @@ class DataShard:
         """
         import torch
 
-        from .torch._prepare import get_device
+        from .torch.train_loop_utils import get_device
 
         target = get_device() if device == "auto" else torch.device(device)
         numpy_batches = self.iter_batches(

@@ -20,8 +20,8 @@ from typing import Any, cast
 
 import actorrt
 
-from ._backend import WorkerSetup
 from ._worker import Report, RunSpec, TrainWorker
+from .backend import WorkerSetup
 
 logger = logging.getLogger("actorrt.train")
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from .._shared._checkpoint import Checkpoint, local_filesystem
 from ._checkpoint_book import SNAPSHOT_FILE
-from ._errors import TrainingFailedError
+from .error import TrainingFailedError
 
 RESULTS_FILE = "result.json"  # one JSON line per report of rank 0
 

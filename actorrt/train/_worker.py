@@ -26,10 +26,10 @@ from typing import Any
 import actorrt
 
 from .._shared._checkpoint import Checkpoint
-from ._backend import Backend, WorkerSetup
 from ._data import DataShard
 from ._rendezvous import Meetings
-from ._session import Session, TrainContext, WorkerInfo, set_session
+from .backend import Backend, WorkerSetup
+from .context import Session, TrainContext, WorkerInfo, set_session
 
 logger = logging.getLogger("actorrt.train")
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import pickle
 from typing import TypeVar
 
-from ._session import current_session
+from .context import current_session
 
 __all__ = ["barrier", "broadcast_from_rank_zero"]
 

@@ -6,40 +6,42 @@ placement group, so a trial and the workers it declares are reserved atomically,
 undeclared request that can never be met is an error in the results, not a hang.
 
 This package is a library layer: it uses only the public ``actorrt`` API (and the pure
-``actorrt.resources`` layer, for GPU discovery). Submodules mirror Ray's:
-``actorrt.tune.logger``, ``actorrt.tune.result``, ``actorrt.tune.schedulers``,
-``actorrt.tune.search`` (and ``actorrt.tune.search.optuna``), ``actorrt.tune.stopper``,
-``actorrt.tune.utils``.
+``actorrt.resources`` layer, for GPU discovery). Its modules are at Ray's paths (Ray's
+``ray.tune.X`` is ``actorrt.tune.X``; tests/tune/test_ray_surface.py lists every one), and
+its private machinery is in two packages: ``_controller`` (what runs an experiment in the
+driver) and ``_worker`` (what a trial's worker process imports).
 
 A Ray name that actorrt does not have raises an ``AttributeError`` that says so and points
-to docs/porting.md. Names are imported on first use (PEP 562): a trial's worker process
-imports this package to run a trainable, and needs only the trial-side modules, not the
-controller's. Every trial process pays for what this package imports, so it stays small.
+to docs/porting.md; so does importing a Ray module that actorrt does not have. Names are
+imported on first use (PEP 562), from the module that defines them: a trial's worker process
+imports this package to run a trainable, and needs only the trial side (``_worker``,
+``context``, ``trainable``, ``execution.placement_groups``), not the controller's.
 
 Inside the package, modules form layers, bottom to top; a module imports only modules of
 its own layer or of those below (never a higher one, not even for type checking: a lower
 module that must call up names what it calls as a ``typing.Protocol`` or takes a callable),
-and no two modules import each other:
+and no two modules import each other (tests/test_layering.py checks it, and that the trial
+side reaches nothing of the controller side):
 
-1. Types, per-trial settings, search space: ``_errors``, ``_checkpoint``,
-   ``_placement_group_factory``, ``_trial_config``, ``_sample``, ``_variants``,
-   ``_storage``, ``_syncer``, ``_experiment_state``, ``_trainable``, ``_trial``, ``_reporters``,
-   ``_stopper``, ``_workdir``, ``_trial_log``; public ``result``, ``stopper``.
-2. Search algorithms and schedulers: ``_search``, ``_repeater``, ``_library_search`` and the
-   searchers around optional libraries (``_optuna``, ``_hyperopt``, ``_bayesopt``, ``_bohb``,
-   ``_nevergrad``, ``_zoopt``, ``_ax``); ``_schedulers``, ``_hyperband``, ``_pbt``, ``_pb2``,
-   ``_resource_changing``; public ``search`` and ``schedulers`` with their submodules.
-3. Experiment settings and what watches an experiment: ``_callbacks``, ``_loggers``,
-   ``_config`` (``RunConfig`` and ``TuneConfig`` hold searchers, schedulers and callbacks,
-   so they sit above them), ``_view``, ``_progress``; public ``logger``.
-4. Running a trial: ``_resources``, ``_with_parameters``, ``_session``, ``_trial_actor``,
-   ``_diagnose``, ``_gpu_wait``, ``_resize``, ``_bus``; public ``utils``.
-5. The experiment's records: ``_recorder``, ``_recover``, ``_prepare``, ``_restore``,
-   ``_analysis``, ``_result``, ``_saved_results``.
-6. The controller, built up as subclasses that each call only down: ``_result_checks``,
-   ``_controller_state``, ``_trial_launch``, ``_scheduler_actions``, ``_result_handling``,
-   ``_controller``.
-7. Entry points: ``_tuner``, ``_run``, and this module.
+1. Types, per-trial settings, search space: ``error``, ``result``,
+   ``execution.placement_groups``, ``experiment.trial``, ``progress_reporter``, ``stopper``,
+   ``search.sample``, ``search.variant_generator``, ``trainable.trainable``; the
+   experiment folder and journal (``_controller._storage``, ``._syncer``,
+   ``._experiment_state``, ``._trial_config``); a trial's folder and log
+   (``_worker._checkpoint_dirs``, ``._workdir``, ``._trial_log``).
+2. Search algorithms and schedulers: ``search`` (with one package per library:
+   ``search.optuna``, ``search.hyperopt``, ...) and ``schedulers``.
+3. Experiment settings and what watches an experiment: ``callback``, ``logger``,
+   ``tune_config`` (``RunConfig`` and ``TuneConfig`` hold searchers, schedulers and
+   callbacks, so they sit above them), ``_controller._view``, ``_controller._progress``.
+4. Running a trial: ``trainable``, ``context``, ``utils``, ``_worker._trial_actor``;
+   ``_controller._resize``, ``_controller._bus``.
+5. The experiment's records: ``analysis``, ``result_grid``, ``_controller._recorder``,
+   ``._recover``, ``._prepare``, ``._restore``, ``._saved_results``.
+6. The controller, built up as subclasses that each call only down:
+   ``_controller._result_checks``, ``._controller_state``, ``._trial_launch``,
+   ``._scheduler_actions``, ``._result_handling``, ``._controller``.
+7. Entry points: ``tuner``, ``tune`` (``tune.run``), and this module.
 """
 
 import importlib as _importlib
@@ -53,46 +55,46 @@ if _typing.TYPE_CHECKING:
     from . import search as search
     from . import stopper as stopper
     from . import utils as utils
-    from ._analysis import ExperimentAnalysis as ExperimentAnalysis
-    from ._callbacks import Callback as Callback
-    from ._config import RunConfig as RunConfig
-    from ._config import SyncConfig as SyncConfig
-    from ._config import TuneConfig as TuneConfig
-    from ._errors import TuneError as TuneError
-    from ._placement_group_factory import PlacementGroupFactory as PlacementGroupFactory
-    from ._reporters import CLIReporter as CLIReporter
-    from ._reporters import JupyterNotebookReporter as JupyterNotebookReporter
-    from ._reporters import ProgressReporter as ProgressReporter
-    from ._resources import with_resources as with_resources
-    from ._result import Result as Result
-    from ._result import ResultGrid as ResultGrid
-    from ._run import run as run
-    from ._sample import Domain as Domain
-    from ._sample import choice as choice
-    from ._sample import grid_search as grid_search
-    from ._sample import lograndint as lograndint
-    from ._sample import loguniform as loguniform
-    from ._sample import qlograndint as qlograndint
-    from ._sample import qloguniform as qloguniform
-    from ._sample import qrandint as qrandint
-    from ._sample import qrandn as qrandn
-    from ._sample import quniform as quniform
-    from ._sample import randint as randint
-    from ._sample import randn as randn
-    from ._sample import sample_from as sample_from
-    from ._sample import uniform as uniform
-    from ._schedulers import TrialScheduler as TrialScheduler
-    from ._session import StopTrial as StopTrial
-    from ._session import TuneContext as TuneContext
-    from ._session import get_checkpoint as get_checkpoint
-    from ._session import get_context as get_context
-    from ._session import report as report
-    from ._stopper import Stopper as Stopper
-    from ._trainable import Trainable as Trainable
-    from ._trial_config import CheckpointConfig as CheckpointConfig
-    from ._trial_config import FailureConfig as FailureConfig
-    from ._tuner import Tuner as Tuner
-    from ._with_parameters import with_parameters as with_parameters
+    from ._controller._trial_config import CheckpointConfig as CheckpointConfig
+    from ._controller._trial_config import FailureConfig as FailureConfig
+    from .analysis.experiment_analysis import ExperimentAnalysis as ExperimentAnalysis
+    from .callback import Callback as Callback
+    from .context import StopTrial as StopTrial
+    from .context import TuneContext as TuneContext
+    from .context import get_checkpoint as get_checkpoint
+    from .context import get_context as get_context
+    from .context import report as report
+    from .error import TuneError as TuneError
+    from .execution.placement_groups import PlacementGroupFactory as PlacementGroupFactory
+    from .progress_reporter import CLIReporter as CLIReporter
+    from .progress_reporter import JupyterNotebookReporter as JupyterNotebookReporter
+    from .progress_reporter import ProgressReporter as ProgressReporter
+    from .result_grid import Result as Result
+    from .result_grid import ResultGrid as ResultGrid
+    from .schedulers.trial_scheduler import TrialScheduler as TrialScheduler
+    from .search.sample import Domain as Domain
+    from .search.sample import choice as choice
+    from .search.sample import grid_search as grid_search
+    from .search.sample import lograndint as lograndint
+    from .search.sample import loguniform as loguniform
+    from .search.sample import qlograndint as qlograndint
+    from .search.sample import qloguniform as qloguniform
+    from .search.sample import qrandint as qrandint
+    from .search.sample import qrandn as qrandn
+    from .search.sample import quniform as quniform
+    from .search.sample import randint as randint
+    from .search.sample import randn as randn
+    from .search.sample import sample_from as sample_from
+    from .search.sample import uniform as uniform
+    from .stopper.stopper import Stopper as Stopper
+    from .trainable._resources import with_resources as with_resources
+    from .trainable.trainable import Trainable as Trainable
+    from .trainable.util import with_parameters as with_parameters
+    from .tune import run as run
+    from .tune_config import RunConfig as RunConfig
+    from .tune_config import SyncConfig as SyncConfig
+    from .tune_config import TuneConfig as TuneConfig
+    from .tuner import Tuner as Tuner
 
 __all__ = [
     "CLIReporter",
@@ -138,50 +140,38 @@ __all__ = [
     "with_resources",
 ]
 
-_SUBMODULES = frozenset({"logger", "result", "stopper", "utils", "schedulers", "search"})
-_WHERE = {
-    "Callback": "._callbacks",
-    "Checkpoint": ".._shared._checkpoint",
-    "CheckpointConfig": "._trial_config",
-    "FailureConfig": "._trial_config",
-    "RunConfig": "._config",
-    "TuneConfig": "._config",
-    "PlacementGroupFactory": "._placement_group_factory",
-    "with_resources": "._resources",
-    "Result": "._result",
-    "ResultGrid": "._result",
-    "Domain": "._sample",
-    "choice": "._sample",
-    "grid_search": "._sample",
-    "lograndint": "._sample",
-    "loguniform": "._sample",
-    "qloguniform": "._sample",
-    "qrandint": "._sample",
-    "qrandn": "._sample",
-    "quniform": "._sample",
-    "randint": "._sample",
-    "randn": "._sample",
-    "sample_from": "._sample",
-    "uniform": "._sample",
-    "TrialScheduler": "._schedulers",
-    "StopTrial": "._session",
-    "TuneContext": "._session",
-    "get_checkpoint": "._session",
-    "get_context": "._session",
-    "report": "._session",
-    "Trainable": "._trainable",
-    "Tuner": "._tuner",
-    "CLIReporter": "._reporters",
-    "JupyterNotebookReporter": "._reporters",
-    "ProgressReporter": "._reporters",
-    "ExperimentAnalysis": "._analysis",
-    "TuneError": "._errors",
-    "run": "._run",
-    "with_parameters": "._with_parameters",
-    "qlograndint": "._sample",
-    "Stopper": "._stopper",
-    "SyncConfig": "._config",
+# Ray's public submodules, imported on first use.
+_SUBMODULES = frozenset({
+    "analysis", "callback", "context", "error", "execution", "experiment", "logger",
+    "progress_reporter", "result", "result_grid", "schedulers", "search", "stopper",
+    "trainable", "tune", "tune_config", "tuner", "utils"
+})
+# Where each public name is defined, by module, imported on first use (see the docstring).
+_DEFINED_IN = {
+    "._controller._trial_config": ("CheckpointConfig", "FailureConfig"),
+    ".trainable._resources": ("with_resources",),
+    ".analysis.experiment_analysis": ("ExperimentAnalysis",),
+    ".callback": ("Callback",),
+    ".context": ("StopTrial", "TuneContext", "get_checkpoint", "get_context", "report"),
+    ".error": ("TuneError",),
+    ".execution.placement_groups": ("PlacementGroupFactory",),
+    ".progress_reporter": ("CLIReporter", "JupyterNotebookReporter", "ProgressReporter"),
+    ".result_grid": ("Result", "ResultGrid"),
+    ".schedulers.trial_scheduler": ("TrialScheduler",),
+    ".search.sample": (
+        "Domain", "choice", "grid_search", "lograndint", "loguniform", "qlograndint",
+        "qloguniform", "qrandint", "qrandn", "quniform", "randint", "randn", "sample_from",
+        "uniform",
+    ),
+    ".stopper.stopper": ("Stopper",),
+    ".trainable.trainable": ("Trainable",),
+    ".trainable.util": ("with_parameters",),
+    ".tune": ("run",),
+    ".tune_config": ("RunConfig", "SyncConfig", "TuneConfig"),
+    ".tuner": ("Tuner",),
+    ".._shared._checkpoint": ("Checkpoint",),
 }
+_WHERE = {name: module for module, names in _DEFINED_IN.items() for name in names}
 
 
 def __getattr__(name: str) -> _typing.Any:
@@ -190,7 +180,7 @@ def __getattr__(name: str) -> _typing.Any:
     elif name in _WHERE:
         value = getattr(_importlib.import_module(_WHERE[name], __name__), name)
         # Public objects show their public module in reprs and tracebacks.
-        if isinstance(value, type) and value.__module__.startswith(f"{__name__}._"):
+        if isinstance(value, type) and value.__module__.startswith(f"{__name__}."):
             value.__module__ = __name__
     else:
         from .._ray_names import missing

@@ -19,8 +19,10 @@ def test_all_is_exactly_the_public_surface() -> None:
         "EnclosingTrial", "set_trial_provider",
     }
     public = {n for n in dir(train) if not n.startswith("_")}
-    # the last three once imported
-    subpackages = {"torch", "lightning", "huggingface", "collective"}
+    # the integrations once imported, and the modules at Ray's paths
+    subpackages = {"torch", "lightning", "huggingface", "collective"} | {
+        "backend", "context", "data_parallel_trainer", "error",
+    }
     assert public - {"annotations"} - subpackages == set(train.__all__)
     assert set(train_torch.__all__) == {
         "TorchConfig", "TorchTrainer", "enable_reproducibility", "get_device", "get_devices",

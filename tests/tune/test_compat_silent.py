@@ -25,8 +25,8 @@ import pytest
 
 import actorrt
 from actorrt import train, tune
-from actorrt.tune._variants import resolve_one
 from actorrt.tune.schedulers import ASHAScheduler
+from actorrt.tune.search.variant_generator import resolve_one
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ import pytest
 
 import actorrt
 from actorrt import tune
-from actorrt.tune._callbacks import DISABLE_AUTO_LOGGERS_ENV, importable
+from actorrt.tune.callback import DISABLE_AUTO_LOGGERS_ENV, importable
 from actorrt.tune.logger import LoggerCallback, TBXLoggerCallback
 
 

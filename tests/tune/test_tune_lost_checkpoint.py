@@ -38,7 +38,7 @@ def train(config: dict[str, Any]) -> None:
     if attempt == 1:
         # The process dies right after the checkpoint is in the trial folder, before its
         # report leaves: SIGKILL, as the kernel or a node agent would.
-        from actorrt.tune import _session
+        from actorrt.tune import context as _session
 
         send = _session.Session.send
 

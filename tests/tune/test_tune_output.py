@@ -15,9 +15,9 @@ from rich.console import Console
 
 import actorrt
 from actorrt import tune
-from actorrt.tune import _progress
-from actorrt.tune._progress import ProgressReporter
-from actorrt.tune._trial import Trial
+from actorrt.tune._controller import _progress
+from actorrt.tune._controller._progress import ProgressReporter
+from actorrt.tune.experiment.trial import Trial
 
 ESCAPE = "\x1b["
 
@@ -311,7 +311,7 @@ async def test_trials_one_after_another_in_a_process_each_get_their_own_whole_lo
 def test_the_end_marker_is_found_even_cut_across_reads(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch, read_size: int
 ) -> None:
-    from actorrt.tune import _trial_log
+    from actorrt.tune._worker import _trial_log
 
     monkeypatch.setattr(_trial_log, "_READ_SIZE", read_size)
     forwarded = tmp_path / "console"

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from actorrt import tune
-from actorrt.tune._experiment_state import Journal, read_journal
-from actorrt.tune._storage import ExperimentStorage
+from actorrt.tune._controller._experiment_state import Journal, read_journal
+from actorrt.tune._controller._storage import ExperimentStorage
 from actorrt.tune.search import BasicVariantGenerator
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from actorrt import tune
-from actorrt.tune._resources import resolve_resources
+from actorrt.tune.trainable._resources import resolve_resources
 
 
 def train(config: dict[str, Any]) -> None:

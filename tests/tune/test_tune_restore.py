@@ -30,10 +30,10 @@ from conftest import eventually, wait_until
 
 import actorrt
 from actorrt import tune
-from actorrt.tune._experiment_state import Journal, read_journal
-from actorrt.tune._search import resume_search
+from actorrt.tune._controller._experiment_state import Journal, read_journal
 from actorrt.tune.schedulers import ASHAScheduler
 from actorrt.tune.search import BasicVariantGenerator
+from actorrt.tune.search.searcher import resume_search
 
 # The sweeps' trainable, imported by the scripts, by their workers and (for an in-process
 # restore) by the test. Fast trials finish; "hang" trials report iteration 3 *without* a

@@ -15,7 +15,7 @@ import pytest
 
 import actorrt
 from actorrt import tune
-from actorrt.tune import _experiment_state
+from actorrt.tune._controller import _experiment_state
 
 ITERATIONS = 3
 

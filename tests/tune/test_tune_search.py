@@ -161,7 +161,7 @@ def test_bad_run_config_values_fail_where_they_are_given() -> None:
 
 
 def test_a_repeated_limit_warns_once_at_fit_time() -> None:
-    from actorrt.tune._config import limited_search_alg
+    from actorrt.tune.tune_config import limited_search_alg
 
     limited = ConcurrencyLimiter(BasicVariantGenerator(), 2)
     with warnings.catch_warnings(record=True) as caught:

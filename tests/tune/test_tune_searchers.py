@@ -23,7 +23,7 @@ from conftest import eventually
 
 import actorrt
 from actorrt import tune
-from actorrt.tune._experiment_state import read_searcher_state
+from actorrt.tune._controller._experiment_state import read_searcher_state
 from actorrt.tune.search import ConcurrencyLimiter, Repeater, Searcher
 from actorrt.tune.search.bayesopt import BayesOptSearch
 from actorrt.tune.search.bohb import TuneBOHB

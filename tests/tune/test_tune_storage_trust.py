@@ -23,7 +23,11 @@ from typing import Any
 import pytest
 
 from actorrt import tune
-from actorrt.tune._experiment_state import HEADER_FILE, JOURNAL_FILE, read_header
+from actorrt.tune._controller._experiment_state import (
+    HEADER_FILE,
+    JOURNAL_FILE,
+    read_header,
+)
 
 OTHER_UID = 65534  # nobody
 

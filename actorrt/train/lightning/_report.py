@@ -7,7 +7,7 @@ import tempfile
 from typing import Any
 
 from ..._shared._checkpoint import Checkpoint
-from .._session import report
+from ..context import report
 from ._pl import pl
 
 

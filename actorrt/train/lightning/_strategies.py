@@ -15,8 +15,8 @@ from typing import Any, NoReturn
 
 import torch
 
-from .._session import get_context
-from ..torch._prepare import get_device
+from ..context import get_context
+from ..torch.train_loop_utils import get_device
 from ._pl import LightningEnvironment, pl
 
 # Arguments Lightning would use to start its own process group; TorchTrainer has done that.

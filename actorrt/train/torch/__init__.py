@@ -13,15 +13,15 @@ the workers, import it on first use (PEP 562).
 import importlib as _importlib
 import typing as _typing
 
-from ._config import TorchConfig as TorchConfig
-from ._trainer import TorchTrainer as TorchTrainer
+from .config import TorchConfig as TorchConfig
+from .torch_trainer import TorchTrainer as TorchTrainer
 
 if _typing.TYPE_CHECKING:
-    from ._prepare import enable_reproducibility as enable_reproducibility
-    from ._prepare import get_device as get_device
-    from ._prepare import get_devices as get_devices
-    from ._prepare import prepare_data_loader as prepare_data_loader
-    from ._prepare import prepare_model as prepare_model
+    from .train_loop_utils import enable_reproducibility as enable_reproducibility
+    from .train_loop_utils import get_device as get_device
+    from .train_loop_utils import get_devices as get_devices
+    from .train_loop_utils import prepare_data_loader as prepare_data_loader
+    from .train_loop_utils import prepare_model as prepare_model
 
 __all__ = [
     "TorchConfig",
@@ -40,7 +40,7 @@ _NEED_TORCH = frozenset({
 
 def _show_public(obj: _typing.Any) -> _typing.Any:
     """Public objects show their public module in tracebacks and reprs."""
-    if getattr(obj, "__module__", "").startswith(f"{__name__}._"):
+    if getattr(obj, "__module__", "").startswith(f"{__name__}."):
         try:
             obj.__module__ = __name__
         except (AttributeError, TypeError):
@@ -51,7 +51,7 @@ def _show_public(obj: _typing.Any) -> _typing.Any:
 def __getattr__(name: str) -> _typing.Any:
     if name not in _NEED_TORCH:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = _show_public(getattr(_importlib.import_module("._prepare", __name__), name))
+    value = _show_public(getattr(_importlib.import_module(".train_loop_utils", __name__), name))
     globals()[name] = value
     return value
 

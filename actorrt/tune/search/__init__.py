@@ -1,13 +1,15 @@
-"""Search algorithms (Ray's ``ray.tune.search``).
+"""Search algorithms (Ray's ``ray.tune.search``), in Ray's modules.
 
-The searchers around optional libraries live in submodules, as in Ray:
-``actorrt.tune.search.hyperopt``, ``.bayesopt``, ``.nevergrad``, ``.bohb``, ``.optuna``,
-``.zoopt``, ``.ax``.
+``sample`` holds the search space, ``variant_generator`` turns it into configs,
+``searcher`` the interface, ``basic_variant`` the default search; ``concurrency_limiter`` and
+``repeater`` wrap a searcher. The searchers around optional libraries are one package each,
+as in Ray: ``actorrt.tune.search.hyperopt``, ``.bayesopt``, ``.nevergrad``, ``.bohb``,
+``.optuna``, ``.zoopt``, ``.ax``.
 """
 
-from .._repeater import Repeater as Repeater
-from .._search import BasicVariantGenerator as BasicVariantGenerator
-from .._search import ConcurrencyLimiter as ConcurrencyLimiter
-from .._search import Searcher as Searcher
+from .basic_variant import BasicVariantGenerator as BasicVariantGenerator
+from .concurrency_limiter import ConcurrencyLimiter as ConcurrencyLimiter
+from .repeater import Repeater as Repeater
+from .searcher import Searcher as Searcher
 
 __all__ = ["BasicVariantGenerator", "ConcurrencyLimiter", "Repeater", "Searcher"]

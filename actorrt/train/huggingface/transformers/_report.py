@@ -11,7 +11,7 @@ from typing import Any, cast
 import torch
 
 from ...._shared._checkpoint import Checkpoint
-from ..._session import report
+from ...context import report
 from ._hf import transformers
 
 # The newest ``checkpoint-<step>`` folder under an output folder, or None (untyped upstream).

@@ -1,0 +1,364 @@
+"""The experiment folder: ``storage_path/name/<trial>/{params.json, result.json, ...}``.
+
+Whole files (``params.json``) are written to a temporary name and renamed over the target
+(``os.replace``), so a reader never sees half a file. Logs that grow (``result.json``, one
+JSON object per line, and ``progress.csv``) are appended one whole line per write and flushed,
+never rewritten: a crash loses at most the line being written, and readers skip a torn last
+line. ``Tuner.restore`` cuts a resumed trial's logs back to the sizes they had when its
+checkpoint was taken (:meth:`ExperimentStorage.truncate_results`), so results that the trial
+reports again after resuming appear once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import csv
+import errno
+import json
+import os
+from collections.abc import Iterator, Mapping
+from typing import IO, Any
+
+import cloudpickle
+
+from ..._shared._storage_path import check_experiment_dir, ensure_experiment_dir
+
+__all__ = [
+    "ExperimentStorage",
+    "flatten",
+    "full_disk_hint",
+    "read_results",
+    "storage_error",
+    "trim_torn_tail",
+    "write_bytes_atomic",
+    "write_json_atomic",
+    "writing",
+]
+
+RESULT_FILE = "result.json"
+PROGRESS_FILE = "progress.csv"
+
+
+# A write that fails so means the disk (or the user's quota on it) is full.
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def full_disk_hint(exc: BaseException) -> str:
+    """What to say after an error that a full disk (or quota) caused; ``""`` otherwise."""
+    if isinstance(exc, OSError) and exc.errno in _FULL:
+        return (
+            " (the disk is full: free space on it, or give RunConfig(storage_path=...) on "
+            "another disk)"
+        )
+    return ""
+
+
+def storage_error(exc: OSError, path: str, doing: str) -> OSError:
+    """``exc`` said again with the file and what was being done to it; a full disk is
+    called that, with what to do."""
+    message = f"tune could not {doing} {path}: {exc.strerror or exc}{full_disk_hint(exc)}"
+    return OSError(exc.errno, message)
+
+
+@contextlib.contextmanager
+def writing(path: str, doing: str) -> Iterator[None]:
+    """Raise an ``OSError`` of the block as :func:`storage_error` says it."""
+    try:
+        yield
+    except OSError as exc:
+        raise storage_error(exc, path, doing) from exc
+
+
+def write_json_atomic(path: str, data: Any, *, sort_keys: bool = True) -> None:
+    """Write ``data`` as JSON to ``path`` through a temporary file and a rename."""
+    text = json.dumps(data, indent=2, default=repr, sort_keys=sort_keys)
+    _write_replacing(path, text.encode("utf-8"))
+
+
+def _write_replacing(path: str, data: bytes) -> None:
+    """Write ``data`` to a temporary file and rename it over ``path`` (no ``fsync``)."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    with writing(path, "write"):
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        except BaseException:
+            os.close(fd)
+            _remove(tmp)
+            raise
+        os.close(fd)
+        os.replace(tmp, path)
+
+
+def write_bytes_atomic(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file, ``fsync`` and a rename."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    with writing(path, "write"):
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        except BaseException:
+            _remove(tmp)
+            raise
+        os.replace(tmp, path)
+
+
+def _remove(path: str) -> None:
+    """Remove a temporary file a failed write leaves (it holds space on a full disk)."""
+    with contextlib.suppress(OSError):
+        os.remove(path)
+
+
+def trim_torn_tail(path: str) -> int:
+    """Cut a line-oriented file back to its last newline: a line that a crash left half
+    written is dropped, so the next append starts a line of its own. Return how many bytes
+    were cut (0: the file ended in a whole line, or is missing)."""
+    try:
+        size = os.path.getsize(path)
+    except FileNotFoundError:
+        return 0
+    if size == 0:
+        return 0
+    with open(path, "rb+") as f:
+        f.seek(max(size - 1, 0))
+        if f.read(1) == b"\n":
+            return 0
+        # Search backwards for the last newline, a block at a time.
+        end = size
+        while end > 0:
+            start = max(end - 65536, 0)
+            f.seek(start)
+            block = f.read(end - start)
+            cut = block.rfind(b"\n")
+            if cut >= 0:
+                f.truncate(start + cut + 1)
+                return size - (start + cut + 1)
+            end = start
+        f.truncate(0)
+        return size
+
+
+def read_results(trial_dir: str) -> list[dict[str, Any]]:
+    """The results in a trial's ``result.json``, in order; a torn last line is skipped."""
+    try:
+        with open(os.path.join(trial_dir, RESULT_FILE), encoding="utf-8") as f:
+            lines = f.read().split("\n")
+    except FileNotFoundError:
+        return []
+    results = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            results.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i >= len(lines) - 2:  # the last line, cut short by a crash
+                break
+            raise ValueError(
+                f"{os.path.join(trial_dir, RESULT_FILE)}: line {i + 1} is not JSON: {line[:80]!r}"
+            ) from None
+    return results
+
+
+def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts as one level with ``/``-joined keys (``config/lr``)."""
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, f"{name}/"))
+        else:
+            flat[name] = value
+    return flat
+
+
+class _Line:
+    """Where a ``csv.writer`` puts the one row it formats (one writer for all rows)."""
+
+    __slots__ = ("text",)  # for speed: one per trial, written at every result
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def write(self, text: str) -> None:
+        self.text = text
+
+
+class _TrialFiles:
+    """A trial's open result logs. Unbuffered: each write is one whole line, handed to the
+    system at once (a killed process loses no result it has answered)."""
+
+    __slots__ = ("csv", "header", "json", "line", "writer")  # for speed: used at every result
+
+    def __init__(self, path: str) -> None:
+        self.json: IO[bytes] = open(os.path.join(path, RESULT_FILE), "ab", buffering=0)  # noqa: SIM115
+        csv_path = os.path.join(path, PROGRESS_FILE)
+        self.csv: IO[bytes] = open(csv_path, "ab", buffering=0)  # noqa: SIM115
+        # A resumed trial appends to the file it had: keep that file's columns.
+        self.header: list[str] | None = _csv_header(csv_path) if self.csv.tell() else None
+        self.line = _Line()
+        self.writer = csv.writer(self.line, lineterminator="\n")
+
+    def row(self, values: list[Any]) -> bytes:
+        self.writer.writerow(values)
+        return self.line.text.encode("utf-8")
+
+    def close(self) -> None:
+        self.json.close()
+        self.csv.close()
+
+
+class ExperimentStorage:
+    """Writes one experiment's folder.
+
+    A new trial's folder is set up on one of two threads of the storage's own
+    (:meth:`new_trial_dir`): creating files is the costliest thing the driver does per trial
+    on some filesystems, the event loop goes on meanwhile, and two threads let one trial's
+    file creations overlap another's. Whatever touches a trial's folder afterwards waits for
+    its set-up first (:meth:`ready`, or at once on the loop for the rare paths that need
+    it), so the folder is complete before the trial's actor runs.
+    """
+
+    def __init__(self, storage_path: str, name: str) -> None:
+        self.path = os.path.join(os.path.abspath(os.path.expanduser(storage_path)), name)
+        # Only this user may read or change it: it holds pickles (params.pkl, tuner.pkl)
+        # that a restore loads, so a link or a folder others made or can write is refused.
+        ensure_experiment_dir(self.path)
+        self._files: dict[str, _TrialFiles] = {}
+        self._setups: dict[str, concurrent.futures.Future[_TrialFiles]] = {}
+        self._writer: concurrent.futures.ThreadPoolExecutor | None = None
+
+    def new_trial_dir(self, dirname: str, config: Mapping[str, Any]) -> str:
+        """The path of a new trial's folder, which a storage thread creates with its
+        ``params.json``, ``params.pkl`` and open result logs; :meth:`ready` waits for it."""
+        path = os.path.join(self.path, dirname)
+        if path in self._setups:  # a name used twice (trial_dirname_creator): in turn
+            self._claim(path)
+        if self._writer is None:
+            self._writer = concurrent.futures.ThreadPoolExecutor(2, "actorrt-tune-storage")
+        self._setups[path] = self._writer.submit(self._set_up, dirname, dict(config))
+        return path
+
+    def _set_up(self, dirname: str, config: dict[str, Any]) -> _TrialFiles:
+        path = self.trial_dir(dirname)
+        self.write_params(path, config)
+        with writing(path, "create the result logs in"):
+            return _TrialFiles(path)
+
+    async def ready(self, trial_dir: str) -> None:
+        """Wait until the trial's folder is set up. Raises what setting it up raised."""
+        setup = self._setups.get(trial_dir)
+        if setup is not None:
+            await asyncio.wrap_future(setup)
+            self._claim(trial_dir)
+
+    def _claim(self, trial_dir: str) -> None:
+        """Take the result logs of the trial's set-up, waiting for it if it still runs."""
+        setup = self._setups.pop(trial_dir, None)
+        if setup is not None:
+            self._files[trial_dir] = setup.result()
+
+    def trial_dir(self, dirname: str) -> str:
+        path = os.path.join(self.path, dirname)
+        try:
+            os.mkdir(path, 0o700)  # the common case: one new folder in the experiment's
+        except FileExistsError:
+            check_experiment_dir(path, "the trial folder")
+        except FileNotFoundError:  # a dirname with folders in it
+            ensure_experiment_dir(path, "the trial folder")
+        return path
+
+    def write_params(self, trial_dir: str, config: Mapping[str, Any]) -> None:
+        """``params.json``, and ``params.pkl`` (exact, as Ray writes it) when the config
+        pickles: a restore whose journal lost the trial takes its config from there."""
+        # In the param space's order (not sorted): `actorrt results` shows the columns so.
+        write_json_atomic(os.path.join(trial_dir, "params.json"), config, sort_keys=False)
+        try:
+            blob = cloudpickle.dumps(dict(config))
+        except Exception:
+            return  # a value that cannot be pickled (an actor ref): params.json must do
+        _write_replacing(os.path.join(trial_dir, "params.pkl"), blob)
+
+    def append_result(self, trial_dir: str, result: Mapping[str, Any]) -> None:
+        files = self._files.get(trial_dir)
+        if files is None:
+            self._claim(trial_dir)
+            files = self._files.get(trial_dir)
+        if files is None:
+            files = self._files[trial_dir] = _TrialFiles(trial_dir)
+        line = (json.dumps(result, default=repr) + "\n").encode("utf-8")
+        with writing(os.path.join(trial_dir, RESULT_FILE), "append a result to"):
+            _write_all(files.json, line)
+        flat = flatten({k: v for k, v in result.items() if k != "config"})
+        with writing(os.path.join(trial_dir, PROGRESS_FILE), "append a result to"):
+            if files.header is None:
+                files.header = list(flat)
+                if files.csv.tell() == 0:
+                    _write_all(files.csv, files.row(files.header))
+            _write_all(files.csv, files.row([flat.get(k, "") for k in files.header]))
+
+    def sizes(self, trial_dir: str) -> tuple[int, int]:
+        """The sizes in bytes of a trial's ``result.json`` and ``progress.csv`` now (every
+        write is flushed): where to cut them back to when the trial resumes from here."""
+        self._claim(trial_dir)
+        return (
+            _size(os.path.join(trial_dir, RESULT_FILE)),
+            _size(os.path.join(trial_dir, PROGRESS_FILE)),
+        )
+
+    def truncate_results(self, trial_dir: str, result_bytes: int, progress_bytes: int) -> None:
+        """Cut a trial's result logs back to the given sizes (``0``: remove them)."""
+        self.close_trial(trial_dir)
+        for name, size in ((RESULT_FILE, result_bytes), (PROGRESS_FILE, progress_bytes)):
+            path = os.path.join(trial_dir, name)
+            if size <= 0:
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(path)
+            elif _size(path) > size:
+                os.truncate(path, size)
+
+    def close_trial(self, trial_dir: str) -> None:
+        self._claim(trial_dir)
+        files = self._files.pop(trial_dir, None)
+        if files is not None:
+            files.close()
+
+    def close(self) -> None:
+        for trial_dir in list(self._setups):
+            with contextlib.suppress(Exception):  # a failed set-up was reported already
+                self._claim(trial_dir)
+        for files in self._files.values():
+            files.close()
+        self._files.clear()
+        if self._writer is not None:
+            self._writer.shutdown()
+            self._writer = None
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except FileNotFoundError:
+        return 0
+
+
+def _csv_header(path: str) -> list[str] | None:
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            row = next(csv.reader(f), None)
+    except FileNotFoundError:
+        return None
+    return list(row) if row else None
+
+
+def _write_all(file: IO[bytes], data: bytes) -> None:
+    """Write all of ``data`` to an unbuffered file (a raw write may take only part)."""
+    view = memoryview(data)
+    while view:
+        view = view[file.write(view) or 0 :]

@@ -1,0 +1,343 @@
+"""Launching trials and running them to their end, retrying failures.
+
+A trial starts from the searcher's config (:meth:`TrialLauncher._launch`), as one asyncio
+task (:meth:`TrialLauncher._run_trial`) that spawns the trial's driver actor with the
+trial's factory as its own placement group (``placement_group=bundles``, ``process=True``):
+the broker, not the controller, decides when a trial's resources are free. The task then
+runs the trial's attempts: a failed attempt is retried from the latest checkpoint while
+``FailureConfig(max_failures)`` allows; a trial that a scheduler restarted (PBT) starts its
+next attempt with its new config; a resized one starts again in its new group.
+
+Up to ``max_pending`` trials wait for resources at a time (Ray's pending-trial limit): enough
+to fill the cluster as soon as anything frees, without drawing every sample up front.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import os
+from collections.abc import Callable
+from typing import Any
+
+import actorrt
+
+from .._worker._checkpoint_dirs import copy_checkpoint, next_checkpoint_index
+from .._worker._trial_actor import error_outcome, load_error
+from ..experiment.trial import PENDING, RUNNING, Trial
+from ..search.basic_variant import BasicVariantGenerator
+from ..search.concurrency_limiter import ConcurrencyLimiter
+from ..search.searcher import Searcher
+from ..search.variant_generator import in_space_order
+from ..trainable._resources import describe_request, resolve_resources
+from ._bus import TrialDriverActor
+from ._controller_state import ControllerState
+from ._prepare import trainable_name
+from ._resize import await_group, bundle_options
+
+__all__ = ["MAX_PENDING_ENV", "TrialLauncher"]
+
+logger = logging.getLogger("actorrt.tune")
+
+MAX_PENDING_ENV = "ACTORRT_TUNE_MAX_PENDING_TRIALS"
+
+
+class TrialLauncher(ControllerState):
+    """Starts trials and runs each to its end (see the module docstring)."""
+
+    def _max_pending(self) -> int:
+        if os.environ.get(MAX_PENDING_ENV):
+            return max(1, int(os.environ[MAX_PENDING_ENV]))
+        inner = self.searcher.searcher if isinstance(self.searcher, ConcurrencyLimiter) else None
+        if not isinstance(inner or self.searcher, BasicVariantGenerator):
+            return 1  # an adaptive searcher learns from results: suggest late
+        cpus = actorrt.cluster_resources().get("CPU", 1.0)
+        return max(16, math.ceil(cpus * 1.1))
+
+    def _launch(self, max_pending: int) -> None:
+        while not self._search_done and not self._stopping and self._pending < max_pending:
+            counted = self.searcher.counts_samples
+            if not counted and len(self.trials) >= self.tune_config.num_samples:
+                self._search_done = True
+                return
+            trial_id = f"{self._tag}_{len(self.trials):05d}"
+            config = self.searcher.suggest(trial_id)
+            if config == Searcher.FINISHED:
+                self._search_done = True
+                return
+            if not isinstance(config, dict):
+                return  # not now: a limiter is full
+            self._start(trial_id, config)
+
+    def _user_name(self, option: str, creator: Callable[[Trial], Any], trial: Trial) -> str:
+        """What ``TuneConfig(option=creator)`` names ``trial``; what it raises ends the
+        experiment, saying so, with no resume hint (a resumed run would call it again)."""
+        try:
+            return str(creator(trial))
+        except Exception as exc:
+            exc.add_note(
+                f"raised by TuneConfig({option}={getattr(creator, '__name__', creator)}) "
+                f"for trial {trial.trial_id} (config {trial.config}); the experiment ends"
+            )
+            self._resumable = False
+            self._fail(exc)
+            raise
+
+    def _start(self, trial_id: str, config: dict[str, Any]) -> None:
+        config = in_space_order(config, self.param_space)
+        name = f"{trainable_name(self.trainable)}_{trial_id}"
+        trial = Trial(trial_id, name, config, None, "")
+        creator = self.tune_config.trial_name_creator
+        if creator is not None:
+            trial.trial_name = self._user_name("trial_name_creator", creator, trial)
+        dirname = self.tune_config.trial_dirname_creator
+        trial.path = self.storage.new_trial_dir(
+            self._user_name("trial_dirname_creator", dirname, trial) if dirname
+            else trial.trial_name,
+            config,
+        )
+        failure: Exception | None = None
+        try:
+            trial.resources = resolve_resources(self.trainable, config)
+        except Exception as exc:  # a bad resources callable or dict: this trial's error
+            failure = exc
+        self.trials.append(trial)
+        self._by_id[trial_id] = trial
+        self.record.trial(trial, self.searcher)
+        self.scheduler.on_trial_add(self, trial)
+        self.progress.trial_status(trial)
+        if failure is not None:
+            self._errored(trial, error_outcome(failure) | {"config_error": True}, failure)
+            return
+        self._submit(trial)
+
+    def _submit(self, trial: Trial) -> None:
+        """Start a trial's task: it waits for the trial's resources, then runs it."""
+        if trial.resources is None:  # a restored trial: decide its resources again
+            try:
+                trial.resources = resolve_resources(self.trainable, trial.config)
+            except Exception as exc:
+                self._errored(trial, error_outcome(exc) | {"config_error": True}, exc)
+                return
+        self._pending += 1
+        task = asyncio.create_task(
+            self._run_trial(trial), name=f"tune {trial.trial_name}", context=self._context
+        )
+        self._tasks[task] = trial
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.pop(task, None)
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            logger.error("tune: the task of a trial failed", exc_info=error)
+            self._fail(error)  # the experiment ends with it, rather than without that trial
+        self._notify()
+
+    # --------------------------------------------------------- one trial
+
+    async def _run_trial(self, trial: Trial) -> None:
+        assert trial.resources is not None
+        max_failures = self.failure.max_failures
+        if trial.group is not None:  # resized: its driver goes into the group we hold
+            placed: dict[str, Any] = {
+                "placement": trial.group.bundle(0), **bundle_options(trial.resources.bundles[0])
+            }
+        else:
+            placed = {
+                "placement_group": trial.resources.bundles,
+                "strategy": trial.resources.strategy,
+            }
+        try:
+            ref = await TrialDriverActor.options(
+                process=True,
+                **placed,
+                max_restarts=-1 if max_failures < 0 else max_failures,
+                # The default name (unique per runtime): trial_name_creator may repeat names.
+                name=f"{trainable_name(self.trainable)}_{trial.trial_id}",
+            ).spawn(self.shipped_trainable, self.bus)
+        except Exception as exc:  # infeasible resources, a trainable that does not travel
+            if isinstance(exc, actorrt.InfeasibleResourceError):
+                exc = self._request_error(trial, exc)
+            await self._drop_group(trial)
+            self._errored(trial, error_outcome(exc), exc)
+            return
+        finally:
+            self._pending -= 1
+            self._notify()
+        self._refs[trial.trial_id] = ref
+        ended = False
+        try:
+            # Its folder, made on a storage thread meanwhile: awaited only now, so trials
+            # still ask for their resources in the order they were created.
+            try:
+                await self.storage.ready(trial.path)
+            except Exception as exc:  # as when the folder is made on the loop: the run fails
+                self._fail(exc)
+                return
+            trial.status = RUNNING
+            self.progress.trial_status(trial)
+            self.callbacks.trial_start(self.trials, trial)
+            await self._attempts(trial, ref)
+            ended = True
+        finally:
+            self._refs.pop(trial.trial_id, None)
+            if trial.status == RUNNING and not self._aborted:
+                self._complete(trial)  # cancelled mid-run: the experiment is stopping
+            # A trial that ended returns its worker to the pool; one cut off is killed.
+            await (ref.stop() if ended else ref.kill())
+            if not (ended and trial.resizing):
+                await self._drop_group(trial)
+                await self._drop_resize(trial)
+        if trial.resizing:
+            await self._swap_group(trial)
+            return
+        if trial.resume_after_stop and not self._stopping:
+            trial.resume_after_stop = False  # resumed while its paused actor wound down
+            self._submit(trial)
+
+    async def _attempts(self, trial: Trial, ref: Any) -> None:
+        while True:
+            lost_node = False
+            try:
+                spec = self._spec(trial)
+                if spec.get("checkpoint"):
+                    self.callbacks.trial_restore(self.trials, trial)
+                outcome: dict[str, Any] = await ref.run(spec)
+            except actorrt.ActorDiedError as exc:
+                outcome = {"status": "stopped"} if trial.should_stop else error_outcome(exc)
+                outcome["exception"] = exc
+                # In a cluster, its node went with its placement group: the next attempt
+                # needs a new actor in a new group, wherever the broker finds room.
+                lost_node = exc.reason == actorrt.DeathReason.NODE_LOST
+            if trial.pausing:  # paused at its report (see on_result): its actor stops
+                trial.pausing = False  # (it may be resumed already: status PENDING)
+                return
+            if trial.resizing:  # it restarts in its new group (_swap_group)
+                return
+            if outcome["status"] != "error":
+                if trial.restart_with is not None and not (self._stopping or trial.should_stop):
+                    await self._restart(trial)
+                    continue
+                self._complete(trial)
+                return
+            error = outcome.get("exception") or load_error(outcome)
+            trial.num_failures += 1
+            limit = self.failure.max_failures
+            if (
+                outcome.get("config_error")
+                or self._stopping
+                or (limit >= 0 and trial.num_failures > limit)
+            ):
+                self._errored(trial, outcome, error)
+                return
+            where = trial.checkpoint_path or "the start"
+            self.progress.trial_status(
+                trial, f"failed ({outcome['error_type']}); retry {trial.num_failures} from {where}"
+            )
+            self.callbacks.trial_recover(self.trials, trial)
+            if lost_node:
+                trial.status = PENDING
+                trial.resume_after_stop = True  # submitted again once this actor is gone
+                return
+
+    def _request_error(
+        self, trial: Trial, exc: actorrt.InfeasibleResourceError
+    ) -> actorrt.InfeasibleResourceError:
+        """The broker's error about a trial's reservation, saying which trial it is and
+        what made its request that size."""
+        assert trial.resources is not None
+        wrapped = actorrt.InfeasibleResourceError(
+            f"trial {trial.trial_name} cannot start: it reserves "
+            f"{trial.resources.bundles} ({trial.resources.strategy}), from "
+            f"{describe_request(self.trainable, trial.config)}. {exc}"
+        )
+        wrapped.__cause__ = exc
+        wrapped.__suppress_context__ = True
+        return wrapped
+
+    # ---------------------------------------------------- restarts (PBT)
+
+    def _take_donor_checkpoint(self, trial: Trial) -> None:
+        """PBT's exploit, at the decision: copy the donor's latest checkpoint into this
+        trial's folder now, while it exists (the donor may delete it at its next report).
+        Files are hard-linked where possible (checkpoints are never modified in place), so
+        this costs next to nothing on the driver's loop."""
+        assert trial.restart_with is not None
+        config, (source, score, iteration, time_total) = trial.restart_with
+        # Recorded in the journal by _restart.
+        dest, index = copy_checkpoint(source, trial.path, trial.checkpoint_count, link=True)
+        trial.checkpoint_count = index + 1
+        trial.restart_with = (config, (dest, score, iteration, time_total))
+
+    async def _restart(self, trial: Trial) -> None:
+        """Start the next attempt of a trial a scheduler restarted (PBT): its new config,
+        from the checkpoint taken from the donor."""
+        assert trial.restart_with is not None
+        config, record = trial.restart_with
+        trial.restart_with = None
+        trial.checkpoints.append(record)
+        trial.config = config
+        self.storage.write_params(trial.path, config)
+        self.record.restart(trial, record)
+        self.progress.trial_status(trial, f"restarts from {record[0]} with {config}")
+
+    # -------------------------------------------------------- an attempt
+
+    def _spec(self, trial: Trial) -> dict[str, Any]:
+        assert trial.resources is not None
+        spec = {
+            "trial_id": trial.trial_id,
+            "trial_name": trial.trial_name,
+            "experiment_name": self.name,
+            "trial_dir": trial.path,
+            "config": trial.config,
+            "bundles": trial.resources.bundles,
+            "strategy": trial.resources.strategy,
+            "checkpoint_frequency": self.checkpoint_config.checkpoint_frequency,
+            "checkpoint_at_end": self.checkpoint_config.checkpoint_at_end,
+            "checkpoint_count": self._checkpoint_start(trial),
+            "chdir": self._chdir,
+        }
+        spec.update(trial.restore_spec())
+        spec["resized"], trial.resized = trial.resized, False
+        return spec
+
+    def _checkpoint_start(self, trial: Trial) -> int:
+        """The first checkpoint index of the attempt about to start. A later attempt of
+        the trial first clears what an earlier one left in its folder without reporting
+        it (a process killed between saving a checkpoint and reporting it): the new
+        attempt owns the index (see :mod:`._checkpoint_dirs`)."""
+        if trial.attempts:
+            trial.checkpoint_count = next_checkpoint_index(
+                trial.path, trial.checkpoint_count, reported={c[0] for c in trial.checkpoints}
+            )
+        trial.attempts += 1
+        return trial.checkpoint_count
+
+    # ------------------------------------ a new group (ResourceChanging)
+
+    async def _swap_group(self, trial: Trial) -> None:
+        """The resized trial's old actor has stopped: give back the group we held for it
+        (if any), take the new one, and start its next attempt there."""
+        assert trial.resize is not None
+        new, group = trial.resize
+        trial.resize = None
+        trial.resizing = False
+        try:
+            await self._drop_group(trial)
+            if self._stopping:
+                await group.remove()
+                trial.status = RUNNING
+                self._complete(trial)
+                return
+            if await await_group(trial, group, new):
+                trial.resources = new
+                trial.group = group
+                trial.resized = True  # a class trainable's update_resources() is called
+                logger.info("tune: trial %s now has %s", trial.trial_name, new.bundles)
+        except BaseException:
+            trial.status = RUNNING
+            raise
+        self._submit(trial)

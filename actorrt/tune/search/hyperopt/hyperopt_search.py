@@ -1,0 +1,224 @@
+"""``HyperOptSearch``: HyperOpt's Tree-structured Parzen Estimator, one trial at a time.
+
+Each Tune trial is one document in a ``hyperopt.Trials``: ``suggest`` asks TPE for a new
+document (its ``tid`` is the trial's token), the trial's end writes its loss (the metric,
+negated for ``mode="max"``: HyperOpt minimises) and marks it done, or marks it failed.
+``points_to_evaluate`` become the first documents, run before TPE is asked.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from ..._controller._storage import flatten
+from .._library_search import LibrarySearcher, domains_of, import_library, unflatten
+from ..sample import Categorical, Float, Integer, Normal
+
+__all__ = ["HyperOptSearch"]
+
+EXTRA = "hyperopt"
+
+
+def _hyperopt() -> Any:
+    module = import_library("hyperopt", "HyperOptSearch", EXTRA)
+    logging.getLogger("hyperopt").setLevel(logging.WARNING)
+    return module
+
+
+class HyperOptSearch(LibrarySearcher):
+    """Search with HyperOpt's TPE (Ray Tune's ``HyperOptSearch``).
+
+    Args:
+        space: a HyperOpt space (a dict of ``hp.*`` expressions, nested dicts allowed) or a
+            dict of Tune domains; ``None`` (usual): the Tuner's ``param_space``, converted
+            with :meth:`convert_search_space`.
+        metric, mode: what is optimised (default: ``TuneConfig``'s).
+        points_to_evaluate: complete configs to run first. For an ``hp.choice`` of a space
+            given here in HyperOpt's form, give the choice's index, as HyperOpt does; for
+            Tune domains, give the value.
+        n_initial_points: random draws before TPE models the results.
+        random_state_seed: seeds TPE's draws.
+        gamma: TPE's share of "good" observations.
+
+    Raises:
+        ImportError: hyperopt is not installed (``pip install 'actorrt[hyperopt]'``).
+        ValueError: a bad argument; at the Tuner's start, no metric or mode, a
+            ``grid_search``, or a space given both here and in ``param_space``.
+    """
+
+    NAME = "HyperOptSearch"
+
+    def __init__(
+        self,
+        space: dict[str, Any] | None = None,
+        metric: str | None = None,
+        mode: str | None = None,
+        points_to_evaluate: list[dict[str, Any]] | None = None,
+        n_initial_points: int = 20,
+        random_state_seed: int | None = None,
+        gamma: float = 0.25,
+    ) -> None:
+        _hyperopt()
+        self._choices: dict[str, list[Any]] = (
+            _choices_of(space) if isinstance(space, Mapping) else {}
+        )
+        super().__init__(space, metric, mode, points_to_evaluate)
+        if isinstance(n_initial_points, bool) or not isinstance(n_initial_points, int) or (
+            n_initial_points < 1
+        ):
+            raise ValueError(f"n_initial_points must be a positive int, got {n_initial_points!r}")
+        if not 0 < gamma < 1:
+            raise ValueError(f"gamma must be within (0, 1), got {gamma!r}")
+        self.n_initial_points = n_initial_points
+        self.random_state_seed = random_state_seed
+        self.gamma = gamma
+
+    @staticmethod
+    def convert_search_space(spec: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+        """HyperOpt's form of a Tune param space: a nested dict of ``hp.*`` expressions
+        labelled ``a/b`` (constants and ``sample_from`` are left out)."""
+        hpo = _hyperopt()
+        hp, scope = hpo.hp, hpo.pyll.scope
+        out: dict[str, Any] = {}
+        for name, domain in domains_of(spec, "HyperOptSearch"):
+            label = prefix + name
+            if isinstance(domain, Float):
+                if domain.log_base is not None:
+                    low, high = math.log(domain.lower), math.log(domain.upper)
+                    out[name] = (
+                        hp.qloguniform(label, low, high, domain.q) if domain.q
+                        else hp.loguniform(label, low, high)
+                    )
+                elif domain.q is not None:
+                    out[name] = hp.quniform(label, domain.lower, domain.upper, domain.q)
+                else:
+                    out[name] = hp.uniform(label, domain.lower, domain.upper)
+            elif isinstance(domain, Normal):
+                out[name] = (
+                    hp.qnormal(label, domain.mean, domain.sd, domain.q) if domain.q
+                    else hp.normal(label, domain.mean, domain.sd)
+                )
+            elif isinstance(domain, Integer):
+                if domain.log:
+                    expr = hp.qloguniform(
+                        label, math.log(domain.lower), math.log(domain.upper - 1), 1
+                    )
+                elif domain.q is not None:  # qrandint: the upper bound is included
+                    expr = hp.quniform(label, domain.lower, domain.upper, domain.q)
+                else:
+                    expr = hp.quniform(label, domain.lower, domain.upper - 1, 1)
+                out[name] = scope.int(expr)
+            elif isinstance(domain, Categorical):
+                out[name] = hp.choice(label, list(domain.categories))
+            else:
+                raise ValueError(f"HyperOptSearch cannot search {name}={domain!r}")
+        return unflatten(out)
+
+    def set_search_properties(
+        self, metric: str | None, mode: str | None, config: dict[str, Any], **spec: Any
+    ) -> bool:
+        if self._space is None:
+            self._choices = _choices_of(config)
+        return super().set_search_properties(metric, mode, config, **spec)
+
+    def _setup(self) -> None:
+        import numpy as np
+
+        hpo = _hyperopt()
+        from functools import partial
+
+        self._domain = hpo.Domain(lambda spc: spc, self._space)
+        self._algo = partial(
+            hpo.tpe.suggest, n_startup_jobs=self.n_initial_points, gamma=self.gamma
+        )
+        self._rstate = np.random.default_rng(self.random_state_seed)
+        labels = set(self._domain.params)
+        points = []
+        for point in self._points:
+            flat = flatten(point)
+            missing, unknown = sorted(labels - set(flat)), sorted(set(flat) - labels)
+            if missing or unknown:
+                raise ValueError(
+                    f"HyperOptSearch: each of points_to_evaluate must give every searched "
+                    f"parameter {sorted(labels)}; {point!r} misses {missing} and has "
+                    f"unknown {unknown}"
+                )
+            points.append({k: self._index(k, v) for k, v in flat.items()})
+        if points:
+            from hyperopt.fmin import generate_trials_to_calculate
+
+            self._trials = generate_trials_to_calculate(points)
+        else:
+            self._trials = hpo.Trials()
+        self._trials.refresh()
+        self._queued = [t["tid"] for t in self._trials.trials]  # the points, to run first
+
+    def _index(self, name: str, value: Any) -> Any:
+        choices = self._choices.get(name)
+        if choices is None:
+            return value
+        for i, choice in enumerate(choices):
+            if choice == value:
+                return i
+        raise ValueError(
+            f"points_to_evaluate gives {name}={value!r}, which is not one of its choices "
+            f"{choices!r}"
+        )
+
+    def _ask(self, trial_id: str) -> tuple[Any, dict[str, Any]] | str | None:
+        hpo = _hyperopt()
+        if self._queued:
+            tid = self._queued.pop(0)
+            doc = next(t for t in self._trials.trials if t["tid"] == tid)
+        else:
+            ids = self._trials.new_trial_ids(1)
+            self._trials.refresh()
+            docs = self._algo(ids, self._domain, self._trials, self._rstate.integers(2**31 - 1))
+            self._trials.insert_trial_docs(docs)
+            self._trials.refresh()
+            doc = docs[0]
+            tid = doc["tid"]
+        vals = {k: v[0] for k, v in doc["misc"]["vals"].items() if v}
+        config = hpo.space_eval(self._space, vals)
+        return tid, _plain(config)
+
+    def _tell(self, token: Any, value: float | None) -> None:
+        hpo = _hyperopt()
+        for doc in self._trials._dynamic_trials:
+            if doc["tid"] != token:
+                continue
+            if value is None:
+                doc["result"] = {"status": hpo.STATUS_FAIL}
+                doc["state"] = hpo.JOB_STATE_ERROR
+            else:
+                doc["result"] = {"loss": -self._sign * value, "status": hpo.STATUS_OK}
+                doc["state"] = hpo.JOB_STATE_DONE
+            break
+        self._trials.refresh()
+
+    @property
+    def trials(self) -> Any:
+        """The ``hyperopt.Trials`` of the search (one document per Tune trial)."""
+        return self._trials
+
+
+def _choices_of(space: Mapping[str, Any]) -> dict[str, list[Any]]:
+    return {
+        name: list(d.categories) for name, d in domains_of(space, HyperOptSearch.NAME)
+        if isinstance(d, Categorical)
+    }
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars as Python ones (configs are written as JSON and sent to workers)."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_plain(v) for v in value)
+    item = getattr(value, "item", None)
+    if callable(item) and type(value).__module__ == "numpy":
+        return item()
+    return value
