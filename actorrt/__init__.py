@@ -29,6 +29,7 @@ graph has no cycle. docs/architecture.md draws the layers and the path of a call
 8. applications: ``actorrt.air``, ``actorrt.examples``, ``actorrt.testing``, the CLI.
 """
 
+from . import _moved
 from ._core._actor import ActorClass as ActorClass
 from ._core._actor import actor as actor
 from ._core._actor import spawn as spawn
@@ -149,6 +150,7 @@ del _name, _obj
 from ._ray_names import install_module_finder as _install_module_finder  # noqa: E402
 
 _install_module_finder()
+_moved.install()  # what an earlier release pickled names modules that have moved since
 
 
 def __getattr__(name: str) -> object:

@@ -24,6 +24,7 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
     (0, "errors", ("actorrt._errors",)),
     (0, "owned", ("actorrt._owned",)),
     (0, "notebook", ("actorrt._notebook",)),
+    (0, "moved", ("actorrt._moved",)),
     (1, "wire", ("actorrt._wire",)),
     (1, "resources", ("actorrt.resources",)),
     (2, "core", ("actorrt._core",)),
