@@ -15,7 +15,18 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
-demo: install
+# The demo needs only these extras: a fresh machine installs them alone (the rest comes with
+# `make install` / `make test`); where everything is installed already, that is used.
+DEMO_EXTRAS ?= tune,train,plots
+DEMO_STAMP := $(VENV)/.demo-stamp
+
+$(DEMO_STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[$(DEMO_EXTRAS)]'
+	touch $(DEMO_STAMP)
+
+demo: $(if $(wildcard $(STAMP)),$(STAMP),$(DEMO_STAMP))
 	$(PY) -m actorrt.examples.digits
 
 lint: install
