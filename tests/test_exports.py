@@ -15,7 +15,7 @@ EXPECTED = {
     "MalformedMessageError",
     "ResourceError", "Runtime", "RuntimeAlreadyRunningError", "RuntimeClosedError",
     "RuntimeContext", "RuntimeStateError", "actor", "get", "get_actor", "get_context",
-    "init", "is_initialized", "run", "shutdown", "spawn",
+    "init", "is_initialized", "run", "shutdown", "spawn", "wait",
 }
 
 

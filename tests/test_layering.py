@@ -40,6 +40,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
             "actorrt._runtime_role",
             "actorrt._roles",
             "actorrt._sync",
+            "actorrt._wait",
             "actorrt._lookup",
             "actorrt._ray_init",
             "actorrt._ray_names",
