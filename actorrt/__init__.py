@@ -19,12 +19,14 @@ graph has no cycle. docs/architecture.md draws the layers and the path of a call
    worker main, process actors, proxies, the router and the dispatch of messages.
 4. control: ``_control``: status snapshots, the status socket, runtime discovery.
 5. api: ``_runtime`` (the composition root: it picks its role, ``_roles``, and wires the
-   layers), ``_runtime_api``, ``_sync``, ``_wait``, ``_lookup``, ``_ray_init``,
-   ``_ray_names``, ``_sigterm`` and this module.
+   layers), ``_runtime_api``, ``_sync``, ``_wait``, ``_actor_pool``, ``_lookup``,
+   ``_ray_init``, ``_ray_names``, ``_sigterm`` and this module.
 6. shared: ``_shared``: what the libraries share (one ``Checkpoint``, the enclosing-trial
    hook), built only on the names exported here.
 7. libraries: ``actorrt.tune``, ``actorrt.train``: built only on the names exported here
    (and ``_shared``); neither imports the other.
+   util: ``actorrt.util``: Ray's ``ray.util`` names (``ActorPool``), built on ``_actor_pool``
+   (api layer) and the names exported here.
 8. applications: ``actorrt.air``, ``actorrt.examples``, ``actorrt.testing``, the CLI.
 """
 
@@ -154,7 +156,7 @@ _install_module_finder()
 
 def __getattr__(name: str) -> object:
     # `import actorrt as ray; ray.tune.Tuner` works as `ray.tune` does: imported on use.
-    if name in ("tune", "train", "air"):
+    if name in ("tune", "train", "air", "util"):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")

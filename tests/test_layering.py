@@ -41,6 +41,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
             "actorrt._roles",
             "actorrt._sync",
             "actorrt._wait",
+            "actorrt._actor_pool",
             "actorrt._lookup",
             "actorrt._ray_init",
             "actorrt._ray_names",
@@ -50,6 +51,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
     (6, "shared", ("actorrt._shared",)),
     (7, "tune", ("actorrt.tune",)),
     (7, "train", ("actorrt.train",)),
+    (7, "util", ("actorrt.util",)),
     (
         8,
         "apps",
