@@ -58,6 +58,23 @@ class ActorClass(Generic[A]):
             f"`await {self.__name__}.spawn(...)`, not `{self.__name__}(...)`"
         )
 
+    def __getattr__(self, name: str) -> Any:
+        # Only for names the class does not have: Ray's spellings get a pointer.
+        if name == "remote":
+            raise AttributeError(
+                f"{self.__name__}.remote(...) is Ray's spelling: actorrt starts an actor with "
+                f"`ref = await {self.__name__}.spawn(...)`, or "
+                f"`ref = actorrt.get({self.__name__}.spawn(...))` in synchronous code; it "
+                "returns once the constructor has run (docs/porting.md)",
+                name=name,
+                obj=self,
+            )
+        raise AttributeError(
+            f"actor class {self.__dict__.get('__name__', '?')} has no attribute {name!r}",
+            name=name,
+            obj=self,
+        )
+
     def __repr__(self) -> str:
         return f"<actorrt.ActorClass {self.__module__}.{self.__qualname__}>"
 

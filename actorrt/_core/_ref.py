@@ -81,6 +81,11 @@ class MethodRef:
                 return AskHandle(fut, cell, self._name, None)
         return cell.ask(self._name, args, kwargs, self._timeout)
 
+    def remote(self, *args: Any, **kwargs: Any) -> AskHandle[Any]:
+        """Ray's spelling of a call: ``ref.method.remote(x)`` is ``ref.method(x)`` (it sends
+        at once and returns the handle to await, or to pass to ``actorrt.get``)."""
+        return self(*args, **kwargs)
+
     def tell(self, *args: Any, **kwargs: Any) -> None:
         """Send without a reply. Raises ``MailboxFullError`` if the mailbox is full.
 
