@@ -19,7 +19,7 @@ graph has no cycle. docs/architecture.md draws the layers and the path of a call
    worker main, process actors, proxies, the router and the dispatch of messages.
 4. control: ``_control``: status snapshots, the status socket, runtime discovery.
 5. api: ``_runtime`` (the composition root: it picks its role, ``_roles``, and wires the
-   layers), ``_runtime_api``, ``_sync``, ``_wait``, ``_actor_pool``, ``_lookup``,
+   layers), ``_runtime_api``, ``_sync``, ``_wait``, ``_tasks``, ``_actor_pool``, ``_lookup``,
    ``_ray_init``, ``_ray_names``, ``_sigterm`` and this module.
 6. shared: ``_shared``: what the libraries share (one ``Checkpoint``, the enclosing-trial
    hook), built only on the names exported here.
@@ -80,6 +80,8 @@ from ._sync import get as get
 from ._sync import init as init
 from ._sync import is_initialized as is_initialized
 from ._sync import shutdown as shutdown
+from ._tasks import TaskFunction as TaskFunction
+from ._tasks import task as task
 from ._wait import wait as wait
 
 __version__ = "0.1.0.dev0"
@@ -120,6 +122,7 @@ __all__ = [
     "RuntimeClosedError",
     "RuntimeContext",
     "RuntimeStateError",
+    "TaskFunction",
     "WireError",
     "actor",
     "available_resources",
@@ -135,6 +138,7 @@ __all__ = [
     "run",
     "shutdown",
     "spawn",
+    "task",
     "wait",
 ]
 

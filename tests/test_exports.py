@@ -15,14 +15,14 @@ EXPECTED = {
     "MalformedMessageError",
     "ResourceError", "Runtime", "RuntimeAlreadyRunningError", "RuntimeClosedError",
     "RuntimeContext", "RuntimeStateError", "actor", "get", "get_actor", "get_context",
-    "init", "is_initialized", "run", "shutdown", "spawn", "wait",
+    "init", "is_initialized", "run", "shutdown", "spawn", "task", "TaskFunction", "wait",
 }
 
 
 def test_all_is_exactly_the_public_surface() -> None:
     assert set(actorrt.__all__) == EXPECTED
     public = {name for name in dir(actorrt) if not name.startswith("_")}
-    submodules = {"testing", "resources", "tune", "train", "examples", "air"}
+    submodules = {"testing", "resources", "tune", "train", "examples", "air", "util"}
     assert public - submodules - {"annotations"} == EXPECTED
 
 

@@ -41,6 +41,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
             "actorrt._roles",
             "actorrt._sync",
             "actorrt._wait",
+            "actorrt._tasks",
             "actorrt._actor_pool",
             "actorrt._lookup",
             "actorrt._ray_init",

@@ -1,0 +1,279 @@
+"""Remote functions (tasks): ``@actorrt.task`` functions whose calls run in worker processes.
+
+A call sends at once and returns an ``AskHandle``. Each call is carried by an actor of its
+own: a hidden worker-process actor spawned with the call's resources, which runs the
+function once and is stopped. So a task is placed, granted, pooled and watched exactly as a
+worker-process actor is: a call made inside an actor is that actor's child and, with the
+default ``placement="auto"``, goes into the actor's placement group (a Tune trial's gang);
+its resource request is the calling actor's wait for the deadlock check; its worker process
+comes from the pool and goes back to it. A call whose worker process dies is run again on a
+fresh one, up to ``max_retries`` times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import importlib
+import inspect
+import itertools
+from collections.abc import Callable
+from typing import Any, Generic, ParamSpec, TypeVar, overload
+
+from ._core._actor import actor
+from ._core._context import current_cell, running_actor
+from ._core._handle import AskHandle
+from ._core._options import ActorOptions
+from ._errors import ActorDiedError, DeathReason
+from ._runtime import current_runtime
+
+try:
+    from asyncio import _get_running_loop as _running_loop
+except ImportError:  # pragma: no cover - CPython always has it
+    from asyncio.events import _get_running_loop as _running_loop
+
+__all__ = ["TaskFunction", "task"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+# Ray's defaults for a task: one CPU, three retries after its worker dies.
+DEFAULT_NUM_CPUS = 1
+DEFAULT_MAX_RETRIES = 3
+
+# The options a task call takes, besides max_retries: what its worker process needs.
+RESOURCE_OPTIONS = ("num_cpus", "num_gpus", "memory", "resources", "placement", "worker_env")
+
+# Ends of a worker that are worth a second run: the process went, not the function failed.
+RETRIED = frozenset({DeathReason.PROCESS_DIED, DeathReason.NODE_LOST})
+
+_ids = itertools.count(1)
+# The calls running now: an asyncio task is only weakly held by its loop.
+_running: set[asyncio.Future[Any]] = set()
+
+
+@actor(process=True)
+class TaskRunner:
+    """The hidden actor that carries one task call (public methods are its messages)."""
+
+    def run(self, function: TaskFunction[..., Any], args: tuple[Any, ...],
+            kwargs: dict[str, Any]) -> Any:
+        return function.function(*args, **kwargs)
+
+    async def run_async(self, function: TaskFunction[..., Any], args: tuple[Any, ...],
+                        kwargs: dict[str, Any]) -> Any:
+        return await function.function(*args, **kwargs)
+
+
+class TaskFunction(Generic[P, R]):
+    """A function made a task by ``@actorrt.task``: calling it runs it in a worker process.
+
+    ``f(*args)`` (or Ray's ``f.remote(*args)``) sends the call at once and returns an
+    ``AskHandle``: ``await`` it, pass it to ``actorrt.get`` or ``actorrt.wait``, or
+    ``cancel()`` it. ``f.options(num_cpus=2)(*args)`` changes options for one call. The
+    function itself is ``f.function``.
+    """
+
+    def __init__(
+        self,
+        function: Callable[P, R],
+        options: ActorOptions,
+        max_retries: int,
+        origin: tuple[str, str] | None,
+    ) -> None:
+        self.function = function
+        self.task_options = options
+        self.max_retries = max_retries
+        self.origin = origin
+        functools.update_wrapper(self, function)  # type: ignore[arg-type]
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> AskHandle[R]:
+        """Send the call now; return the handle of its result."""
+        runtime = current_runtime()
+        loop = runtime.loop
+        call_id = next(_ids)
+        target = _TaskTarget(self.__qualname__, call_id)
+        work = self._attempts(target, args, kwargs)
+        future: asyncio.Future[Any] | Any
+        if _running_loop() is loop:
+            future = loop.create_task(work)
+        else:
+            context = contextvars.copy_context()
+            if current_cell.get() is None and (actor_now := running_actor()) is not None:
+                # A thread of a worker-process actor: the call is that actor's child.
+                context.run(current_cell.set, actor_now)
+            future = context.run(asyncio.run_coroutine_threadsafe, work, loop)
+        _running.add(future)
+        future.add_done_callback(_running.discard)
+        caller = current_cell.get() or running_actor()
+        target.caller = None if caller is None else caller.actor_id
+        return AskHandle(future, target, self.__name__, None)
+
+    def remote(self, *args: P.args, **kwargs: P.kwargs) -> AskHandle[R]:
+        """Ray's spelling of a call: ``f.remote(x)`` is ``f(x)``."""
+        return self(*args, **kwargs)
+
+    def options(self, **options: Any) -> TaskFunction[P, R]:
+        """This task with some options changed, validated now (see ``actorrt.task``)."""
+        max_retries = options.pop("max_retries", self.max_retries)
+        _check_max_retries(max_retries)
+        clone: TaskFunction[P, R] = TaskFunction.__new__(TaskFunction)
+        clone.__dict__.update(self.__dict__)
+        clone.task_options = _merged(self.task_options, options)
+        clone.max_retries = max_retries
+        return clone
+
+    async def _attempts(
+        self, target: _TaskTarget, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        method = "run_async" if inspect.iscoroutinefunction(self.function) else "run"
+        runner_class = TaskRunner.options(**_as_actor_options(self.task_options))
+        for attempt in itertools.count():
+            runner = await runner_class.spawn()
+            target.runner = runner.actor_id
+            try:
+                return await getattr(runner, method)(self, args, kwargs)
+            except ActorDiedError as died:
+                if died.reason not in RETRIED or 0 <= self.max_retries <= attempt:
+                    raise
+            except asyncio.CancelledError:
+                await runner.kill()  # the caller gave up: the function is cut short
+                raise
+            finally:
+                target.runner = None
+                await runner.stop()
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # By name when the other process can import it; else the function by value.
+        if self.origin is not None and self.origin[0] != "__main__":
+            return (_load_task, (*self.origin, self.task_options, self.max_retries))
+        return (TaskFunction, (self.function, self.task_options, self.max_retries, self.origin))
+
+    def __repr__(self) -> str:
+        return f"<actorrt.TaskFunction {self.__module__}.{self.__qualname__}>"
+
+
+class _TaskTarget:
+    """What a task call's handle waits on, as the handle sees it (``_core._handle.Target``):
+    the call's runner once it runs, else the actor that made the call."""
+
+    inline = True  # the handle's future is the call itself: nothing to translate
+
+    def __init__(self, name: str, call_id: int) -> None:
+        self.name = name
+        self.call_id = call_id
+        self.runner: str | None = None
+        self.caller: str | None = None
+
+    @property
+    def actor_id(self) -> str:
+        # A wait on the call is a wait on its runner, or, while it is being spawned, on the
+        # caller (whose wait for the grant is the edge that counts).
+        return self.runner or self.caller or f"task-{self.call_id}"
+
+    def describe(self) -> str:
+        return f"task {self.name}#{self.call_id}"
+
+    async def lost(self) -> BaseException:  # pragma: no cover - inline: never asked
+        raise AssertionError("a task call's handle has no connection to lose")
+
+    def withdraw(self, answer: Any) -> None:
+        pass  # cancelling the call's future cancels the call itself
+
+
+def _load_task(
+    module: str, qualname: str, options: ActorOptions, max_retries: int
+) -> TaskFunction[..., Any]:
+    found: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        found = getattr(found, part)
+    if not isinstance(found, TaskFunction):
+        raise TypeError(f"{module}.{qualname} is not a task function here")
+    clone: TaskFunction[..., Any] = TaskFunction.__new__(TaskFunction)
+    clone.__dict__.update(found.__dict__)
+    clone.task_options, clone.max_retries = options, max_retries
+    return clone
+
+
+def _merged(options: ActorOptions, changes: dict[str, Any]) -> ActorOptions:
+    unknown = sorted(set(changes) - set(RESOURCE_OPTIONS))
+    if unknown:
+        allowed = ", ".join((*RESOURCE_OPTIONS, "max_retries"))
+        raise TypeError(f"unknown task option(s) {', '.join(unknown)}; allowed: {allowed}")
+    return options.merged(**changes)
+
+
+def _as_actor_options(options: ActorOptions) -> dict[str, Any]:
+    return {name: getattr(options, name) for name in RESOURCE_OPTIONS} | {
+        "resources": dict(options.resources),
+        "worker_env": dict(options.worker_env),
+    }
+
+
+def _check_max_retries(value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"max_retries must be an int, got {value!r}")
+    if value < -1:
+        raise ValueError(f"max_retries must be -1 (unlimited) or more, got {value}")
+
+
+@overload
+def task(function: Callable[P, R], /) -> TaskFunction[P, R]: ...
+
+
+@overload
+def task(
+    function: None = None, /, **options: Any
+) -> Callable[[Callable[P, R]], TaskFunction[P, R]]: ...
+
+
+def task(
+    function: Callable[P, R] | None = None, /, **options: Any
+) -> TaskFunction[P, R] | Callable[[Callable[P, R]], TaskFunction[P, R]]:
+    """Make a function a task, as ``@actorrt.task`` or ``@actorrt.task(num_cpus=2)``.
+
+    Each call runs the function once in a worker process (from the pool) granted the call's
+    resources, and returns an ``AskHandle`` of its result at once. Inside an actor, the call
+    is the actor's child: it goes into the actor's placement group (``placement="auto"``),
+    ends with the actor, and while its grant waits the actor counts as waiting for it in the
+    deadlock check. Options, validated here (``.options(...)`` for one call):
+
+    Args:
+        num_cpus: CPUs per call (default 1, as in Ray).
+        num_gpus, memory, resources: more of what a call needs.
+        placement: ``"auto"``, ``"cluster"``, a ``PlacementGroup`` or ``pg.bundle(i)``.
+        worker_env: extra environment variables for the worker process.
+        max_retries: runs again after the worker process died (default 3, as in Ray;
+            ``-1``: without limit); an exception the function raises is never retried.
+
+    Raises:
+        TypeError: not a function (a class is an actor: ``@actorrt.actor``), a generator
+            function, or an unknown option.
+    """
+    max_retries = options.pop("max_retries", DEFAULT_MAX_RETRIES)
+    _check_max_retries(max_retries)
+    options.setdefault("num_cpus", DEFAULT_NUM_CPUS)
+    defaults = _merged(ActorOptions(process=True), options)
+
+    def wrap(target: Callable[P, R]) -> TaskFunction[P, R]:
+        if inspect.isclass(target):
+            raise TypeError(
+                f"{target.__name__} is a class: classes are actors, made with @actorrt.actor"
+            )
+        if not inspect.isfunction(target):
+            raise TypeError(f"@actorrt.task takes a function, got {target!r}")
+        if inspect.isgeneratorfunction(target) or inspect.isasyncgenfunction(target):
+            raise TypeError(
+                f"{target.__name__} is a generator function, which a task cannot be: return "
+                "a list of the items instead"
+            )
+        origin = None if "<locals>" in target.__qualname__ else (
+            target.__module__, target.__qualname__
+        )
+        return TaskFunction(target, defaults, max_retries, origin)
+
+    if function is None:
+        return wrap
+    return wrap(function)
