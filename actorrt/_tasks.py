@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
 import importlib
 import inspect
 import itertools
 from collections.abc import Callable
-from typing import Any, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
 
-from ._core._actor import actor
+from ._core._actor import ActorClass, actor
 from ._core._context import current_cell, running_actor
 from ._core._handle import AskHandle
 from ._core._options import ActorOptions
@@ -50,7 +49,7 @@ RETRIED = frozenset({DeathReason.PROCESS_DIED, DeathReason.NODE_LOST})
 
 _ids = itertools.count(1)
 # The calls running now: an asyncio task is only weakly held by its loop.
-_running: set[asyncio.Future[Any]] = set()
+_running: set[Any] = set()
 
 
 @actor(process=True)
@@ -86,7 +85,11 @@ class TaskFunction(Generic[P, R]):
         self.task_options = options
         self.max_retries = max_retries
         self.origin = origin
-        functools.update_wrapper(self, function)  # type: ignore[arg-type]
+        self.__name__ = function.__name__
+        self.__qualname__ = function.__qualname__
+        self.__module__ = function.__module__
+        self.__doc__ = function.__doc__
+        self.__wrapped__ = function
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> AskHandle[R]:
         """Send the call now; return the handle of its result."""
@@ -104,10 +107,10 @@ class TaskFunction(Generic[P, R]):
                 # A thread of a worker-process actor: the call is that actor's child.
                 context.run(current_cell.set, actor_now)
             future = context.run(asyncio.run_coroutine_threadsafe, work, loop)
-        _running.add(future)
-        future.add_done_callback(_running.discard)
+        _own(future)
         caller = current_cell.get() or running_actor()
-        target.caller = None if caller is None else caller.actor_id
+        if caller is not None:
+            target.caller = target.actor_id = caller.actor_id
         return AskHandle(future, target, self.__name__, None)
 
     def remote(self, *args: P.args, **kwargs: P.kwargs) -> AskHandle[R]:
@@ -128,10 +131,11 @@ class TaskFunction(Generic[P, R]):
         self, target: _TaskTarget, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         method = "run_async" if inspect.iscoroutinefunction(self.function) else "run"
-        runner_class = TaskRunner.options(**_as_actor_options(self.task_options))
+        runner_class = cast(ActorClass[Any], TaskRunner)
+        runner_class = runner_class.options(**_as_actor_options(self.task_options))
         for attempt in itertools.count():
             runner = await runner_class.spawn()
-            target.runner = runner.actor_id
+            target.actor_id = runner.actor_id
             try:
                 return await getattr(runner, method)(self, args, kwargs)
             except ActorDiedError as died:
@@ -141,7 +145,9 @@ class TaskFunction(Generic[P, R]):
                 await runner.kill()  # the caller gave up: the function is cut short
                 raise
             finally:
-                target.runner = None
+                target.actor_id = target.caller or target.placeholder
+                # Before the answer goes to the caller: a call that has ended has given its
+                # grant back, and its worker process is back in the pool for the next call.
                 await runner.stop()
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -155,6 +161,12 @@ class TaskFunction(Generic[P, R]):
         return f"<actorrt.TaskFunction {self.__module__}.{self.__qualname__}>"
 
 
+def _own(future: Any) -> None:
+    """Hold ``future`` (a call) until it is done: a loop holds its tasks only weakly."""
+    _running.add(future)
+    future.add_done_callback(_running.discard)
+
+
 class _TaskTarget:
     """What a task call's handle waits on, as the handle sees it (``_core._handle.Target``):
     the call's runner once it runs, else the actor that made the call."""
@@ -164,14 +176,11 @@ class _TaskTarget:
     def __init__(self, name: str, call_id: int) -> None:
         self.name = name
         self.call_id = call_id
-        self.runner: str | None = None
         self.caller: str | None = None
-
-    @property
-    def actor_id(self) -> str:
-        # A wait on the call is a wait on its runner, or, while it is being spawned, on the
-        # caller (whose wait for the grant is the edge that counts).
-        return self.runner or self.caller or f"task-{self.call_id}"
+        self.placeholder = f"task-{call_id}"
+        # A wait on the call is a wait on its runner while it runs; before that, on the
+        # caller (whose wait for the grant is what blocks); else on no actor at all.
+        self.actor_id = self.placeholder
 
     def describe(self) -> str:
         return f"task {self.name}#{self.call_id}"
