@@ -154,8 +154,8 @@ def main() -> None:
     ]
     extra = {
         "loop": "uvloop",
-        "workers": workers,
         **sizes,
+        "workers": workers,
         "baselines": {
             "pool map": "concurrent.futures.ProcessPoolExecutor(max_workers=W).map",
             "task submit+get, sequential": "sequential asks to one worker-process actor",
