@@ -84,23 +84,23 @@ class ActorPool:
             else:
                 self._queued.append(item)
 
-    def map(self, fn: Callable[[Any, Any], AskHandle[Any]], values: Iterable[Any]) -> _Results:
+    def map(self, fn: Callable[[Any, Any], AskHandle[Any]], values: Iterable[Any]) -> PoolResults:
         """Send every value (as :meth:`submit`) and iterate over the results in the order of
         ``values``: ``for r in pool.map(...)`` in synchronous code, ``async for`` in async
         code. Results not read from earlier submissions are dropped first (as in Ray)."""
         self._drop_unread()
         for value in values:
             self.submit(fn, value)
-        return _Results(self, ordered=True)
+        return PoolResults(self, ordered=True)
 
     def map_unordered(
         self, fn: Callable[[Any, Any], AskHandle[Any]], values: Iterable[Any]
-    ) -> _Results:
+    ) -> PoolResults:
         """As :meth:`map`, with the results in the order they arrive."""
         self._drop_unread()
         for value in values:
             self.submit(fn, value)
-        return _Results(self, ordered=False)
+        return PoolResults(self, ordered=False)
 
     def _send(self, item: _Item, actor: Any) -> None:
         """Send ``item`` to ``actor`` (lock held)."""
@@ -292,7 +292,7 @@ class ActorPool:
         )
 
 
-class _Results:
+class PoolResults:
     """The results of ``map``/``map_unordered``: an iterator (blocking) and an async
     iterator."""
 
