@@ -19,8 +19,8 @@ graph has no cycle. docs/architecture.md draws the layers and the path of a call
    worker main, process actors, proxies, the router and the dispatch of messages.
 4. control: ``_control``: status snapshots, the status socket, runtime discovery.
 5. api: ``_runtime`` (the composition root: it picks its role, ``_roles``, and wires the
-   layers), ``_runtime_api``, ``_sync``, ``_wait``, ``_tasks``, ``_actor_pool``, ``_lookup``,
-   ``_ray_init``, ``_ray_names``, ``_sigterm`` and this module.
+   layers), ``_runtime_api``, ``_sync``, ``_wait``, ``_tasks``, ``_actor_pool``, ``_objects``,
+   ``_lookup``, ``_ray_init``, ``_ray_names``, ``_sigterm`` and this module.
 6. shared: ``_shared``: what the libraries share (one ``Checkpoint``, the enclosing-trial
    hook), built only on the names exported here.
 7. libraries: ``actorrt.tune``, ``actorrt.train``: built only on the names exported here
@@ -70,6 +70,8 @@ from ._errors import RuntimeClosedError as RuntimeClosedError
 from ._errors import RuntimeStateError as RuntimeStateError
 from ._errors import WireError as WireError
 from ._lookup import get_actor as get_actor
+from ._objects import ObjectRef as ObjectRef
+from ._objects import put as put
 from ._runtime import Runtime as Runtime
 from ._runtime_api import available_resources as available_resources
 from ._runtime_api import cluster_resources as cluster_resources
@@ -110,6 +112,7 @@ __all__ = [
     "MethodRef",
     "NoRuntimeError",
     "NvmlUnavailableError",
+    "ObjectRef",
     "PickleRefusedError",
     "PlacementGroup",
     "PlacementInfo",
@@ -135,6 +138,7 @@ __all__ = [
     "is_initialized",
     "pending_requests",
     "placement_group",
+    "put",
     "run",
     "shutdown",
     "spawn",

@@ -20,15 +20,12 @@ _ACTORRT = {
     "remote": "decorate a class with @actorrt.actor (start one with `await Cls.spawn()`) "
               "and a function with @actorrt.task (call it: `f(x)` sends at once and returns "
               "a handle to await or actorrt.get)",
-    "put": "there is no object store: pass values in messages (tune.with_parameters "
-           "sends a large object to each worker once)",
     "kill": "stop an actor with `await ref.stop()` or `await ref.kill()`",
     "cancel": "give up an ask or a task call with handle.cancel()",
     "get_runtime_context": "use actorrt.get_context()",
     "nodes": "there is no node list in a program: `actorrt status --address auto` shows "
     "the cluster's nodes, actorrt.cluster_resources() their sum",
     "method": "actor methods need no decorator",
-    "ObjectRef": "there is no object store; asks and task calls return actorrt.AskHandle",
     "data": "Ray Data is not provided",
     "serve": "Ray Serve is not provided",
     "rllib": "RLlib is not provided",

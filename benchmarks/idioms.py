@@ -17,6 +17,11 @@ baseline (docs/benchmarks.md).
 3. tasks in flight: ``--n-tasks`` task calls issued at once and gathered (calls/s), against
    the same number of asks pipelined to one worker-process actor.
 
+4. shared object: ``ref = actorrt.put(array)`` of a 100 MB numpy array, then 4 worker-process
+   actors each reading it (``actorrt.get(ref)``: mapped, not copied) and answering its last
+   item, milliseconds from the put to the last answer. Baseline: one ``numpy.copy`` of the
+   array (a memcpy of 100 MB).
+
 Each repetition runs the baseline and the figure in turn, so drift hits both alike.
 ``--check`` exits 1 when the pool's map is under 1.0x the process pool's speed.
 """
@@ -37,8 +42,9 @@ from actorrt.util import ActorPool
 from ._common import Figure, chosen_sizes, exit_for, report, sized_parser
 
 SIZES = {
-    "default": {"items": 1000, "workers": 0, "n_tasks": 200, "n_asks": 200, "reps": 5},
-    "quick": {"items": 100, "workers": 0, "n_tasks": 20, "n_asks": 20, "reps": 1},
+    "default": {"items": 1000, "workers": 0, "n_tasks": 200, "n_asks": 200, "mb": 100,
+                "reps": 5},
+    "quick": {"items": 100, "workers": 0, "n_tasks": 20, "n_asks": 20, "mb": 10, "reps": 1},
 }
 LOOP = 20_000  # iterations per CPU-bound item: about a millisecond of pure Python
 POOL_TARGET = 1.0
@@ -59,6 +65,9 @@ class Worker:
 
     def square(self, x: int) -> int:
         return x * x
+
+    def last(self, ref: Any) -> int:
+        return int(actorrt.get(ref)[-1])
 
 
 @actorrt.task
@@ -99,8 +108,29 @@ def executor_map_rate(items: int, workers: int) -> float:
     return items / seconds
 
 
-async def _rates(n_tasks: int, n_asks: int) -> dict[str, float]:
+async def _put_and_read_ms(mb: int, readers: list[Any]) -> tuple[float, float]:
+    """(put + every reader's answer, one memcpy of the same array), in milliseconds."""
+    import numpy as np
+
+    array = np.arange(mb * 2**20 // 8, dtype=np.int64)
+    start = time.perf_counter()
+    np.copy(array)
+    memcpy = (time.perf_counter() - start) * 1000
+    start = time.perf_counter()
+    ref = actorrt.put(array)
+    answers = await asyncio.gather(*(r.last(ref) for r in readers))
+    shared = (time.perf_counter() - start) * 1000
+    assert answers == [int(array[-1])] * len(readers)
+    return shared, memcpy
+
+
+async def _rates(n_tasks: int, n_asks: int, mb: int) -> dict[str, float]:
     here = _here()
+    readers = [await here.Worker.options(num_cpus=0.25).spawn() for _ in range(4)]
+    await asyncio.gather(*(r.square(0) for r in readers))
+    shared, memcpy = await _put_and_read_ms(mb, readers)
+    for reader in readers:
+        await reader.stop()
     ref = await here.Worker.spawn()
     await ref.square(0)
     await here.square(0)  # warm: the task's worker process is pooled
@@ -120,7 +150,7 @@ async def _rates(n_tasks: int, n_asks: int) -> dict[str, float]:
     task_pipe = n_tasks / (time.perf_counter() - start)
     await ref.stop()
     return {"ask_seq": ask_seq, "task_seq": task_seq, "ask_pipe": ask_pipe,
-            "task_pipe": task_pipe}
+            "task_pipe": task_pipe, "shared": shared, "memcpy": memcpy}
 
 
 def main() -> None:
@@ -129,18 +159,20 @@ def main() -> None:
         "workers": "pool size (0: this machine's CPUs, at most 4)",
         "n_tasks": "task calls per sample",
         "n_asks": "cross-process asks per sample",
+        "mb": "megabytes of the shared array",
     }).parse_args()
     sizes = chosen_sizes(args, SIZES)
     workers = sizes["workers"] or min(4, len(os.sched_getaffinity(0)))
     samples: dict[str, list[float]] = {
-        k: [] for k in ("pool", "executor", "ask_seq", "task_seq", "ask_pipe", "task_pipe")
+        k: [] for k in ("pool", "executor", "ask_seq", "task_seq", "ask_pipe", "task_pipe",
+                        "shared", "memcpy")
     }
     for _ in range(sizes["reps"]):
         samples["executor"].append(executor_map_rate(sizes["items"], workers))
         samples["pool"].append(pool_map_rate(sizes["items"], workers))
 
         async def one() -> dict[str, float]:
-            return await _rates(sizes["n_tasks"], sizes["n_asks"])
+            return await _rates(sizes["n_tasks"], sizes["n_asks"], sizes["mb"])
 
         for key, value in actorrt.run(one, num_cpus=workers).items():
             samples[key].append(value)
@@ -151,6 +183,8 @@ def main() -> None:
                samples["ask_seq"]),
         Figure(f"tasks in flight, {sizes['n_tasks']} at once", "calls/s",
                samples["task_pipe"], samples["ask_pipe"]),
+        Figure(f"put + 4 readers, {sizes['mb']} MB array", "ms", samples["shared"],
+               samples["memcpy"], lower_is_better=True),
     ]
     extra = {
         "loop": "uvloop",
@@ -161,6 +195,7 @@ def main() -> None:
             "task submit+get, sequential": "sequential asks to one worker-process actor",
             "tasks in flight": "the same number of asks to one worker-process actor, "
                                "gathered",
+            "put + 4 readers": "one numpy.copy of the array (a memcpy)",
         },
         "item_loop": LOOP,
     }

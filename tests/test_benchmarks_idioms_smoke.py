@@ -22,6 +22,7 @@ def test_idioms_benchmark_runs_and_writes_json(tmp_path: Path) -> None:
         "pool map, 100 CPU-bound items",
         "task submit+get, sequential",
         "tasks in flight, 20 at once",
+        "put + 4 readers, 10 MB array",
     }
     for figure in figures.values():
         assert figure["median"] > 0 and figure["baseline_median"] > 0 and figure["ratio"] > 0

@@ -42,6 +42,7 @@ LAYERS: list[tuple[int, str, tuple[str, ...]]] = [
             "actorrt._sync",
             "actorrt._wait",
             "actorrt._tasks",
+            "actorrt._objects",
             "actorrt._actor_pool",
             "actorrt._lookup",
             "actorrt._ray_init",
