@@ -55,15 +55,31 @@ class ActorPool:
 
     Args:
         actors: the refs of the actors to use (more can be added with :meth:`push`).
+        max_in_flight: values sent to one actor before its first answer (not in Ray,
+            whose pools send one): 2 lets an actor start on its next value while the
+            answer to the last travels back, which keeps short values from idling it; the
+            second waits in the actor's mailbox, so a slower actor cannot hand it to a
+            faster one.
+
+    Raises:
+        TypeError, ValueError: ``max_in_flight`` is not an int of at least 1.
     """
 
-    def __init__(self, actors: Iterable[Any]) -> None:
+    def __init__(self, actors: Iterable[Any], *, max_in_flight: int = 1) -> None:
+        if isinstance(max_in_flight, bool) or not isinstance(max_in_flight, int):
+            raise TypeError(f"max_in_flight must be an int, got {max_in_flight!r}")
+        if max_in_flight < 1:
+            raise ValueError(f"max_in_flight must be at least 1, got {max_in_flight}")
+        self._depth = max_in_flight
         # Reentrant: an answer that has already come runs its callback inside submit().
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
         self._async_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
-        self._idle: list[Any] = list(actors)
+        # One entry per free place (max_in_flight per actor), and one per value in flight.
+        members = list(actors)
+        self._idle: list[Any] = [a for _ in range(max_in_flight) for a in members]
         self._busy: list[Any] = []
+        self._dead: list[Any] = []  # actors whose answer said they died
         self._queued: collections.deque[_Item] = collections.deque()
         self._unread: dict[int, _Item] = {}  # submitted, result not returned yet, by index
         self._arrived: collections.deque[_Item] = collections.deque()  # in arrival order
@@ -125,7 +141,11 @@ class ActorPool:
             self._busy.remove(actor)
             if item.index in self._unread:
                 self._arrived.append(item)
-            if not _died(item.handle):
+            if _died(item.handle) or actor in self._dead:
+                if actor not in self._dead:
+                    self._dead.append(actor)
+                self._idle = [a for a in self._idle if a != actor]
+            else:
                 self._idle.append(actor)
             self._feed()
             self._wake()
@@ -155,14 +175,19 @@ class ActorPool:
         return bool(self._unread)
 
     def has_free(self) -> bool:
-        """Whether an actor is idle and no value waits for one."""
+        """Whether an actor can take a value now and no value waits for one."""
         return bool(self._idle) and not self._queued
 
     def pop_idle(self) -> Any:
-        """Take an idle actor out of the pool and return it; ``None`` if none is free."""
+        """Take an idle actor (one with no value in flight) out of the pool and return it;
+        ``None`` if none is."""
         with self._lock:
-            if self._idle and not self._queued:
-                return self._idle.pop()
+            if self._queued:
+                return None
+            for actor in reversed(self._idle):
+                if actor not in self._busy:
+                    self._idle = [a for a in self._idle if a != actor]
+                    return actor
             return None
 
     def push(self, actor: Any) -> None:
@@ -174,7 +199,9 @@ class ActorPool:
         with self._lock:
             if actor in self._idle or actor in self._busy:
                 raise ValueError(f"{actor!r} already belongs to this ActorPool")
-            self._idle.append(actor)
+            if actor in self._dead:
+                self._dead.remove(actor)
+            self._idle.extend([actor] * self._depth)
             self._feed()
 
     # Reading.
@@ -287,7 +314,7 @@ class ActorPool:
 
     def __repr__(self) -> str:
         return (
-            f"<actorrt.util.ActorPool idle={len(self._idle)} busy={len(self._busy)} "
+            f"<actorrt.util.ActorPool free={len(self._idle)} in_flight={len(self._busy)} "
             f"queued={len(self._queued)} unread={len(self._unread)}>"
         )
 

@@ -164,3 +164,23 @@ async def test_async_use(actorrt_runtime) -> None:
     assert sorted([x async for x in pool.map_unordered(lambda a, v: a.double(v), [1, 2])]) == [
         2, 4,
     ]
+
+
+def test_max_in_flight_sends_ahead_to_each_actor(facade) -> None:
+    actor = actorrt.get(Doubler.spawn())
+    pool = ActorPool([actor], max_in_flight=2)
+    pool.submit(lambda a, v: a.held(v), "one")
+    assert pool.has_free()  # a second place
+    pool.submit(lambda a, v: a.held(v), "two")
+    assert not pool.has_free() and pool.pop_idle() is None
+    pool.submit(lambda a, v: a.double(v), 5)  # queued
+    actor.release.tell("two")
+    assert pool.get_next_unordered(timeout=30) == "two"
+    assert pool.pop_idle() is None  # "one" is still in flight
+    actor.release.tell("one")
+    assert [pool.get_next(), pool.get_next()] == ["one", 10]
+    assert pool.pop_idle() == actor and pool.pop_idle() is None
+    with pytest.raises(ValueError, match="at least 1, got 0"):
+        ActorPool([actor], max_in_flight=0)
+    with pytest.raises(TypeError, match="must be an int"):
+        ActorPool([actor], max_in_flight=1.5)
