@@ -10,6 +10,7 @@ from typing import Any, Generic, TypeVar, overload
 from ._current import current_services
 from ._options import ActorOptions
 from ._ref import RESERVED_NAMES, ActorRef
+from ._streams import stream_methods
 
 A = TypeVar("A")
 
@@ -164,7 +165,11 @@ def _method_table(cls: type[Any]) -> dict[str, tuple[Callable[..., Any], bool]]:
             table[name] = (raw, inspect.iscoroutinefunction(raw))
         else:
             continue
-        _refuse_generator(cls, name, getattr(cls, name))
+        generator = inspect.unwrap(getattr(cls, name))
+        if inspect.isgeneratorfunction(generator) or inspect.isasyncgenfunction(generator):
+            # Streamed: three messages of the actor (``_core._streams``).
+            start = table.pop(name)[0]
+            table.update(stream_methods(name, start, inspect.isasyncgenfunction(generator)))
         if name in RESERVED_NAMES:
             raise TypeError(
                 f"{cls.__name__} defines {name!r}, a name actor refs keep for themselves "
@@ -178,22 +183,3 @@ def _drop_instance(func: Callable[..., Any]) -> Callable[..., Any]:
         return func(*args, **kwargs)
 
     return call
-
-
-def _refuse_generator(cls: type[Any], name: str, func: Callable[..., Any]) -> None:
-    """Generator methods are refused when the class is made an actor class, inline or
-    worker-process alike: their items would be made after the call returned, outside the
-    actor's mailbox (in parallel with its other messages), or not at all across processes."""
-    target = inspect.unwrap(func)
-    if inspect.isasyncgenfunction(target):
-        kind = "an async generator"
-    elif inspect.isgeneratorfunction(target):
-        kind = "a generator"
-    else:
-        return
-    raise TypeError(
-        f"{cls.__name__}.{name} is {kind} method, which an actor cannot serve: its items "
-        "would be produced outside the actor's mailbox, after the call returned. Return a "
-        "list of the items instead, or send them one by one to another actor with "
-        "ref.method.tell(item)"
-    )
