@@ -1,8 +1,9 @@
-"""Ray Core's idioms: an actor pool's map and task round trips, each beside its same-run
-baseline (docs/benchmarks.md).
+"""Ray Core's idioms: an actor pool's map, task round trips, a stream and a shared object,
+each beside its same-run baseline (docs/benchmarks.md).
 
     python -m benchmarks.idioms [--check] [--reps R] [--quick]
                                 [--items N] [--workers W] [--n-tasks N] [--n-asks N]
+                                [--mb N] [--n-items N]
 
 1. pool map: ``actorrt.util.ActorPool`` over W worker-process actors (``num_cpus=1``), from a
    synchronous script (``actorrt.init``): ``list(pool.map(lambda a, v: a.work(v), items))``
@@ -17,7 +18,10 @@ baseline (docs/benchmarks.md).
 3. tasks in flight: ``--n-tasks`` task calls issued at once and gathered (calls/s), against
    the same number of asks pipelined to one worker-process actor.
 
-4. shared object: ``ref = actorrt.put(array)`` of a 100 MB numpy array, then 4 worker-process
+4. stream: ``async for`` over a generator method of a worker-process actor yielding
+   ``--n-items`` small items (batches of 16, one prefetched), items/s. Baseline: the same
+   number of asks to that actor, pipelined in windows of 1,000.
+5. shared object: ``ref = actorrt.put(array)`` of a 100 MB numpy array, then 4 worker-process
    actors each reading it (``actorrt.get(ref)``: mapped, not copied) and answering its last
    item, milliseconds from the put to the last answer. Baseline: one ``numpy.copy`` of the
    array (a memcpy of 100 MB).
@@ -43,8 +47,9 @@ from ._common import Figure, chosen_sizes, exit_for, report, sized_parser
 
 SIZES = {
     "default": {"items": 1000, "workers": 0, "n_tasks": 200, "n_asks": 200, "mb": 100,
-                "reps": 5},
-    "quick": {"items": 100, "workers": 0, "n_tasks": 20, "n_asks": 20, "mb": 10, "reps": 1},
+                "n_items": 10_000, "reps": 5},
+    "quick": {"items": 100, "workers": 0, "n_tasks": 20, "n_asks": 20, "mb": 10,
+              "n_items": 200, "reps": 1},
 }
 LOOP = 20_000  # iterations per CPU-bound item: about a millisecond of pure Python
 POOL_TARGET = 1.0
@@ -68,6 +73,9 @@ class Worker:
 
     def last(self, ref: Any) -> int:
         return int(actorrt.get(ref)[-1])
+
+    def count(self, n: int):  # type: ignore[no-untyped-def]
+        yield from range(n)
 
 
 @actorrt.task
@@ -124,7 +132,7 @@ async def _put_and_read_ms(mb: int, readers: list[Any]) -> tuple[float, float]:
     return shared, memcpy
 
 
-async def _rates(n_tasks: int, n_asks: int, mb: int) -> dict[str, float]:
+async def _rates(n_tasks: int, n_asks: int, mb: int, n_items: int) -> dict[str, float]:
     here = _here()
     readers = [await here.Worker.options(num_cpus=0.25).spawn() for _ in range(4)]
     await asyncio.gather(*(r.square(0) for r in readers))
@@ -148,9 +156,16 @@ async def _rates(n_tasks: int, n_asks: int, mb: int) -> dict[str, float]:
     start = time.perf_counter()
     await asyncio.gather(*(here.square(i) for i in range(n_tasks)))
     task_pipe = n_tasks / (time.perf_counter() - start)
+    start = time.perf_counter()
+    assert [x async for x in ref.count(n_items)] == list(range(n_items))
+    stream = n_items / (time.perf_counter() - start)
+    start = time.perf_counter()
+    for base in range(0, n_items, 1000):
+        await asyncio.gather(*(ref.square(i) for i in range(base, min(base + 1000, n_items))))
+    windowed = n_items / (time.perf_counter() - start)
     await ref.stop()
-    return {"ask_seq": ask_seq, "task_seq": task_seq, "ask_pipe": ask_pipe,
-            "task_pipe": task_pipe, "shared": shared, "memcpy": memcpy}
+    return {"stream": stream, "windowed": windowed, "ask_seq": ask_seq, "task_seq": task_seq,
+            "ask_pipe": ask_pipe, "task_pipe": task_pipe, "shared": shared, "memcpy": memcpy}
 
 
 def main() -> None:
@@ -160,19 +175,20 @@ def main() -> None:
         "n_tasks": "task calls per sample",
         "n_asks": "cross-process asks per sample",
         "mb": "megabytes of the shared array",
+        "n_items": "items of the stream",
     }).parse_args()
     sizes = chosen_sizes(args, SIZES)
     workers = sizes["workers"] or min(4, len(os.sched_getaffinity(0)))
     samples: dict[str, list[float]] = {
         k: [] for k in ("pool", "executor", "ask_seq", "task_seq", "ask_pipe", "task_pipe",
-                        "shared", "memcpy")
+                        "shared", "memcpy", "stream", "windowed")
     }
     for _ in range(sizes["reps"]):
         samples["executor"].append(executor_map_rate(sizes["items"], workers))
         samples["pool"].append(pool_map_rate(sizes["items"], workers))
 
         async def one() -> dict[str, float]:
-            return await _rates(sizes["n_tasks"], sizes["n_asks"], sizes["mb"])
+            return await _rates(sizes["n_tasks"], sizes["n_asks"], sizes["mb"], sizes["n_items"])
 
         for key, value in actorrt.run(one, num_cpus=workers).items():
             samples[key].append(value)
@@ -183,6 +199,8 @@ def main() -> None:
                samples["ask_seq"]),
         Figure(f"tasks in flight, {sizes['n_tasks']} at once", "calls/s",
                samples["task_pipe"], samples["ask_pipe"]),
+        Figure(f"stream of {sizes['n_items']} items across processes", "items/s",
+               samples["stream"], samples["windowed"]),
         Figure(f"put + 4 readers, {sizes['mb']} MB array", "ms", samples["shared"],
                samples["memcpy"], lower_is_better=True),
     ]
@@ -196,6 +214,7 @@ def main() -> None:
             "tasks in flight": "the same number of asks to one worker-process actor, "
                                "gathered",
             "put + 4 readers": "one numpy.copy of the array (a memcpy)",
+            "stream": "the same number of asks, pipelined in windows of 1,000",
         },
         "item_loop": LOOP,
     }

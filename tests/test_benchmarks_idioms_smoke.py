@@ -23,6 +23,7 @@ def test_idioms_benchmark_runs_and_writes_json(tmp_path: Path) -> None:
         "task submit+get, sequential",
         "tasks in flight, 20 at once",
         "put + 4 readers, 10 MB array",
+        "stream of 200 items across processes",
     }
     for figure in figures.values():
         assert figure["median"] > 0 and figure["baseline_median"] > 0 and figure["ratio"] > 0
