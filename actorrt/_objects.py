@@ -69,13 +69,12 @@ class ObjectRef(Generic[T]):
     same object.
     """
 
-    __slots__ = ("__weakref__", "_host", "_name", "_owned", "_size")
+    __slots__ = ("__weakref__", "_host", "_name", "_size")
 
-    def __init__(self, name: str, size: int, host: str, owned: bool = False) -> None:
+    def __init__(self, name: str, size: int, host: str) -> None:
         self._name = name
         self._size = size
         self._host = host
-        self._owned = owned
 
     @property
     def object_id(self) -> str:
@@ -198,7 +197,7 @@ def put(value: Any) -> ObjectRef[Any]:
         raise
     finally:
         os.close(fd)
-    ref: ObjectRef[Any] = ObjectRef(name, size, _HOST, owned=True)
+    ref: ObjectRef[Any] = ObjectRef(name, size, _HOST)
     _live[name] = ref
     weakref.finalize(ref, _remove, path)
     return ref
