@@ -13,10 +13,12 @@ fresh one, up to ``max_retries`` times.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 import importlib
 import inspect
 import itertools
+import weakref
 from collections.abc import Callable
 from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
 
@@ -97,7 +99,9 @@ class TaskFunction(Generic[P, R]):
         loop = runtime.loop
         call_id = next(_ids)
         target = _TaskTarget(self.__qualname__, call_id)
-        work = self._attempts(target, args, kwargs)
+        caller_now = current_cell.get() or running_actor()
+        caller = None if caller_now is None else caller_now.actor_id
+        work = self._attempts(target, caller, args, kwargs)
         future: asyncio.Future[Any] | Any
         if _running_loop() is loop:
             future = loop.create_task(work)
@@ -108,9 +112,8 @@ class TaskFunction(Generic[P, R]):
                 context.run(current_cell.set, actor_now)
             future = context.run(asyncio.run_coroutine_threadsafe, work, loop)
         _own(future)
-        caller = current_cell.get() or running_actor()
         if caller is not None:
-            target.caller = target.actor_id = caller.actor_id
+            target.caller = target.actor_id = caller
         return AskHandle(future, target, self.__name__, None)
 
     def remote(self, *args: P.args, **kwargs: P.kwargs) -> AskHandle[R]:
@@ -128,27 +131,37 @@ class TaskFunction(Generic[P, R]):
         return clone
 
     async def _attempts(
-        self, target: _TaskTarget, args: tuple[Any, ...], kwargs: dict[str, Any]
+        self,
+        target: _TaskTarget,
+        caller: str | None,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
     ) -> Any:
         method = "run_async" if inspect.iscoroutinefunction(self.function) else "run"
         runner_class = cast(ActorClass[Any], TaskRunner)
         runner_class = runner_class.options(**_as_actor_options(self.task_options))
+        lane = _lane(self.task_options, caller)
         for attempt in itertools.count():
-            runner = await runner_class.spawn()
+            runner = await _runner_for(lane, runner_class)
             target.actor_id = runner.actor_id
+            handed_on = False
             try:
-                return await getattr(runner, method)(self, args, kwargs)
+                result = await getattr(runner, method)(self, args, kwargs)
             except ActorDiedError as died:
                 if died.reason not in RETRIED or 0 <= self.max_retries <= attempt:
                     raise
             except asyncio.CancelledError:
                 await runner.kill()  # the caller gave up: the function is cut short
                 raise
+            else:
+                handed_on = _hand_on(lane, runner)
+                return result
             finally:
                 target.actor_id = target.caller or target.placeholder
-                # Before the answer goes to the caller: a call that has ended has given its
-                # grant back, and its worker process is back in the pool for the next call.
-                await runner.stop()
+                if not handed_on:
+                    # Before the answer goes to the caller: a call that has ended has given
+                    # its grant back, and its process is back in the pool for the next.
+                    await runner.stop()
         raise AssertionError("unreachable")  # pragma: no cover
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -159,6 +172,79 @@ class TaskFunction(Generic[P, R]):
 
     def __repr__(self) -> str:
         return f"<actorrt.TaskFunction {self.__module__}.{self.__qualname__}>"
+
+
+# Calls of one caller with the same options that wait for a runner, by (options, caller): a
+# runner that has finished a call is handed on to the first of them (its own spawn is then
+# withdrawn) instead of being stopped and another started.
+class Lane(collections.deque[asyncio.Future[Any]]):
+    """The waiting calls of one (options, caller); held by its calls, dropped with them."""
+
+
+_lanes: weakref.WeakValueDictionary[tuple[Any, str | None], Lane] = (
+    weakref.WeakValueDictionary()
+)
+
+
+def _lane(options: ActorOptions, caller: str | None) -> Lane:
+    try:
+        key: tuple[Any, str | None] = (options, caller)
+        hash(key)
+    except TypeError:  # a placement that cannot be hashed: a lane of its own
+        return Lane()
+    lane = _lanes.get(key)
+    if lane is None:
+        lane = _lanes[key] = Lane()
+    return lane
+
+
+async def _runner_for(lane: Lane, runner_class: ActorClass[Any]) -> Any:
+    """A runner for one call: spawned for it, or handed on by a call of the same lane that
+    finished first, whichever comes first."""
+    handed: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    lane.append(handed)
+    spawning = asyncio.ensure_future(runner_class.spawn())
+    try:
+        await asyncio.wait([spawning, handed], return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        _withdraw(lane, handed, spawning)
+        if handed.done() and not handed.cancelled():
+            _own(asyncio.ensure_future(handed.result().stop()))
+        raise
+    if handed.done():
+        _withdraw(lane, handed, spawning)
+        return handed.result()
+    handed.cancel()  # nobody may hand it a runner any more
+    _withdraw(lane, handed, None)
+    return spawning.result()
+
+
+def _withdraw(
+    lane: Lane, handed: asyncio.Future[Any], spawning: asyncio.Future[Any] | None
+) -> None:
+    try:
+        lane.remove(handed)
+    except ValueError:
+        pass
+    if spawning is not None:
+        spawning.add_done_callback(_stop_spare)
+        spawning.cancel()  # withdraws its request; a runner it started meanwhile is stopped
+
+
+def _stop_spare(spawning: asyncio.Future[Any]) -> None:
+    if spawning.cancelled() or spawning.exception() is not None:
+        return
+    _own(asyncio.ensure_future(spawning.result().stop()))
+
+
+def _hand_on(lane: Lane, runner: Any) -> bool:
+    """Give ``runner`` to the first call of ``lane`` still waiting; whether one took it."""
+    while lane:
+        handed = lane.popleft()
+        if not handed.done():
+            handed.set_result(runner)
+            return True
+    return False
 
 
 def _own(future: Any) -> None:
