@@ -20,7 +20,7 @@ import inspect
 import itertools
 import weakref
 from collections.abc import Callable
-from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
+from typing import Any, Final, Generic, ParamSpec, TypeVar, cast, overload
 
 from ._core._actor import ActorClass, actor
 from ._core._context import current_cell, running_actor
@@ -174,11 +174,22 @@ class TaskFunction(Generic[P, R]):
         return f"<actorrt.TaskFunction {self.__module__}.{self.__qualname__}>"
 
 
-# Calls of one caller with the same options that wait for a runner, by (options, caller): a
-# runner that has finished a call is handed on to the first of them (its own spawn is then
-# withdrawn) instead of being stopped and another started.
-class Lane(collections.deque[asyncio.Future[Any]]):
-    """The waiting calls of one (options, caller); held by its calls, dropped with them."""
+# Calls of one caller with the same options share their runners: a runner that has finished
+# a call is handed on to the next waiting call instead of being stopped and another started,
+# and a lane has one spawn waiting for its grant at a time (the others wait their turn, or a
+# runner), so a fan-out of a hundred calls into two bundles does not file a hundred requests.
+_SPAWN: Final = object()  # "file your own spawn now", given to a waiting call
+
+
+class Lane:
+    """The calls of one (options, caller) waiting for a runner; held by its calls."""
+
+    __slots__ = ("__weakref__", "idle", "spawners", "spawning")
+
+    def __init__(self) -> None:
+        self.idle: collections.deque[asyncio.Future[Any]] = collections.deque()
+        self.spawners: collections.deque[asyncio.Future[Any]] = collections.deque()
+        self.spawning = 0  # spawns waiting for their grant or start
 
 
 _lanes: weakref.WeakValueDictionary[tuple[Any, str | None], Lane] = (
@@ -199,36 +210,84 @@ def _lane(options: ActorOptions, caller: str | None) -> Lane:
 
 
 async def _runner_for(lane: Lane, runner_class: ActorClass[Any]) -> Any:
-    """A runner for one call: spawned for it, or handed on by a call of the same lane that
-    finished first, whichever comes first."""
+    """A runner for one call: handed on by a call of the lane that finished, or spawned
+    for it when its turn to spawn comes first."""
+    if lane.spawning:
+        turn: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        lane.idle.append(turn)
+        try:
+            got = await turn
+        except asyncio.CancelledError:
+            _abandon(lane.idle, turn, lane)
+            raise
+        if got is not _SPAWN:
+            return got
+    return await _spawn_for(lane, runner_class)
+
+
+async def _spawn_for(lane: Lane, runner_class: ActorClass[Any]) -> Any:
     handed: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-    lane.append(handed)
+    lane.spawners.append(handed)
+    lane.spawning += 1
     spawning = asyncio.ensure_future(runner_class.spawn())
+    spawning.add_done_callback(lambda _: _spawned(lane))
     try:
         await asyncio.wait([spawning, handed], return_when=asyncio.FIRST_COMPLETED)
     except asyncio.CancelledError:
-        _withdraw(lane, handed, spawning)
-        if handed.done() and not handed.cancelled():
-            _own(asyncio.ensure_future(handed.result().stop()))
+        _abandon(lane.spawners, handed, lane)
+        _drop(spawning)
         raise
     if handed.done():
-        _withdraw(lane, handed, spawning)
+        _forget(lane.spawners, handed)
+        _drop(spawning)
         return handed.result()
-    handed.cancel()  # nobody may hand it a runner any more
-    _withdraw(lane, handed, None)
+    _forget(lane.spawners, handed)
     return spawning.result()
 
 
-def _withdraw(
-    lane: Lane, handed: asyncio.Future[Any], spawning: asyncio.Future[Any] | None
+def _spawned(lane: Lane) -> None:
+    """A spawn of the lane was granted, failed or withdrawn: the next call waiting without
+    one files its own."""
+    lane.spawning -= 1
+    while lane.idle:
+        turn = lane.idle.popleft()
+        if not turn.done():
+            turn.set_result(_SPAWN)
+            return
+
+
+def _forget(
+    queue: collections.deque[asyncio.Future[Any]], waiting: asyncio.Future[Any]
 ) -> None:
+    """``waiting`` waits no more: out of its queue, and nobody may hand it a runner now."""
     try:
-        lane.remove(handed)
+        queue.remove(waiting)
     except ValueError:
         pass
-    if spawning is not None:
-        spawning.add_done_callback(_stop_spare)
-        spawning.cancel()  # withdraws its request; a runner it started meanwhile is stopped
+    if not waiting.done():
+        waiting.cancel()
+
+
+def _abandon(
+    queue: collections.deque[asyncio.Future[Any]], waiting: asyncio.Future[Any], lane: Lane
+) -> None:
+    """The call waiting on ``waiting`` was cancelled: a runner handed to it meanwhile stops,
+    and a turn to spawn given to it goes to the next call."""
+    _forget(queue, waiting)
+    if waiting.cancelled():
+        return
+    got = waiting.result()
+    if got is _SPAWN:
+        lane.spawning += 1
+        _spawned(lane)  # passed on, as if it had spawned
+    else:
+        _own(asyncio.ensure_future(got.stop()))
+
+
+def _drop(spawning: asyncio.Future[Any]) -> None:
+    """A spawn no longer needed: withdrawn, and a runner it started meanwhile stopped."""
+    spawning.add_done_callback(_stop_spare)
+    spawning.cancel()
 
 
 def _stop_spare(spawning: asyncio.Future[Any]) -> None:
@@ -238,12 +297,14 @@ def _stop_spare(spawning: asyncio.Future[Any]) -> None:
 
 
 def _hand_on(lane: Lane, runner: Any) -> bool:
-    """Give ``runner`` to the first call of ``lane`` still waiting; whether one took it."""
-    while lane:
-        handed = lane.popleft()
-        if not handed.done():
-            handed.set_result(runner)
-            return True
+    """Give ``runner`` to the next call of ``lane`` that waits; whether one took it. Calls
+    that filed no spawn come first, so no request is filed and withdrawn in vain."""
+    for queue in (lane.idle, lane.spawners):
+        while queue:
+            waiting = queue.popleft()
+            if not waiting.done():
+                waiting.set_result(runner)
+                return True
     return False
 
 
