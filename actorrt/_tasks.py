@@ -1,13 +1,14 @@
 """Remote functions (tasks): ``@actorrt.task`` functions whose calls run in worker processes.
 
-A call sends at once and returns an ``AskHandle``. Each call is carried by an actor of its
-own: a hidden worker-process actor spawned with the call's resources, which runs the
-function once and is stopped. So a task is placed, granted, pooled and watched exactly as a
-worker-process actor is: a call made inside an actor is that actor's child and, with the
-default ``placement="auto"``, goes into the actor's placement group (a Tune trial's gang);
-its resource request is the calling actor's wait for the deadlock check; its worker process
-comes from the pool and goes back to it. A call whose worker process dies is run again on a
-fresh one, up to ``max_retries`` times.
+A call sends at once and returns an ``AskHandle``. Calls are carried by hidden worker-process
+actors (runners) spawned with the call's resources, so a task is placed, granted, pooled and
+watched exactly as a worker-process actor is: a call made inside an actor is that actor's
+child and, with the default ``placement="auto"``, goes into the actor's placement group (a
+Tune trial's gang); its resource request is the calling actor's wait for the deadlock check;
+its worker process comes from the pool. A runner that has finished a call is handed on to
+the next call of the same caller and options that waits, else stopped (its grant back, its
+process back in the pool); such calls keep one spawn waiting for a grant at a time. A call
+whose worker process dies is run again on a fresh runner, up to ``max_retries`` times.
 """
 
 from __future__ import annotations

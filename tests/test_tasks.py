@@ -80,6 +80,21 @@ def test_calls_send_at_once_and_run_in_worker_processes(facade) -> None:
     assert actorrt.available_resources() == actorrt.cluster_resources()
 
 
+@actorrt.task
+def runner_id(_: int) -> str:
+    return actorrt.get_context().get_actor_id()
+
+
+def test_calls_in_flight_share_their_runners(facade) -> None:
+    # 4 CPUs: four runners at most; each takes the next waiting call when it is done.
+    ids = actorrt.get([runner_id(i) for i in range(60)])
+    assert 1 <= len(set(ids)) <= 4
+    assert actorrt.available_resources() == actorrt.cluster_resources()
+    # Alone, a call's runner is stopped: the next call gets a new one.
+    first, second = actorrt.get(runner_id(0)), actorrt.get(runner_id(1))
+    assert first != second
+
+
 def test_tasks_submit_tasks(facade) -> None:
     assert actorrt.get(sum_of_squares(6)) == sum(i * i for i in range(6))
 
