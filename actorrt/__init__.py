@@ -19,13 +19,15 @@ graph has no cycle. docs/architecture.md draws the layers and the path of a call
    worker main, process actors, proxies, the router and the dispatch of messages.
 4. control: ``_control``: status snapshots, the status socket, runtime discovery.
 5. api: ``_runtime`` (the composition root: it picks its role, ``_roles``, and wires the
-   layers), ``_runtime_api``, ``_sync``, ``_lookup``, ``_ray_init``, ``_ray_names``, ``_sigterm``
-   and this module.
+   layers), ``_runtime_api``, ``_sync``, ``_wait``, ``_tasks``, ``_actor_pool``, ``_objects``,
+   ``_lookup``, ``_ray_init``, ``_ray_names``, ``_sigterm`` and this module.
 6. shared: ``_shared``: what the libraries share (one ``Checkpoint``, the enclosing-trial
    hook), built only on the names exported here.
 7. libraries: ``actorrt.tune``, ``actorrt.train``: built only on the names exported here
    (and ``_shared``); neither imports the other. Their modules are at Ray's paths, in
    layers of their own that their package docstrings name.
+   util: ``actorrt.util``: Ray's ``ray.util`` names (``ActorPool``), built on ``_actor_pool``
+   (api layer) and the names exported here.
 8. applications: ``actorrt.air``, ``actorrt.examples``, ``actorrt.testing``, the CLI.
 """
 
@@ -70,6 +72,8 @@ from ._errors import RuntimeClosedError as RuntimeClosedError
 from ._errors import RuntimeStateError as RuntimeStateError
 from ._errors import WireError as WireError
 from ._lookup import get_actor as get_actor
+from ._objects import ObjectRef as ObjectRef
+from ._objects import put as put
 from ._runtime import Runtime as Runtime
 from ._runtime_api import available_resources as available_resources
 from ._runtime_api import cluster_resources as cluster_resources
@@ -80,6 +84,9 @@ from ._sync import get as get
 from ._sync import init as init
 from ._sync import is_initialized as is_initialized
 from ._sync import shutdown as shutdown
+from ._tasks import TaskFunction as TaskFunction
+from ._tasks import task as task
+from ._wait import wait as wait
 
 __version__ = "0.1.0.dev0"
 
@@ -107,6 +114,7 @@ __all__ = [
     "MethodRef",
     "NoRuntimeError",
     "NvmlUnavailableError",
+    "ObjectRef",
     "PickleRefusedError",
     "PlacementGroup",
     "PlacementInfo",
@@ -119,6 +127,7 @@ __all__ = [
     "RuntimeClosedError",
     "RuntimeContext",
     "RuntimeStateError",
+    "TaskFunction",
     "WireError",
     "actor",
     "available_resources",
@@ -131,9 +140,12 @@ __all__ = [
     "is_initialized",
     "pending_requests",
     "placement_group",
+    "put",
     "run",
     "shutdown",
     "spawn",
+    "task",
+    "wait",
 ]
 
 # Public objects show their public module in tracebacks and reprs.
@@ -155,7 +167,7 @@ _moved.install()  # what an earlier release pickled names modules that have move
 
 def __getattr__(name: str) -> object:
     # `import actorrt as ray; ray.tune.Tuner` works as `ray.tune` does: imported on use.
-    if name in ("tune", "train", "air"):
+    if name in ("tune", "train", "air", "util"):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")

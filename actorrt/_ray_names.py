@@ -17,19 +17,15 @@ __all__ = ["MissingRayModules", "install_module_finder", "missing"]
 PORTING = "see docs/porting.md for what a Ray script needs to change"
 
 _ACTORRT = {
-    "remote": "actors are classes decorated with @actorrt.actor (no remote tasks); "
-              "ActorClass.spawn() starts one",
-    "put": "there is no object store: pass values in messages (tune.with_parameters "
-           "sends a large object to each worker once)",
-    "wait": "there is no object store: await refs' asks (asyncio.wait) instead",
+    "remote": "decorate a class with @actorrt.actor (start one with `await Cls.spawn()`) "
+              "and a function with @actorrt.task (call it: `f(x)` sends at once and returns "
+              "a handle to await or actorrt.get)",
     "kill": "stop an actor with `await ref.stop()` or `await ref.kill()`",
-    "cancel": "there are no remote tasks to cancel",
+    "cancel": "give up an ask or a task call with handle.cancel()",
     "get_runtime_context": "use actorrt.get_context()",
     "nodes": "there is no node list in a program: `actorrt status --address auto` shows "
     "the cluster's nodes, actorrt.cluster_resources() their sum",
     "method": "actor methods need no decorator",
-    "ObjectRef": "there is no object store; asks return AskHandle",
-    "util": "ray.util is not provided (placement groups: actorrt.placement_group)",
     "data": "Ray Data is not provided",
     "serve": "Ray Serve is not provided",
     "rllib": "RLlib is not provided",
@@ -65,8 +61,30 @@ _TRAIN = {
     "BackendConfig": "the backend is chosen by the trainer (TorchTrainer: torch.distributed)",
 }
 
-_TABLES = {"actorrt": _ACTORRT, "actorrt.tune": _TUNE, "actorrt.train": _TRAIN}
-_RAY_MODULES = {"actorrt": "ray", "actorrt.tune": "ray.tune", "actorrt.train": "ray.train"}
+_UTIL = {
+    "remove_placement_group": "await pg.remove() (actorrt.get(pg.remove()) in sync code)",
+    "get_placement_group": "keep the PlacementGroup that placement_group() returned; groups "
+                           "have no names",
+    "get_current_placement_group": "actorrt.get_context().placement says which group and "
+                                   "bundle the actor runs in",
+    "placement_group_table": "actorrt.pending_requests() and `actorrt status` show groups",
+    "list_named_actors": "named actors are looked up one by one: actorrt.get_actor(name)",
+    "inspect_serializability": "values travel pickled with cloudpickle; a refused one raises "
+                               "actorrt.PickleRefusedError naming it",
+}
+
+_TABLES = {
+    "actorrt": _ACTORRT,
+    "actorrt.tune": _TUNE,
+    "actorrt.train": _TRAIN,
+    "actorrt.util": _UTIL,
+}
+_RAY_MODULES = {
+    "actorrt": "ray",
+    "actorrt.tune": "ray.tune",
+    "actorrt.train": "ray.train",
+    "actorrt.util": "ray.util",
+}
 
 
 def missing(module: str, name: str) -> AttributeError:
@@ -105,7 +123,12 @@ _MODULE_HINTS = {
     "actorrt.train.tensorflow": "train.tensorflow is not provided",
     "actorrt.train.horovod": "train.horovod is not provided",
     "actorrt.data": "Ray Data is not provided",
-    "actorrt.util": "ray.util is not provided (placement groups: actorrt.placement_group)",
+    "actorrt.util.scheduling_strategies": "write placement=pg.bundle(i) (or placement=pg) "
+                                          "in Cls.options() instead of a scheduling strategy",
+    "actorrt.util.queue": "ray.util.queue is not provided: an actor holding a "
+                          "collections.deque serves as one",
+    "actorrt.util.multiprocessing": "ray.util.multiprocessing is not provided: use "
+                                    "actorrt.util.ActorPool",
     "actorrt.serve": "Ray Serve is not provided",
     "actorrt.rllib": "RLlib is not provided",
 }

@@ -24,6 +24,7 @@ from ._core._context import current_cell, running_actor
 from ._core._handle import AskHandle, ThreadWait
 from ._errors import AskTimeoutError, RuntimeAlreadyRunningError
 from ._notebook import must_await
+from ._objects import ObjectRef
 from ._ray_init import ray_init_args
 from ._runtime import Runtime, current_runtime
 from ._sigterm import DEFAULT_GRACE, SIGTERM_EXIT_STATUS, OrderlySigterm, check_grace
@@ -148,8 +149,9 @@ atexit.register(shutdown)
 def get(awaitable: Any, *, timeout: float | None = None) -> Any:
     """Wait for an awaitable of the API from synchronous code, and return its result.
 
-    Takes an ask handle, a coroutine (``Worker.spawn()``, ``ref.stop()``, ...), any other
-    awaitable, or a list or tuple of them (returns a list). Raises what the awaitable
+    Takes an ask handle, a coroutine (``Worker.spawn()``, ``ref.stop()``, ...), an
+    ``ObjectRef`` of ``put``, any other awaitable, or a list or tuple of them (returns a
+    list). Raises what the awaitable
     raises; ``TimeoutError`` after ``timeout`` seconds. Called on a thread whose event loop
     is running, it raises ``RuntimeError``: use ``await`` there; in a Jupyter notebook's cell
     it waits, as ``ray.get`` does (the runtime runs on ``init()``'s thread).
@@ -176,6 +178,8 @@ def get(awaitable: Any, *, timeout: float | None = None) -> Any:
 
 
 def _get_one(awaitable: Any, deadline: float | None) -> Any:
+    if isinstance(awaitable, ObjectRef):
+        return awaitable.value()  # in shared memory here: nothing to wait for
     left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
     if isinstance(awaitable, AskHandle | ThreadWait):
         try:

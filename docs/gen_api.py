@@ -3,7 +3,7 @@
     python docs/gen_api.py           # rewrite docs/api.md
     python docs/gen_api.py --check   # exit 1 if docs/api.md is not what this would write
 
-The public API is what ``__all__`` lists in ``actorrt``, ``actorrt.tune``, ``actorrt.train``
+The public API is what ``__all__`` lists in ``actorrt``, ``actorrt.util``, ``actorrt.tune``, ``actorrt.train``
 and ``actorrt.train.torch``. For each name: its signature, its docstring, and for a class
 its public methods and properties (those defined in actorrt, not inherited from Python).
 Google-style sections (``Args:``, ``Returns:``, ``Raises:``, ``Attributes:``) become lists;
@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-MODULES = ["actorrt", "actorrt.tune", "actorrt.train", "actorrt.train.torch"]
+MODULES = ["actorrt", "actorrt.util", "actorrt.tune", "actorrt.train", "actorrt.train.torch"]
 OUT = Path(__file__).resolve().parent / "api.md"
 SECTIONS = {"Args", "Arguments", "Attributes", "Raises", "Returns", "Yields", "Example",
             "Examples", "Note", "Notes"}

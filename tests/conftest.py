@@ -45,6 +45,7 @@ SOLO = (
     "tests/test_benchmarks_processes_smoke.py",
     "tests/test_benchmarks_smoke.py",
     "tests/test_benchmarks_suite_smoke.py",
+    "tests/test_benchmarks_idioms_smoke.py",
 )
 
 

@@ -239,45 +239,6 @@ async def test_a_method_raising_cancelled_error_is_not_the_callers_cancellation(
     assert await ref.fine() == "fine"
 
 
-class Streams:
-    def items(self, n: int):  # type: ignore[no-untyped-def]
-        yield from range(n)
-
-
-class AsyncStreams:
-    async def items(self, n: int):  # type: ignore[no-untyped-def]
-        for i in range(n):
-            yield i
-
-
-class StaticStreams:
-    @staticmethod
-    def items(n: int):  # type: ignore[no-untyped-def]
-        yield from range(n)
-
-
-@pytest.mark.parametrize(
-    ("cls", "kind"),
-    [
-        (Streams, "a generator"),
-        (AsyncStreams, "an async generator"),
-        (StaticStreams, "a generator"),
-    ],
-    ids=["sync", "async", "static"],
-)
-@pytest.mark.parametrize("process", [False, True], ids=["inline", "process"])
-async def test_generator_methods_are_refused_alike_inline_and_in_a_process(
-    cls: type, kind: str, process: bool
-) -> None:
-    # Refused when the class becomes an actor class, before anything runs: a generator's
-    # items would be produced outside the actor's mailbox (inline), or not at all (process).
-    words = f"{cls.__name__}.items is {kind} method, which an actor cannot serve"
-    with pytest.raises(TypeError, match=words):
-        actorrt.actor(num_cpus=1 if process else 0, process=process)(cls)
-    with pytest.raises(TypeError, match=words):
-        await actorrt.spawn(cls)
-
-
 @actorrt.actor
 class HandsOutStreams:
     """Plain methods that return generators: refused at the call, never run."""

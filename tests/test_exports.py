@@ -15,14 +15,15 @@ EXPECTED = {
     "MalformedMessageError",
     "ResourceError", "Runtime", "RuntimeAlreadyRunningError", "RuntimeClosedError",
     "RuntimeContext", "RuntimeStateError", "actor", "get", "get_actor", "get_context",
-    "init", "is_initialized", "run", "shutdown", "spawn",
+    "init", "is_initialized", "run", "shutdown", "spawn", "task", "TaskFunction", "wait",
+    "put", "ObjectRef",
 }
 
 
 def test_all_is_exactly_the_public_surface() -> None:
     assert set(actorrt.__all__) == EXPECTED
     public = {name for name in dir(actorrt) if not name.startswith("_")}
-    submodules = {"testing", "resources", "tune", "train", "examples", "air"}
+    submodules = {"testing", "resources", "tune", "train", "examples", "air", "util"}
     assert public - submodules - {"annotations"} == EXPECTED
 
 

@@ -41,6 +41,10 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
             "actorrt._runtime_role",
             "actorrt._roles",
             "actorrt._sync",
+            "actorrt._wait",
+            "actorrt._tasks",
+            "actorrt._objects",
+            "actorrt._actor_pool",
             "actorrt._lookup",
             "actorrt._ray_init",
             "actorrt._ray_names",
@@ -174,6 +178,7 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
             "=actorrt.train.huggingface.transformers",
         ),
     ),
+    (7.0, "util", ("actorrt.util",)),
     (
         8,
         "apps",

@@ -10,6 +10,7 @@ from typing import Any, Generic, TypeVar, overload
 from ._current import current_services
 from ._options import ActorOptions
 from ._ref import RESERVED_NAMES, ActorRef
+from ._streams import stream_methods
 
 A = TypeVar("A")
 
@@ -56,6 +57,23 @@ class ActorClass(Generic[A]):
         raise TypeError(
             f"{self.__name__} is an actor class: start one with "
             f"`await {self.__name__}.spawn(...)`, not `{self.__name__}(...)`"
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        # Only for names the class does not have: Ray's spellings get a pointer.
+        if name == "remote":
+            raise AttributeError(
+                f"{self.__name__}.remote(...) is Ray's spelling: actorrt starts an actor with "
+                f"`ref = await {self.__name__}.spawn(...)`, or "
+                f"`ref = actorrt.get({self.__name__}.spawn(...))` in synchronous code; it "
+                "returns once the constructor has run (docs/porting.md)",
+                name=name,
+                obj=self,
+            )
+        raise AttributeError(
+            f"actor class {self.__dict__.get('__name__', '?')} has no attribute {name!r}",
+            name=name,
+            obj=self,
         )
 
     def __repr__(self) -> str:
@@ -147,7 +165,11 @@ def _method_table(cls: type[Any]) -> dict[str, tuple[Callable[..., Any], bool]]:
             table[name] = (raw, inspect.iscoroutinefunction(raw))
         else:
             continue
-        _refuse_generator(cls, name, getattr(cls, name))
+        generator = inspect.unwrap(getattr(cls, name))
+        if inspect.isgeneratorfunction(generator) or inspect.isasyncgenfunction(generator):
+            # Streamed: three messages of the actor (``_core._streams``).
+            start = table.pop(name)[0]
+            table.update(stream_methods(name, start, inspect.isasyncgenfunction(generator)))
         if name in RESERVED_NAMES:
             raise TypeError(
                 f"{cls.__name__} defines {name!r}, a name actor refs keep for themselves "
@@ -161,22 +183,3 @@ def _drop_instance(func: Callable[..., Any]) -> Callable[..., Any]:
         return func(*args, **kwargs)
 
     return call
-
-
-def _refuse_generator(cls: type[Any], name: str, func: Callable[..., Any]) -> None:
-    """Generator methods are refused when the class is made an actor class, inline or
-    worker-process alike: their items would be made after the call returned, outside the
-    actor's mailbox (in parallel with its other messages), or not at all across processes."""
-    target = inspect.unwrap(func)
-    if inspect.isasyncgenfunction(target):
-        kind = "an async generator"
-    elif inspect.isgeneratorfunction(target):
-        kind = "a generator"
-    else:
-        return
-    raise TypeError(
-        f"{cls.__name__}.{name} is {kind} method, which an actor cannot serve: its items "
-        "would be produced outside the actor's mailbox, after the call returned. Return a "
-        "list of the items instead, or send them one by one to another actor with "
-        "ref.method.tell(item)"
-    )

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any, Final, Generic, Protocol, TypeVar
 
 from .._errors import AskTimeoutError, ConnectionLostError, DeadlockError
@@ -99,7 +100,7 @@ class AskHandle(Generic[T]):
     """
 
     # __slots__ for speed: one handle is built per ask.
-    __slots__ = ("_cell", "_deadline", "_fut", "_method")
+    __slots__ = ("_callbacks", "_cell", "_deadline", "_fut", "_method")
 
     def __init__(
         self,
@@ -112,6 +113,7 @@ class AskHandle(Generic[T]):
         self._cell = cell
         self._method = method
         self._deadline = deadline
+        self._callbacks: list[_Callback] | None = None
 
     def __await__(self) -> Generator[Any, None, T]:
         fut = self._fut
@@ -316,9 +318,108 @@ class AskHandle(Generic[T]):
             raise asyncio.InvalidStateError(f"the answer of {self._method}() has not arrived")
         return self._fut.result()
 
+    # The future protocol (what asyncio.wait and asyncio.as_completed call), so that handles
+    # can be waited for with asyncio's own tools as well as with actorrt.wait.
+
+    def cancelled(self) -> bool:
+        """Whether the ask was given up (``cancel()``, a timeout, a cancelled awaiter)."""
+        return self._fut.cancelled()
+
+    def exception(self) -> BaseException | None:
+        """The error the answer carries (``None`` for a value), once it has arrived; raises
+        ``asyncio.InvalidStateError`` before, ``asyncio.CancelledError`` if it was given up."""
+        fut = self._fut
+        if not fut.done():
+            raise asyncio.InvalidStateError(f"the answer of {self._method}() has not arrived")
+        if fut.cancelled():
+            raise asyncio.CancelledError(f"the ask {self._method}() was given up")
+        return fut.exception()
+
+    def add_done_callback(
+        self,
+        fn: Callable[[AskHandle[T]], object],
+        *,
+        context: contextvars.Context | None = None,
+    ) -> None:
+        """Call ``fn(handle)`` once the answer (or an error) has arrived, as an
+        ``asyncio.Future`` does: on the event loop of the thread that added it, soon after;
+        added from a thread that runs no loop, on the thread that settles the answer."""
+        callback = _Callback(self, fn, context, _running_loop())
+        if self._callbacks is None:
+            self._callbacks = []
+        self._callbacks.append(callback)
+        _on_future_loop(self._fut, self._fut.add_done_callback, callback.relay)
+
+    def remove_done_callback(self, fn: Callable[[AskHandle[T]], object]) -> int:
+        """Forget every registration of ``fn``; returns how many there were."""
+        if not self._callbacks:
+            return 0
+        removed = [c for c in self._callbacks if c.fn == fn]
+        for callback in removed:
+            callback.live = False  # a relay already on its way does nothing
+            self._callbacks.remove(callback)
+            if isinstance(self._fut, asyncio.Future):  # a thread-safe one cannot forget
+                _on_future_loop(self._fut, self._fut.remove_done_callback, callback.relay)
+        return len(removed)
+
     def __repr__(self) -> str:
         state = "done" if self._fut.done() else "pending"
         return f"<actorrt.AskHandle {self._cell.describe()}.{self._method}() {state}>"
+
+
+class _Callback:
+    """One ``add_done_callback`` registration: calls ``fn(handle)`` on the loop it was added
+    from, once the answer's future is settled."""
+
+    __slots__ = ("context", "fn", "handle", "live", "loop")
+
+    def __init__(
+        self,
+        handle: AskHandle[Any],
+        fn: Callable[[Any], object],
+        context: contextvars.Context | None,
+        loop: asyncio.AbstractEventLoop | None,
+    ) -> None:
+        self.handle = handle
+        self.fn = fn
+        self.live = True
+        self.context = context
+        self.loop = loop
+
+    def relay(self, _settled: object) -> None:
+        loop = self.loop
+        if loop is None or _running_loop() is loop:
+            self.call()
+            return
+        try:
+            loop.call_soon_threadsafe(self.call)
+        except RuntimeError:  # the adder's loop has closed: nobody is left to tell
+            pass
+
+    def call(self) -> None:
+        if not self.live:
+            return
+        self.live = False  # once
+        if self.context is None:
+            self.fn(self.handle)
+        else:
+            self.context.run(self.fn, self.handle)
+
+
+def _on_future_loop(
+    fut: asyncio.Future[Any] | concurrent.futures.Future[Any],
+    call: Callable[[Any], Any],
+    arg: Any,
+) -> None:
+    """Call ``call(arg)`` where it is safe for ``fut``: at once for a thread-safe future or
+    on its own loop, else handed to the loop that owns it."""
+    if isinstance(fut, concurrent.futures.Future) or _running_loop() is fut.get_loop():
+        call(arg)
+        return
+    try:
+        fut.get_loop().call_soon_threadsafe(call, arg)
+    except RuntimeError:  # its loop has closed: the future will never settle
+        pass
 
 
 def _bridge(fut: asyncio.Future[T]) -> concurrent.futures.Future[T]:

@@ -15,6 +15,7 @@ except ImportError:  # pragma: no cover - CPython always has it
     from asyncio.events import _get_running_loop as _running_loop
 
 from ._handle import AskHandle, Target
+from ._streams import DEFAULT_BATCH, Stream, check_batch, is_stream
 
 
 class RefTarget(Target, Protocol):
@@ -81,6 +82,11 @@ class MethodRef:
                 return AskHandle(fut, cell, self._name, None)
         return cell.ask(self._name, args, kwargs, self._timeout)
 
+    def remote(self, *args: Any, **kwargs: Any) -> AskHandle[Any]:
+        """Ray's spelling of a call: ``ref.method.remote(x)`` is ``ref.method(x)`` (it sends
+        at once and returns the handle to await, or to pass to ``actorrt.get``)."""
+        return self(*args, **kwargs)
+
     def tell(self, *args: Any, **kwargs: Any) -> None:
         """Send without a reply. Raises ``MailboxFullError`` if the mailbox is full.
 
@@ -129,6 +135,61 @@ class MethodRef:
         return f"<actorrt.MethodRef {self._cell.describe()}.{self._name}>"
 
 
+class StreamMethod:
+    """A generator method of one actor: calling it starts the generator and returns the
+    :class:`~actorrt._core._streams.Stream` of its items (``async for``, or ``for`` in
+    synchronous code)."""
+
+    __slots__ = ("_batch", "_cell", "_name", "_timeout")
+
+    def __init__(
+        self, cell: RefTarget, name: str, timeout: float | None, batch: int = DEFAULT_BATCH
+    ) -> None:
+        self._cell = cell
+        self._name = name
+        self._timeout = timeout
+        self._batch = batch
+
+    def _sender(self, name: str) -> MethodRef:
+        cell = self._cell
+        method: MethodRef = getattr(cell, "method_ref", MethodRef)(cell, name, self._timeout)
+        return method
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Stream:
+        """Start the generator now (the call is sent at once); return its stream."""
+        opened = self._sender(self._name)(*args, **kwargs)
+        return Stream(self._sender, self._name, opened, self._batch, self._cell.loop)
+
+    def remote(self, *args: Any, **kwargs: Any) -> Stream:
+        """Ray's spelling of a call: the same as calling the method."""
+        return self(*args, **kwargs)
+
+    def tell(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError(
+            f"{self._cell.describe()}.{self._name} is a generator method: its items go to "
+            f"the caller, so it cannot be told; iterate over ref.{self._name}(...) instead"
+        )
+
+    tell_wait = tell
+
+    def options(
+        self, *, timeout: float | None = None, batch_size: int = DEFAULT_BATCH
+    ) -> StreamMethod:
+        """This method with per-call options.
+
+        Args:
+            timeout: seconds each step of the stream (its start, each batch) may take
+                before ``AskTimeoutError``.
+            batch_size: items the actor produces per step (default 16): the consumer
+                holds at most two batches, and the generator runs at most one ahead.
+        """
+        checked = MethodRef(self._cell, self._name, None).options(timeout=timeout)
+        return StreamMethod(self._cell, self._name, checked._timeout, check_batch(batch_size))
+
+    def __repr__(self) -> str:
+        return f"<actorrt.StreamMethod {self._cell.describe()}.{self._name}>"
+
+
 class ActorRef(Generic[A]):
     """A reference to an actor: call its methods, stop it, watch it.
 
@@ -142,17 +203,21 @@ class ActorRef(Generic[A]):
 
     _cell: RefTarget
 
-    def __getattr__(self, name: str) -> MethodRef:
+    def __getattr__(self, name: str) -> Any:
         cell = self._cell
-        if name.startswith("_") or name not in cell.methods:
+        if name.startswith("_") or name not in cell.methods or "." in name:
             if name.startswith("__"):
                 raise AttributeError(name)
-            methods = ", ".join(sorted(cell.methods)) or "(none)"
+            methods = ", ".join(sorted(m for m in cell.methods if "." not in m)) or "(none)"
             raise AttributeError(
                 f"actor class {cell.cls_name} has no public method {name!r}; "
                 f"its methods are: {methods}"
             )
-        method = getattr(cell, "method_ref", MethodRef)(cell, name, None)
+        method: Any
+        if is_stream(cell.methods, name):
+            method = StreamMethod(cell, name, None)
+        else:
+            method = getattr(cell, "method_ref", MethodRef)(cell, name, None)
         # Cache on the instance so later lookups skip __getattr__ entirely.
         object.__setattr__(self, name, method)
         return method

@@ -123,7 +123,7 @@ def test_init_takes_rays_arguments(tmp_path: Any, monkeypatch: pytest.MonkeyPatc
     ("module", "name", "hint"),
     [
         (ray, "remote", "@actorrt.actor"),
-        (ray, "put", "object store"),
+        (ray, "timeline", "no timeline"),
         (tune, "register_trainable", "registry"),
         (train, "DataConfig", "Ray Data"),
         (ray, "no_such_ray_name", "does not have it"),

@@ -1,0 +1,237 @@
+"""Shared objects: ``actorrt.put(value)`` stores a value once on this machine, in shared memory.
+
+The value is pickled (protocol 5) into one POSIX shared-memory segment (``/dev/shm``): the
+pickle stream, then each out-of-band buffer (a numpy array's data, an Arrow buffer, any
+``pickle.PickleBuffer``) aligned to 64 bytes. The ``ObjectRef`` that ``put`` returns travels
+in messages as the segment's name only, so passing it to many actors and tasks sends the
+value to none of them; a process that reads it maps the segment and unpickles with its
+buffers pointing into the mapping (read-only), so large arrays are not copied per reader.
+
+Lifetime: the segment belongs to the process that put it, and is removed when that
+process's last ``ObjectRef`` to it is collected, or when it exits. A reader's mapping stays
+valid after that for as long as the values it read are alive. A process that died without
+removing its segments (SIGKILL) leaves them behind only until another process's first
+``put`` on the machine, which removes every segment whose owner is gone.
+"""
+
+from __future__ import annotations
+
+import itertools
+import mmap
+import os
+import pickle
+import socket
+import struct
+import threading
+import weakref
+from collections.abc import Generator
+from typing import Any, Generic, TypeVar
+
+import cloudpickle
+
+__all__ = ["ObjectRef", "put"]
+
+T = TypeVar("T")
+
+SHM_DIR = "/dev/shm"
+PREFIX = "actorrt-obj"
+ALIGN = 64
+# Header: magic, payload length, number of buffers; then each buffer's offset and length.
+_HEADER = struct.Struct("<8sQQ")
+_ENTRY = struct.Struct("<QQ")
+_MAGIC = b"ACTOBJ01"
+
+_counter = itertools.count(1)
+_lock = threading.Lock()
+_swept = False
+
+
+def _start_time(pid: int) -> str | None:
+    """The start time of process ``pid`` (clock ticks since boot), ``None`` if it is gone:
+    with the pid it names one process, even once the pid is reused."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+    return fields[19].decode()
+
+
+_OWNER = f"{os.getpid()}-{_start_time(os.getpid())}"
+
+
+class ObjectRef(Generic[T]):
+    """A value stored once on this machine by ``actorrt.put``.
+
+    Pass it in messages (to actors, to tasks) instead of the value; read the value with
+    ``actorrt.get(ref)`` or ``await ref`` (at once: nothing is asked of anyone). Arrays come
+    back read-only, backed by the shared segment. Refs compare equal when they name the
+    same object.
+    """
+
+    __slots__ = ("__weakref__", "_host", "_name", "_size")
+
+    def __init__(self, name: str, size: int, host: str) -> None:
+        self._name = name
+        self._size = size
+        self._host = host
+
+    @property
+    def object_id(self) -> str:
+        """The object's name (its shared-memory segment)."""
+        return self._name
+
+    @property
+    def size(self) -> int:
+        """Bytes the object takes in shared memory."""
+        return self._size
+
+    def value(self) -> T:
+        """Read the value (what ``actorrt.get(ref)`` does)."""
+        if self._host != _HOST:
+            raise RuntimeError(
+                f"{self!r} was put on {self._host}, and objects are read on the machine "
+                f"that stored them only (this is {_HOST}): send the value itself to another "
+                "node"
+            )
+        path = os.path.join(SHM_DIR, self._name)
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise LookupError(
+                f"{self!r} was freed: the process that put it holds no ref to it any more "
+                "(keep the ref actorrt.put returned while others read the object)"
+            ) from None
+        try:
+            mapping = mmap.mmap(fd, self._size, prot=mmap.PROT_READ)
+        finally:
+            os.close(fd)
+        view = memoryview(mapping)
+        magic, payload_len, count = _HEADER.unpack_from(view, 0)
+        if magic != _MAGIC:
+            raise ValueError(f"{path} is not an actorrt object")
+        offset = _HEADER.size
+        buffers = []
+        for _ in range(count):
+            start, length = _ENTRY.unpack_from(view, offset)
+            offset += _ENTRY.size
+            buffers.append(view[start : start + length])
+        payload = view[offset : offset + payload_len]
+        value: T = pickle.loads(payload, buffers=buffers)
+        return value
+
+    def __await__(self) -> Generator[Any, None, T]:
+        return self.value()
+        yield  # pragma: no cover - makes this a generator: ``await ref`` returns at once
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_ref_of, (self._name, self._size, self._host))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ObjectRef) and other._name == self._name
+
+    def __hash__(self) -> int:
+        return hash(self._name)
+
+    def __repr__(self) -> str:
+        return f"<actorrt.ObjectRef {self._name} {self._size} bytes>"
+
+
+_HOST = socket.gethostname()
+# The refs this process put that are still alive: a copy of one that comes back here (in an
+# answer) is the same object, so the segment lives as long as any of them.
+_live: weakref.WeakValueDictionary[str, ObjectRef[Any]] = weakref.WeakValueDictionary()
+
+
+def _ref_of(name: str, size: int, host: str) -> ObjectRef[Any]:
+    """A ref unpickled here: the owner's own when this process put it."""
+    live = _live.get(name) if host == _HOST else None
+    return live if live is not None else ObjectRef(name, size, host)
+
+
+def put(value: Any) -> ObjectRef[Any]:
+    """Store ``value`` once on this machine and return a ref to pass around instead of it.
+
+    The value is pickled (with cloudpickle, protocol 5) into shared memory: large buffers
+    (numpy arrays, Arrow buffers) are copied in once and read by every local process without
+    a copy of their own. It stays while this process holds a ref to it (the one returned, or
+    a copy of it made here), and is removed when the last is collected or this process
+    exits. Needs no running runtime.
+
+    Raises:
+        TypeError: ``value`` is already an ``ObjectRef``, or cannot be pickled.
+        OSError: shared memory is full (``/dev/shm``).
+    """
+    if isinstance(value, ObjectRef):
+        raise TypeError(f"actorrt.put() takes a value, got a ref already: {value!r}")
+    _sweep_once()
+    buffers: list[pickle.PickleBuffer] = []
+    try:
+        payload = cloudpickle.dumps(value, protocol=5, buffer_callback=buffers.append)
+    except Exception as exc:
+        raise TypeError(f"actorrt.put() cannot pickle {type(value).__name__}: {exc}") from exc
+    raws = [buffer.raw() for buffer in buffers]
+    offset = _HEADER.size + _ENTRY.size * len(raws) + len(payload)
+    entries = []
+    for raw in raws:
+        offset = -(-offset // ALIGN) * ALIGN
+        entries.append((offset, raw.nbytes))
+        offset += raw.nbytes
+    size = max(offset, 1)
+    name = f"{PREFIX}-{_OWNER}-{next(_counter)}"
+    path = os.path.join(SHM_DIR, name)
+    head = bytearray(_HEADER.pack(_MAGIC, len(payload), len(raws)))
+    for entry in entries:
+        head += _ENTRY.pack(*entry)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.ftruncate(fd, size)
+        # write() into the segment: twice as fast as copying through a mapping, which
+        # faults every page in one by one.
+        _write_at(fd, memoryview(head + payload), 0)
+        for (start, _length), raw in zip(entries, raws, strict=True):
+            _write_at(fd, raw, start)
+    except BaseException:
+        os.unlink(path)
+        raise
+    finally:
+        os.close(fd)
+    ref: ObjectRef[Any] = ObjectRef(name, size, _HOST)
+    _live[name] = ref
+    weakref.finalize(ref, _remove, path)
+    return ref
+
+
+def _write_at(fd: int, data: memoryview, offset: int) -> None:
+    data = data.cast("B")
+    while data:
+        written = os.pwrite(fd, data, offset)
+        data, offset = data[written:], offset + written
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _sweep_once() -> None:
+    """Remove the segments of owners that are gone (once per process, at its first put)."""
+    global _swept
+    with _lock:
+        if _swept:
+            return
+        _swept = True
+    try:
+        names = os.listdir(SHM_DIR)
+    except OSError:
+        return
+    for name in names:
+        if not name.startswith(PREFIX + "-"):
+            continue
+        parts = name[len(PREFIX) + 1 :].split("-")
+        if len(parts) != 3 or not parts[0].isdigit():
+            continue
+        if _start_time(int(parts[0])) != parts[1]:
+            _remove(os.path.join(SHM_DIR, name))

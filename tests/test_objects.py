@@ -1,0 +1,113 @@
+"""actorrt.put: a value stored once in shared memory, read by local processes without a copy."""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import actorrt
+
+SHM = Path("/dev/shm")
+
+
+@actorrt.actor(num_cpus=1)
+class Reader:
+    def read(self, ref: actorrt.ObjectRef) -> dict:
+        array = actorrt.get(ref)
+        with open("/proc/self/maps") as f:
+            mapped = ref.object_id in f.read()
+        return {
+            "sum": int(array[::1000].sum()),
+            "shape": array.shape,
+            "writeable": array.flags.writeable,
+            "owns": array.flags.owndata,
+            "mapped": mapped,
+            "pid": os.getpid(),
+        }
+
+
+@pytest.fixture
+def facade() -> Iterator[actorrt.Runtime]:
+    runtime = actorrt.init(num_cpus=4)
+    try:
+        yield runtime
+    finally:
+        actorrt.shutdown()
+
+
+def test_a_100_mb_array_put_once_is_read_by_4_actors_without_copies(facade) -> None:
+    array = np.arange(100 * 2**20 // 8, dtype=np.int64)
+    ref = actorrt.put(array)
+    assert ref.size >= array.nbytes
+    readers = [actorrt.get(Reader.spawn()) for _ in range(4)]
+    seen = actorrt.get([r.read(ref) for r in readers])
+    assert len({s["pid"] for s in seen}) == 4
+    for s in seen:
+        assert s["sum"] == int(array[::1000].sum()) and s["shape"] == array.shape
+        # Backed by the one shared segment, mapped read-only: no copy of its own.
+        assert s["mapped"] and not s["writeable"] and not s["owns"]
+    here = actorrt.get(ref)
+    assert (here == array).all() and not here.flags.writeable
+
+
+async def test_plain_values_and_await(actorrt_runtime) -> None:
+    value = {"a": [1, 2, 3], "b": b"x" * 1000, "c": (None, 1.5)}
+    ref = actorrt.put(value)
+    assert await ref == value
+    assert ref == actorrt.ObjectRef(ref.object_id, ref.size, "any") and hash(ref)
+    assert "bytes" in repr(ref)
+
+
+def test_get_takes_refs_in_lists() -> None:
+    refs = [actorrt.put(i) for i in range(3)]
+    assert actorrt.get(refs) == [0, 1, 2]
+
+
+def test_the_object_goes_with_the_owners_last_ref() -> None:
+    import pickle
+
+    ref = actorrt.put(b"abc")
+    path = SHM / ref.object_id
+    copy = pickle.loads(pickle.dumps(ref))
+    assert copy is ref  # back in the owner: the same ref, the same lifetime
+    del copy
+    assert path.exists()
+    sent = pickle.dumps(ref)
+    del ref
+    gc.collect()
+    assert not path.exists()
+    elsewhere = pickle.loads(sent)
+    with pytest.raises(LookupError, match="was freed"):
+        actorrt.get(elsewhere)
+
+
+def test_segments_of_a_killed_owner_are_removed(tmp_path: Path) -> None:
+    code = (
+        "import os, signal, actorrt\n"
+        "ref = actorrt.put(b'x' * 4096)\n"
+        "print(ref.object_id, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    killed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert killed.returncode == -9
+    name = killed.stdout.strip()
+    assert (SHM / name).exists()  # left behind by the SIGKILL
+    # Another process's first put removes what owners that are gone left.
+    subprocess.run([sys.executable, "-c", "import actorrt; actorrt.put(1)"], check=True)
+    assert not (SHM / name).exists()
+
+
+def test_bad_values() -> None:
+    ref = actorrt.put(1)
+    with pytest.raises(TypeError, match="got a ref already"):
+        actorrt.put(ref)
+    with pytest.raises(TypeError, match="cannot pickle lock"):
+        actorrt.put(threading.Lock())

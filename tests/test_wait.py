@@ -1,0 +1,137 @@
+"""actorrt.wait, as ray.wait means it, and ask handles in asyncio.wait / as_completed."""
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+import actorrt
+
+
+@actorrt.actor(max_concurrency=8)
+class Gates:
+    """Answers ``hold(key)`` once ``release(key)`` has come: the test decides the order."""
+
+    def __init__(self) -> None:
+        self.events: dict[str, asyncio.Event] = {}
+
+    def _event(self, key: str) -> asyncio.Event:
+        return self.events.setdefault(key, asyncio.Event())
+
+    async def hold(self, key: str) -> str:
+        await self._event(key).wait()
+        return key
+
+    def release(self, key: str) -> None:
+        self._event(key).set()
+
+    def fail(self) -> None:
+        raise KeyError("boom")
+
+
+async def test_wait_returns_ready_and_not_ready_in_input_order(actorrt_runtime) -> None:
+    gates = await Gates.options(process=True).spawn()
+    a, b, c = gates.hold("a"), gates.hold("b"), gates.hold("c")
+    assert await actorrt.wait([a, b, c], timeout=0) == ([], [a, b, c])
+    await gates.release("b")
+    assert await actorrt.wait([a, b, c]) == ([b], [a, c])
+    # Two wanted, one ready: the timeout ends the wait with what there is.
+    assert await actorrt.wait([a, b, c], num_returns=2, timeout=0.05) == ([b], [a, c])
+    await gates.release("c")
+    await gates.release("a")
+    ready, rest = await actorrt.wait([c, a, b], num_returns=3)
+    assert (ready, rest) == ([c, a, b], [])
+    # More ready than asked for: at most num_returns, the first in input order.
+    assert await actorrt.wait([c, a, b], num_returns=2) == ([c, a], [b])
+    assert [await h for h in ready] == ["c", "a", "b"]
+    assert await actorrt.wait([]) == ([], [])
+    await gates.stop()
+
+
+async def test_an_error_answer_is_ready(actorrt_runtime) -> None:
+    gates = await Gates.spawn()
+    failing, held = gates.fail(), gates.hold("x")
+    assert await actorrt.wait([held, failing]) == ([failing], [held])
+    with pytest.raises(KeyError):
+        await failing
+    await gates.release("x")
+    await gates.stop()
+
+
+async def test_asyncio_wait_and_as_completed_take_handles(actorrt_runtime) -> None:
+    gates = await Gates.options(process=True).spawn()
+    a, b = gates.hold("a"), gates.hold("b")
+    done, pending = await asyncio.wait([a, b], timeout=0.02)
+    assert done == set() and pending == {a, b}
+    await gates.release("b")
+    done, pending = await asyncio.wait([a, b], return_when=asyncio.FIRST_COMPLETED)
+    assert done == {b} and pending == {a}
+    assert b.exception() is None and b.result() == "b"
+    await gates.release("a")
+    order = [await next_one for next_one in asyncio.as_completed([a, b])]
+    assert sorted(order) == ["a", "b"]
+    await gates.stop()
+
+
+def test_done_callbacks_follow_the_future_protocol(actorrt_runtime_free) -> None:
+    gates = actorrt.get(Gates.spawn())
+    handle = gates.hold("k")
+    seen: list[object] = []
+    handle.add_done_callback(seen.append)
+    handle.add_done_callback(print)
+    assert handle.remove_done_callback(print) == 1
+    assert handle.remove_done_callback(print) == 0
+    with pytest.raises(asyncio.InvalidStateError):
+        handle.exception()
+    actorrt.get(gates.release("k"))
+    assert actorrt.get(handle) == "k"
+    # Added from a thread with no loop: called on the thread that settled the answer.
+    assert actorrt.wait([handle]) == ([handle], [])
+    assert seen == [handle] and not handle.cancelled()
+
+
+@pytest.fixture
+def actorrt_runtime_free() -> Iterator[actorrt.Runtime]:
+    runtime = actorrt.init(num_cpus=2)
+    try:
+        yield runtime
+    finally:
+        actorrt.shutdown()
+
+
+def test_wait_blocks_in_sync_code(actorrt_runtime_free) -> None:
+    gates = actorrt.get(Gates.options(process=True).spawn())
+    a, b = gates.hold("a"), gates.hold("b")
+    assert actorrt.wait([a, b], timeout=0.05) == ([], [a, b])
+    gates.release.tell("a")
+    assert actorrt.wait([a, b]) == ([a], [b])
+    gates.release.tell("b")
+    assert actorrt.wait([a, b], num_returns=2, timeout=30) == ([a, b], [])
+    assert actorrt.get([a, b]) == ["a", "b"]
+    actorrt.get(gates.stop())
+
+
+async def test_bad_inputs_name_the_value(actorrt_runtime) -> None:
+    gates = await Gates.spawn()
+    h = gates.hold("h")
+    with pytest.raises(TypeError, match=r"got a single one .*actorrt.wait\(\[handle\]\)"):
+        actorrt.wait(h)
+    with pytest.raises(TypeError, match="got set"):
+        actorrt.wait({h})
+    with pytest.raises(TypeError, match="item 1 is int: 3"):
+        actorrt.wait([h, 3])
+    with pytest.raises(ValueError, match="at most once"):
+        actorrt.wait([h, h])
+    with pytest.raises(ValueError, match=r"from 1 to the number of handles \(1\), got 2"):
+        actorrt.wait([h], num_returns=2)
+    with pytest.raises(ValueError, match="got 0"):
+        actorrt.wait([h], num_returns=0)
+    with pytest.raises(TypeError, match="num_returns must be an int, got 1.5"):
+        actorrt.wait([h], num_returns=1.5)
+    with pytest.raises(ValueError, match="got -1"):
+        actorrt.wait([h], timeout=-1)
+    with pytest.raises(TypeError, match="got '1'"):
+        actorrt.wait([h], timeout="1")
+    await gates.release("h")
+    assert await actorrt.wait([h], timeout=5, fetch_local=False) == ([h], [])
+    await gates.stop()
