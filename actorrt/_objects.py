@@ -21,6 +21,7 @@ import mmap
 import os
 import pickle
 import socket
+import stat
 import struct
 import threading
 import weakref
@@ -103,6 +104,14 @@ class ObjectRef(Generic[T]):
                 "(keep the ref actorrt.put returned while others read the object)"
             ) from None
         try:
+            # /dev/shm is shared by every user: a segment freed here may be created again
+            # by another one, with a pickle of theirs. Only one of ours is read.
+            st = os.fstat(fd)
+            if st.st_uid != os.getuid() or st.st_mode & 0o022:
+                raise PermissionError(
+                    f"{path} is not this user's own actorrt object (owner uid {st.st_uid}, "
+                    f"mode {stat.S_IMODE(st.st_mode):o}): refusing to unpickle it"
+                )
             mapping = mmap.mmap(fd, self._size, prot=mmap.PROT_READ)
         finally:
             os.close(fd)

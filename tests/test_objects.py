@@ -111,3 +111,22 @@ def test_bad_values() -> None:
         actorrt.put(ref)
     with pytest.raises(TypeError, match="cannot pickle lock"):
         actorrt.put(threading.Lock())
+
+
+def test_a_segment_another_user_could_have_written_is_never_unpickled() -> None:
+    """/dev/shm is every user's: a freed name can be created again by someone else, and the
+    reader would run their pickle. A segment writable by others, or owned by someone else,
+    is refused."""
+    ref = actorrt.put({"a": 1})
+    path = SHM / ref.object_id
+    assert actorrt.get(ref) == {"a": 1}
+    os.chmod(path, 0o622)
+    with pytest.raises(PermissionError, match="not this user's own actorrt object"):
+        actorrt.get(ref)
+    os.chmod(path, 0o600)
+    if os.getuid() == 0:  # only root can give a file away
+        os.chown(path, 65534, -1)
+        with pytest.raises(PermissionError, match="owner uid 65534"):
+            actorrt.get(ref)
+        os.chown(path, 0, -1)
+    assert actorrt.get(ref) == {"a": 1}
