@@ -10,7 +10,9 @@ every ``--every`` steps) runs:
   time the parent says so;
 - actorrt: ``TorchTrainer(...).fit()`` from this (synchronous) script; rank 0 reports with
   ``train.report``, which the coordinator polls as they come.
-Both with ``OMP_NUM_THREADS=MKL_NUM_THREADS=1``, set before anything starts.
+Both with ``OMP_NUM_THREADS=MKL_NUM_THREADS=1``, set before anything starts, and both under
+the scheduling policy of actorrt's workers (``SCHED_BATCH``; ``ACTORRT_WORKER_SCHED=normal``
+puts both under the default one).
 
 Each round starts a fresh floor and a fresh runtime, then alternates ``--reps`` floor loops
 with ``--reps`` ``fit()`` calls (the first cold, the rest warm). Figures: the training
@@ -45,6 +47,7 @@ from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
 import actorrt  # noqa: E402
 from actorrt import train  # noqa: E402
+from actorrt._placement._worker_main import set_scheduling_policy  # noqa: E402
 from actorrt.train.torch import TorchConfig, TorchTrainer  # noqa: E402
 
 from ._common import Figure, exit_for, report  # noqa: E402
@@ -85,6 +88,9 @@ def floor_worker(rank: int, port: int, steps: int, every: int, go: Any, out: Any
     # Its own session, as actorrt's workers have: with the kernel's autogroup scheduling
     # a session is a scheduling group, so both sides compete for CPU on the same terms.
     os.setsid()
+    # The scheduling policy of actorrt's workers too (SCHED_BATCH unless
+    # ACTORRT_WORKER_SCHED=normal): under the default policy the floor would be slower.
+    set_scheduling_policy()
     dist.init_process_group(
         "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=WORKERS
     )
