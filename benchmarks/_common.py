@@ -11,6 +11,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +60,25 @@ def memory_gib() -> float | None:
     return None
 
 
+def filesystem_of(path: str) -> str:
+    """The type of the file system that holds ``path`` (``/proc/mounts``), e.g. ``ext4``."""
+    best, kind = "", "?"
+    real = os.path.realpath(path)
+    try:
+        with open("/proc/mounts") as mounts:
+            for line in mounts:
+                fields = line.split()
+                if len(fields) < 3:
+                    continue
+                point = fields[1]
+                inside = real == point or real.startswith(point.rstrip("/") + "/")
+                if inside and len(point) >= len(best):
+                    best, kind = point, fields[2]
+    except OSError:
+        pass
+    return f"{kind} ({best or '?'})"
+
+
 def machine() -> dict[str, Any]:
     """What a reader needs to judge a figure: the machine, its load, the software, the commit."""
     try:
@@ -77,6 +97,8 @@ def machine() -> dict[str, Any]:
         "platform": platform.platform(),
         "event_loop": loop,
         "commit": commit(),
+        # Tune's figures follow the file system of its storage (ext4, tmpfs, ...).
+        "tmp_filesystem": filesystem_of(tempfile.gettempdir()),
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
     }
 
@@ -167,7 +189,8 @@ def report(title: str, figures: list[Figure], out_name: str, extra: dict[str, An
     """Print the table, write ``RESULTS/out_name.json``; return whether every target was met."""
     info = machine() | extra
     print(f"\n{title}  (commit {info['commit']}, {info['affinity']} CPUs, "
-          f"Python {info['python']}, loop {extra.get('loop', '?')})")
+          f"Python {info['python']}, loop {extra.get('loop', '?')}, "
+          f"temp files on {info['tmp_filesystem']})")
     header = f"{'figure':<50} {'value':>16} {'baseline':>12} {'ratio':>7} {'target':>10}  ok"
     print(header)
     print("-" * len(header))

@@ -90,7 +90,7 @@ def tune_curve(sizes: dict[str, Any], reps: int) -> dict[str, Any]:
     cold: list[float] = []
     pool: list[float] = []
     for trials in sizes["trials"]:
-        pool.append(statistics.median(floor(trials, reports) for _ in range(reps)))
+        pool.append(statistics.median(floor(trials, reports)[0] for _ in range(reps)))
         cold.append(statistics.median(
             actorrt_seconds(trials, reports, warm=False)[0] for _ in range(reps)))
         print(f"  tune {trials:>5} trials x {reports}: actorrt {cold[-1]:.2f} s, "
