@@ -61,6 +61,7 @@ class AgentWorker(WorkerProcess):
     def __init__(self, key: WorkerKey, worker_id: str, driver: Connection) -> None:
         super().__init__(key, worker_id)
         self.driver = driver
+        self.ended_because: str | None = None  # why this agent ended it, if it did
 
     async def _forward(self, stream: asyncio.StreamReader, sink: Any) -> None:
         number = 1 if sink is sys.stdout else 2
@@ -286,7 +287,7 @@ class NodeAgent:
         self._workers.pop(worker.worker_id, None)
         assert isinstance(worker, AgentWorker)
         if not worker.driver.is_closing():
-            worker.driver.notify(WorkerExit(worker.worker_id, code))
+            worker.driver.notify(WorkerExit(worker.worker_id, code, worker.ended_because))
 
     def _driver_gone(self, conn: Connection, error: ConnectionLostError) -> None:
         for worker in list(self._workers.values()):
@@ -297,6 +298,7 @@ class NodeAgent:
         if self._workers:
             logger.warning("node agent: killing %d worker(s): %s", len(self._workers), why)
         for worker in list(self._workers.values()):
+            worker.ended_because = f"node agent at {self.host}:{self.port} ended it: {why}"
             worker.kill()
 
     def describe(self) -> dict[str, Any]:

@@ -138,7 +138,7 @@ class AgentLink:
     def _exit(self, conn: Connection, msg: WorkerExit) -> None:
         worker = self.workers.pop(msg.worker_id, None)
         if worker is not None:
-            worker.exited_there(msg.code)
+            worker.exited_there(msg.code, msg.why)
 
     def _closed(self, conn: Connection, error: ConnectionLostError) -> None:
         """The agent's connection ended: the agent kills this driver's workers there (or

@@ -193,7 +193,8 @@ class WorkerOutput(NamedTuple):
 
 class WorkerExit(NamedTuple):
     """A worker exited, with its exit code, minus the signal (notification, node agent to
-    driver)."""
+    driver); ``why`` when the agent itself ended it (it lost the head, it is stopping)."""
 
     worker_id: str
     code: int
+    why: str | None = None

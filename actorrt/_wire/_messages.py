@@ -84,8 +84,8 @@ __all__ = [
 #: another version is refused. Version 1 was the positional-tuple protocol of earlier
 #: releases (its handshake magic was ``b"actorrt\x01"``); version 2 had no batch frames;
 #: version 3 had no cluster messages; version 4 had no `CancelCall`, `Retire` nor `Leave`,
-#: and heartbeat datagrams of 4 fields. At most 255.
-PROTOCOL_VERSION: Final = 5
+#: and heartbeat datagrams of 4 fields; version 5's `WorkerExit` had no `why`. At most 255.
+PROTOCOL_VERSION: Final = 6
 
 
 # A message that arrived with an unknown type, the wrong number of fields, or a field of the
@@ -432,7 +432,7 @@ _FIELD_TYPES: Final[dict[type[Any], tuple[Any, ...]]] = {
     StartWorker: (str, dict, str, dict),
     KillWorker: (str,),
     WorkerOutput: (str, int, str),
-    WorkerExit: (str, int),
+    WorkerExit: (str, int, _OPT_STR),
     CancelCall: (str, int),
     Retire: (str, str),
     Leave: (str,),
