@@ -43,11 +43,14 @@ slurm:
 	        slurm-wlm munge >/dev/null; } || \
 	    echo "slurm-wlm and munge are not installed: tests/cluster/test_slurm.py will skip"
 
-# The whole suite, one test at a time. PYTEST_ARGS passes options on, e.g. PYTEST_ARGS="-x";
-# `PYTEST_ARGS='-n 2 -m "not solo"'` runs the tests not marked solo two at a time.
+# The whole suite: the tests not marked solo two at a time (pytest-xdist), then the solo
+# ones (tests/conftest.py lists them: bursts, timings, the machine's own limits) one at a
+# time. PYTEST_ARGS passes options on to both, e.g. PYTEST_ARGS="-x".
 PYTEST_ARGS ?=
+TEST_WORKERS ?= 2
 test: install lint slurm
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) -m "not solo" $(PYTEST_ARGS)
+	$(PY) -m pytest -m solo $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: PYTEST_ARGS chose none
 
 # Benchmarks (docs/benchmarks.md): one driver runs them all, writes
 # benchmarks/results/latest.{json,md} and the scaling plots. BENCH_ARGS passes options on,

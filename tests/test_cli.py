@@ -209,7 +209,8 @@ def test_status_shows_resources_groups_pending_and_actors(
     assert "driver program" in out
     assert "Pending requests: 1" in out
     assert "Hog(id=" in out and "asks for {CPU: 4}" in out
-    assert "waiting for {CPU: 3} more, held by the driver program, Worker(id=" in out
+    words = " ".join(out.split())  # a reason is wrapped to the terminal's width
+    assert "waiting for {CPU: 3} more, held by the driver program, Worker(id=" in words
     greeter = next(line for line in out.splitlines() if line.strip().startswith("greeter"))
     assert greeter.split()[1:4] == ["Greeter", "inline", "running"]
     w0 = next(line for line in out.splitlines() if line.strip().startswith("w0"))
