@@ -90,6 +90,7 @@ SECTIONS = [
             ray_quick=["--n-seq", "100", "--n-pipe", "1000", "--starts", "2", "--pgs", "5"],
             ray_timeout=400),
     Section("broker_sim", [Module("broker_sim", [], ["--quick"])], reps=5, timeout=900),
+    Section("arrays", [Module("arrays", [], ["--mb", "8"])], reps=5, timeout=300),
     Section("tune", [Module("tune_overhead", ["--large"], ["--trials", "10", "--reports", "3"])],
             reps=3, timeout=900, ray="tune", ray_args=["--trials", "100", "--reports", "10"],
             ray_quick=["--trials", "10", "--reports", "3"], ray_reps=1, ray_timeout=900),

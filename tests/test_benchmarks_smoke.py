@@ -31,3 +31,15 @@ def test_broker_benchmark_runs_and_writes_json(tmp_path: Path) -> None:
     assert "placement group reserve+release" in out
     data = json.loads((tmp_path / "broker.json").read_text())
     assert all(f["median"] > 0 for f in data["figures"])
+
+
+def test_arrays_benchmark_runs_and_writes_json(tmp_path: Path) -> None:
+    env = os.environ | {"ACTORRT_BENCH_RESULTS": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.arrays", "--mb", "4", "--reps", "1"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=True,
+    ).stdout
+    assert "driver -> actor, read-only" in out and "actor -> driver" in out
+    data = json.loads((tmp_path / "arrays.json").read_text())
+    assert len(data["figures"]) == 3
+    assert all(f["baseline_median"] > 0 and f["ratio"] > 0 for f in data["figures"])

@@ -137,9 +137,13 @@ class Records:
         if nbytes < self._buffer_threshold:
             return ExtType(EXT_NDARRAY, head + arr.tobytes())
         if arr.flags.c_contiguous and not arr.flags.writeable:
-            data: Any = memoryview(arr).cast("B")  # trusted not to change: zero copy
+            # Trusted not to change: zero copy (as bytes: a buffer of some dtypes, such as
+            # datetime64, cannot be exported as it is).
+            data: Any = memoryview(arr.reshape(-1).view("u1"))
         else:
-            data = arr.tobytes()  # a snapshot: the one copy on the way out
+            # A snapshot, the one copy on the way out, made by numpy (its allocation takes
+            # huge pages: 100 MB in a third of the time of tobytes()'s bytes).
+            data = memoryview(arr.copy(order="C").reshape(-1).view("u1"))
         offset = self._add_buffer(data, nbytes)
         return ExtType(EXT_NDARRAY, b"\x01" + head[1:] + _SPAN.pack(offset, nbytes))
 

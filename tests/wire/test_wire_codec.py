@@ -121,6 +121,11 @@ def test_user_classes_functions_and_lambdas_round_trip() -> None:
 # -- numpy ---------------------------------------------------------------------------------
 
 
+def read_only(array: Any) -> Any:
+    array.flags.writeable = False
+    return array
+
+
 @pytest.mark.parametrize(
     "array",
     [
@@ -133,6 +138,11 @@ def test_user_classes_functions_and_lambdas_round_trip() -> None:
         np.arange(6, dtype=">i4").reshape(2, 3),
         np.array(["2026-11-30"], dtype="datetime64[D]"),
         np.random.default_rng(0).random((300, 300)),  # 720 KB: out of band
+        # out of band too: not C-contiguous, big-endian, a dtype with no buffer format
+        np.arange(90_000, dtype=np.float32).reshape(300, 300).T,
+        np.arange(200_000, dtype=">i4"),
+        np.arange(100_000).astype("datetime64[s]"),
+        read_only(np.arange(100_000).astype("datetime64[s]")),
     ],
 )
 def test_arrays_round_trip_intact(array: Any) -> None:
