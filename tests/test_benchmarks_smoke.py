@@ -5,18 +5,24 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_core_benchmark_runs_and_writes_json(tmp_path: Path) -> None:
+def run_benchmark(tmp_path: Path, name: str, *args: str) -> tuple[str, dict[str, Any]]:
+    """Run ``benchmarks.<name>``; its output and the JSON it wrote."""
     env = os.environ | {"ACTORRT_BENCH_RESULTS": str(tmp_path)}
     out = subprocess.run(
-        [sys.executable, "-m", "benchmarks.core", "--n", "2000", "--reps", "1"],
+        [sys.executable, "-m", f"benchmarks.{name}", *args],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=True,
     ).stdout
+    return out, json.loads((tmp_path / f"{name}.json").read_text())
+
+
+def test_core_benchmark_runs_and_writes_json(tmp_path: Path) -> None:
+    out, data = run_benchmark(tmp_path, "core", "--n", "2000", "--reps", "1")
     assert "inline tell" in out and "inline ask" in out
-    data = json.loads((tmp_path / "core.json").read_text())
     names = {f["name"] for f in data["figures"]}
     assert names == {"inline tell", "inline ask"}
     assert all(f["baseline_median"] > 0 and f["ratio"] > 0 for f in data["figures"])
@@ -34,12 +40,7 @@ def test_broker_benchmark_runs_and_writes_json(tmp_path: Path) -> None:
 
 
 def test_arrays_benchmark_runs_and_writes_json(tmp_path: Path) -> None:
-    env = os.environ | {"ACTORRT_BENCH_RESULTS": str(tmp_path)}
-    out = subprocess.run(
-        [sys.executable, "-m", "benchmarks.arrays", "--mb", "4", "--reps", "1"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=True,
-    ).stdout
+    out, data = run_benchmark(tmp_path, "arrays", "--mb", "4", "--reps", "1")
     assert "driver -> actor, read-only" in out and "actor -> driver" in out
-    data = json.loads((tmp_path / "arrays.json").read_text())
     assert len(data["figures"]) == 3
     assert all(f["baseline_median"] > 0 and f["ratio"] > 0 for f in data["figures"])
