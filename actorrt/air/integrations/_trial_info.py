@@ -20,6 +20,7 @@ class Where:
     trial_name: str | None
     experiment_name: str | None
     world_rank: int
+    trial_dir: str | None = None
 
 
 def where() -> Where:
@@ -38,7 +39,7 @@ def where() -> Where:
     rank = ask("get_world_rank")
     return Where(
         ask("get_trial_id"), ask("get_trial_name"), ask("get_experiment_name"),
-        int(rank) if rank is not None else 0,
+        int(rank) if rank is not None else 0, ask("get_trial_dir"),
     )
 
 
