@@ -26,7 +26,8 @@ graph has no cycle. docs/architecture.md draws the layers and the path of a call
 7. libraries: ``actorrt.tune``, ``actorrt.train``: built only on the names exported here
    (and ``_shared``); neither imports the other. Their modules are at Ray's paths, in
    layers of their own that their package docstrings name.
-8. applications: ``actorrt.air``, ``actorrt.examples``, ``actorrt.testing``, the CLI.
+8. applications: ``actorrt.air``, ``actorrt.tune.integration`` (callbacks over both
+   libraries), ``actorrt.examples``, ``actorrt.testing``, the CLI.
 """
 
 from ._core._actor import ActorClass as ActorClass

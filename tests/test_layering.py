@@ -128,6 +128,7 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
         "train.types",
         (
             "actorrt.train._unsupported",
+            "actorrt.train._extras",
             "actorrt.train.error",
             "actorrt.train.backend",
             "actorrt.train._checkpoint_store",
@@ -152,6 +153,11 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
             "actorrt.train._data",
             "actorrt.train._worker",
             "actorrt.train.torch.train_loop_utils",
+            "actorrt.train._gbdt_report",
+            "actorrt.train.xgboost._xgboost_utils",
+            "actorrt.train.xgboost.config",
+            "actorrt.train.lightgbm._lightgbm_utils",
+            "actorrt.train.lightgbm.config",
             "actorrt.train.lightning",
             "actorrt.train.huggingface.transformers",
         ),
@@ -160,7 +166,13 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
     (
         7.3,
         "train.trainer",
-        ("actorrt.train.data_parallel_trainer", "actorrt.train.torch.torch_trainer"),
+        (
+            "actorrt.train.data_parallel_trainer",
+            "actorrt.train.torch.torch_trainer",
+            "actorrt.train._gbdt_trainer",
+            "actorrt.train.xgboost.xgboost_trainer",
+            "actorrt.train.lightgbm.lightgbm_trainer",
+        ),
     ),
     (
         7.4,
@@ -171,13 +183,19 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
             "=actorrt.train.lightning",
             "=actorrt.train.huggingface",
             "=actorrt.train.huggingface.transformers",
+            "=actorrt.train.xgboost",
+            "=actorrt.train.lightgbm",
         ),
     ),
+
     (
         8,
         "apps",
         (
             "actorrt.air",
+            # Tune's framework callbacks are Train's report callbacks (train.report is
+            # tune.report in a trial): glue over both libraries, as actorrt.air is.
+            "actorrt.tune.integration",
             "actorrt.examples",
             "actorrt.testing",
             "actorrt._cli",

@@ -1,20 +1,5 @@
-"""The optional libraries an integration drives: imported on use, or an error naming the extra."""
+"""The optional libraries an integration drives (``actorrt.train._extras``'s ``require``)."""
 
-from __future__ import annotations
-
-import importlib
-from types import ModuleType
+from ...train._extras import require as require
 
 __all__ = ["require"]
-
-
-def require(module: str, extra: str, what: str) -> ModuleType:
-    """Import ``module`` for ``what``, or raise an ``ImportError`` saying which extra of
-    actorrt installs it (``pip install 'actorrt[extra]'``)."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise ImportError(
-            f"{what} needs {module}, which is not installed here ({exc}): "
-            f"pip install 'actorrt[{extra}]'"
-        ) from exc
