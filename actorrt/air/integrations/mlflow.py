@@ -35,9 +35,11 @@ __all__ = ["MLflowLoggerCallback", "setup_mlflow"]
 
 _END_WAIT_S = 60.0
 
+_module: Any = require("mlflow", "mlflow", "actorrt.air.integrations.mlflow")
+
 
 def _mlflow() -> Any:
-    return require("mlflow", "mlflow", "actorrt.air.integrations.mlflow")
+    return _module
 
 
 def _connect(

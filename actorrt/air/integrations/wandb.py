@@ -44,8 +44,11 @@ _PROJECT_ENV = ("WANDB_PROJECT_NAME", "WANDB_PROJECT")  # Ray's name, then W&B's
 _GROUP_ENV = ("WANDB_GROUP_NAME", "WANDB_RUN_GROUP")
 
 
+_module: Any = require("wandb", "wandb", "actorrt.air.integrations.wandb")
+
+
 def _wandb() -> Any:
-    return require("wandb", "wandb", "actorrt.air.integrations.wandb")
+    return _module
 
 
 def _env(names: Sequence[str]) -> str | None:
