@@ -3,6 +3,7 @@ checkpoint loads; an ASHA sweep with the Tune callback stops weak trials early."
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -101,3 +102,37 @@ async def test_an_asha_sweep_stops_weak_trials_and_keeps_the_best_model(
     booster = TuneReportCheckpointCallback.get_model(best.checkpoint)
     data = frame()
     assert ((booster.predict(data["x"][400:]) > 0.5) == data["y"][400:]).mean() > 0.9
+
+
+def fails_on_one_rank(config: dict[str, Any]) -> None:
+    shard = train.get_dataset_shard("train")
+    batch = next(shard.iter_batches(batch_size=len(shard)))
+    data = lightgbm.Dataset(np.asarray(batch["x"]), label=np.asarray(batch["y"]))
+    rank = train.get_context().get_world_rank()
+
+    def fail_after_two(env: Any) -> None:
+        if env.iteration == 2 and rank == config["failing_rank"]:
+            raise RuntimeError(f"rank {rank} fails")
+
+    lightgbm.train({**PARAMS, **get_network_params()}, data,
+                   num_boost_round=50, valid_sets=[data], valid_names=["train"],
+                   callbacks=[fail_after_two, RayTrainReportCallback()])
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("failing_rank", [0, 1])
+@pytest.mark.actorrt(num_cpus=2)
+async def test_a_rank_that_fails_mid_training_fails_the_run_without_a_hang(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Any, failing_rank: int
+) -> None:
+    started = time.monotonic()
+    trainer = LightGBMTrainer(
+        fails_on_one_rank,
+        train_loop_config={"failing_rank": failing_rank},
+        datasets={"train": frame()},
+        scaling_config=ScalingConfig(num_workers=2),
+        run_config=RunConfig(storage_path=str(tmp_path), name="fails"),
+    )
+    with pytest.raises(train.WorkerGroupError, match=f"rank {failing_rank} fails"):
+        await trainer.fit_async()
+    assert time.monotonic() - started < 60

@@ -3,6 +3,7 @@ loads; an ASHA sweep with the Tune callback stops weak trials and keeps the best
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,11 @@ from sklearn.datasets import load_breast_cancer  # noqa: E402
 import actorrt  # noqa: E402
 from actorrt import train, tune  # noqa: E402
 from actorrt.train import RunConfig, ScalingConfig  # noqa: E402
-from actorrt.train.xgboost import RayTrainReportCallback, XGBoostTrainer  # noqa: E402
+from actorrt.train.xgboost import (  # noqa: E402
+    RayTrainReportCallback,
+    XGBoostConfig,
+    XGBoostTrainer,
+)
 from actorrt.tune.integration.xgboost import TuneReportCheckpointCallback  # noqa: E402
 from actorrt.tune.schedulers import ASHAScheduler  # noqa: E402
 
@@ -110,3 +115,42 @@ def test_v1_arguments_and_bad_callback_arguments_are_refused() -> None:
         RayTrainReportCallback(frequency=-1)
     with pytest.raises(TypeError, match="metrics must be"):
         RayTrainReportCallback(metrics=3)
+
+
+def fails_on_one_rank(config: dict[str, Any]) -> None:
+    shard = train.get_dataset_shard("train")
+    batch = next(shard.iter_batches(batch_size=len(shard)))
+    dtrain = xgboost.DMatrix(np.asarray(batch["x"]), label=np.asarray(batch["y"]))
+    rank = train.get_context().get_world_rank()
+
+    def boom(env: Any) -> None:
+        raise RuntimeError(f"rank {rank} fails")
+
+    class FailAfterTwo(xgboost.callback.TrainingCallback):  # type: ignore[misc]
+        def after_iteration(self, model: Any, epoch: int, evals_log: Any) -> bool:
+            if epoch == 2 and rank == config["failing_rank"]:
+                boom(None)
+            return False
+
+    xgboost.train(PARAMS, dtrain, num_boost_round=50, evals=[(dtrain, "train")],
+                  callbacks=[FailAfterTwo(), RayTrainReportCallback()])
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("failing_rank", [0, 1])
+@pytest.mark.actorrt(num_cpus=2)
+async def test_a_rank_that_fails_mid_training_fails_the_run_without_a_hang(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Any, failing_rank: int
+) -> None:
+    started = time.monotonic()
+    trainer = XGBoostTrainer(
+        fails_on_one_rank,
+        train_loop_config={"failing_rank": failing_rank},
+        datasets={"train": frame()},
+        scaling_config=ScalingConfig(num_workers=2),
+        run_config=RunConfig(storage_path=str(tmp_path), name="fails"),
+        xgboost_config=XGBoostConfig(timeout_s=60),
+    )
+    with pytest.raises(train.WorkerGroupError, match=f"rank {failing_rank} fails"):
+        await trainer.fit_async()
+    assert time.monotonic() - started < 30  # not the tracker's 60 s timeout

@@ -9,6 +9,8 @@ collective and rank 0 waits for the tracker to end.
 
 from __future__ import annotations
 
+import logging
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +18,8 @@ from ..backend import Backend, WorkerSetup
 from ..collective import broadcast_from_rank_zero
 
 __all__ = ["XGBoostConfig"]
+
+logger = logging.getLogger("actorrt.train")
 
 
 @dataclass(frozen=True)
@@ -74,5 +78,16 @@ class XGBoostBackend(Backend):
             collective.finalize()
         tracker, self._tracker = self._tracker, None
         if tracker is not None:
-            tracker.wait_for(self.config.timeout_s)
-            tracker.free()
+            # After a rank failed, the tracker waits for ranks that will never say
+            # goodbye: it ends on a thread of its own, so the failure is reported at once.
+            threading.Thread(target=_end_tracker, args=(tracker, self.config.timeout_s),
+                             name="actorrt-xgboost-tracker", daemon=True).start()
+
+
+def _end_tracker(tracker: Any, timeout_s: int) -> None:
+    try:
+        tracker.wait_for(timeout_s)
+    except Exception as exc:  # the tracker timed out: the run already ended
+        logger.debug("xgboost: the tracker ended with %s", exc)
+    finally:
+        tracker.free()
