@@ -28,7 +28,8 @@ graph has no cycle. docs/architecture.md draws the layers and the path of a call
    layers of their own that their package docstrings name.
    util: ``actorrt.util``: Ray's ``ray.util`` names (``ActorPool``), built on ``_actor_pool``
    (api layer) and the names exported here.
-8. applications: ``actorrt.air``, ``actorrt.examples``, ``actorrt.testing``, the CLI.
+8. applications: ``actorrt.air``, ``actorrt.tune.integration`` (callbacks over both
+   libraries), ``actorrt.examples``, ``actorrt.testing``, the CLI.
 """
 
 from . import _moved

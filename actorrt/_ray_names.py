@@ -54,8 +54,8 @@ _TUNE = {
 _TRAIN = {
     "SyncConfig": "experiments are written to local storage only: nothing to sync",
     "DataConfig": "Ray Data is not provided",
-    "xgboost": "train.xgboost is not provided",
-    "lightgbm": "train.lightgbm is not provided",
+    "xgboost": "import actorrt.train.xgboost explicitly (it needs 'actorrt[xgboost]')",
+    "lightgbm": "import actorrt.train.lightgbm explicitly (it needs 'actorrt[lightgbm]')",
     "tensorflow": "train.tensorflow is not provided",
     "horovod": "train.horovod is not provided",
     "BackendConfig": "the backend is chosen by the trainer (TorchTrainer: torch.distributed)",
@@ -107,9 +107,10 @@ def missing(module: str, name: str) -> AttributeError:
 
 # Ray modules a ported script may import that actorrt does not have, with what to do.
 _MODULE_HINTS = {
-    "actorrt.tune.integration": "framework integrations (Lightning, Keras, XGBoost "
-                                "callbacks, MLflow, W&B) are not provided: call "
-                                "tune.report from your own callback",
+    "actorrt.tune.integration": "of Tune's framework integrations, xgboost and lightgbm "
+                                "are provided (actorrt.tune.integration.xgboost, "
+                                ".lightgbm); for others call tune.report from your own "
+                                "callback; Lightning is actorrt.train.lightning",
     "actorrt.tune.registry": "there is no trainable registry: pass the function or class",
     "actorrt.tune.execution": "Tune's execution internals are not public (the controller is "
                               "actorrt.tune._controller); PlacementGroupFactory is in "
@@ -118,8 +119,6 @@ _MODULE_HINTS = {
     "actorrt.tune.cli": "use `actorrt results PATH` (docs/cli.md)",
     "actorrt.train.v2": "actorrt.train is Ray Train V2's API at its public paths "
                         "(ray.train, ray.train.torch, ...): import from those",
-    "actorrt.train.xgboost": "train.xgboost is not provided",
-    "actorrt.train.lightgbm": "train.lightgbm is not provided",
     "actorrt.train.tensorflow": "train.tensorflow is not provided",
     "actorrt.train.horovod": "train.horovod is not provided",
     "actorrt.data": "Ray Data is not provided",

@@ -133,6 +133,7 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
         "train.types",
         (
             "actorrt.train._unsupported",
+            "actorrt.train._extras",
             "actorrt.train.error",
             "actorrt.train.backend",
             "actorrt.train._checkpoint_store",
@@ -157,6 +158,11 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
             "actorrt.train._data",
             "actorrt.train._worker",
             "actorrt.train.torch.train_loop_utils",
+            "actorrt.train._gbdt_report",
+            "actorrt.train.xgboost._xgboost_utils",
+            "actorrt.train.xgboost.config",
+            "actorrt.train.lightgbm._lightgbm_utils",
+            "actorrt.train.lightgbm.config",
             "actorrt.train.lightning",
             "actorrt.train.huggingface.transformers",
         ),
@@ -165,7 +171,13 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
     (
         7.3,
         "train.trainer",
-        ("actorrt.train.data_parallel_trainer", "actorrt.train.torch.torch_trainer"),
+        (
+            "actorrt.train.data_parallel_trainer",
+            "actorrt.train.torch.torch_trainer",
+            "actorrt.train._gbdt_trainer",
+            "actorrt.train.xgboost.xgboost_trainer",
+            "actorrt.train.lightgbm.lightgbm_trainer",
+        ),
     ),
     (
         7.4,
@@ -176,6 +188,8 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
             "=actorrt.train.lightning",
             "=actorrt.train.huggingface",
             "=actorrt.train.huggingface.transformers",
+            "=actorrt.train.xgboost",
+            "=actorrt.train.lightgbm",
         ),
     ),
     (7.0, "util", ("actorrt.util",)),
@@ -184,6 +198,9 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
         "apps",
         (
             "actorrt.air",
+            # Tune's framework callbacks are Train's report callbacks (train.report is
+            # tune.report in a trial): glue over both libraries, as actorrt.air is.
+            "actorrt.tune.integration",
             "actorrt.examples",
             "actorrt.testing",
             "actorrt._cli",

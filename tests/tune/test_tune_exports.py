@@ -17,7 +17,7 @@ EXPECTED = {
 }
 # Ray's submodules (the layout is Ray's: tests/tune/test_ray_surface.py lists every path).
 SUBMODULES = {
-    "analysis", "callback", "context", "error", "execution", "experiment", "logger",
+    "analysis", "callback", "context", "error", "execution", "experiment", "integration", "logger",
     "progress_reporter", "result", "result_grid", "schedulers", "search", "stopper",
     "trainable", "tune", "tune_config", "tuner", "utils",
 }

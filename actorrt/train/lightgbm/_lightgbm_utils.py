@@ -1,0 +1,67 @@
+"""``RayTrainReportCallback`` for LightGBM: each boosting round's metrics to
+``train.report``, the booster as a checkpoint (Ray's ``ray.train.lightgbm`` callback)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..._shared._checkpoint import Checkpoint
+from .._extras import require
+from .._gbdt_report import BoostingReport, Metrics
+
+lightgbm: Any = require("lightgbm", "lightgbm", "actorrt.train.lightgbm")
+
+__all__ = ["RayTrainReportCallback"]
+
+MODEL_FILENAME = "model.txt"
+
+
+class _Report(BoostingReport):
+    def _save(self, model: Any, path: str) -> None:
+        model.save_model(path)
+
+
+class RayTrainReportCallback:
+    """Reports LightGBM's evaluation metrics after every boosting round, and the booster
+    as a checkpoint (Ray's ``ray.train.lightgbm.RayTrainReportCallback``).
+
+    Pass it in ``lightgbm.train(..., callbacks=[RayTrainReportCallback()])`` in the
+    training function of a ``LightGBMTrainer`` (every rank reports each round; rank 0's
+    model file is the checkpoint), or of a Tune trial. Metrics are named
+    ``<valid set name>-<metric>`` (``"valid-binary_logloss"``).
+
+    Args:
+        metrics: which metrics to report: a name, a list, or a dict of the reported name
+            to LightGBM's; ``None``: all of them.
+        filename: the model's file in the checkpoint.
+        frequency: a checkpoint every this many rounds; ``0``: only at the end.
+        checkpoint_at_end: a checkpoint after the last round.
+        results_postprocessing_fn: applied to each report's metrics dict first.
+    """
+
+    order = 20  # after LightGBM's own callbacks (early stopping is 30: this runs first)
+    before_iteration = False
+
+    def __init__(
+        self,
+        metrics: Metrics = None,
+        filename: str = MODEL_FILENAME,
+        frequency: int = 0,
+        checkpoint_at_end: bool = True,
+        results_postprocessing_fn: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> None:
+        self._report = _Report(metrics, filename, frequency, checkpoint_at_end,
+                               results_postprocessing_fn)
+
+    @classmethod
+    def get_model(cls, checkpoint: Checkpoint, filename: str = MODEL_FILENAME) -> Any:
+        """The ``lightgbm.Booster`` saved in ``checkpoint``."""
+        return lightgbm.Booster(model_file=BoostingReport.model_path(checkpoint, filename))
+
+    def __call__(self, env: Any) -> None:
+        values = {f"{item[0]}-{item[1]}": float(item[2])
+                  for item in env.evaluation_result_list or ()}
+        self._report.round_done(env.model, values)
+        if env.iteration == env.end_iteration - 1:
+            self._report.training_done(env.model)
