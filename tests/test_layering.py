@@ -59,6 +59,7 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
             "actorrt.tune.experiment",
             "actorrt.tune.progress_reporter",
             "actorrt.tune.stopper",
+            "actorrt.tune.search._samplers",
             "actorrt.tune.search.sample",
             "actorrt.tune.search.variant_generator",
             "actorrt.tune.trainable.trainable",
