@@ -181,6 +181,7 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
         (
             "actorrt.air",
             "actorrt.examples",
+            "actorrt.tune.examples",
             "actorrt.testing",
             "actorrt._cli",
             "actorrt._cli_format",
