@@ -16,6 +16,7 @@ def test_all_is_exactly_the_public_surface() -> None:
         "DataShard", "FailureConfig", "PlacementGroupSpec", "Result", "RunConfig",
         "ScalingConfig", "TrainContext", "TrainingFailedError", "WorkerGroupError",
         "get_checkpoint", "get_context", "get_dataset_shard", "report",
+        "ReportedCheckpoint", "get_all_reported_checkpoints",
         "EnclosingTrial", "set_trial_provider",
     }
     public = {n for n in dir(train) if not n.startswith("_")}
