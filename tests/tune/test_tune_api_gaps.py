@@ -86,3 +86,22 @@ def test_head_cpus_is_the_trial_drivers_own_cpus() -> None:
     assert factory.required_resources == {"CPU": 5.0, "GPU": 1.0}
     empty_head = PlacementGroupFactory([{}, {"CPU": 1}])
     assert empty_head.head_cpus == 0.0 and empty_head.head_bundle_is_empty
+
+
+def five_metrics(config: dict[str, Any]) -> None:
+    tune.report({"a": 1.0, "label": "text", "b": 2, "c": 3.5, "d": 4, "e": 5, "flag": True})
+
+
+def test_without_a_metric_the_final_table_shows_four_reported_metrics(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Ray's CLI output: with no metric set, the table shows up to four of the numbers the
+    # trials report (not strings or booleans), after the iteration and the time.
+    tune.Tuner(
+        five_metrics, param_space={"x": 1},
+        run_config=tune.RunConfig(storage_path=str(tmp_path), name="cols", verbose=1),
+    ).fit()
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if line.startswith("trial "))
+    assert header.split() == ["trial", "status", "iter", "total", "time", "(s)",
+                              "a", "b", "c", "d", "x"]
