@@ -162,9 +162,9 @@ class Snapshot:
         for trial in self.trials:
             for key, value in flatten(trial.last_result).items():
                 numeric = isinstance(value, int | float) and not isinstance(value, bool)
-                if numeric and key not in AUTO_RESULT_KEYS and key not in found:
-                    if not key.startswith("config/"):
-                        found.append(key)
+                tunes_own = key in AUTO_RESULT_KEYS or key.startswith("config/")
+                if numeric and not tunes_own and key not in found:
+                    found.append(key)
                 if len(found) == _INFERRED_METRICS:
                     return found
         return found
