@@ -105,3 +105,27 @@ def test_without_a_metric_the_final_table_shows_four_reported_metrics(
     header = next(line for line in lines if line.startswith("trial "))
     assert header.split() == ["trial", "status", "iter", "total", "time", "(s)",
                               "a", "b", "c", "d", "x"]
+
+
+def old_style_report(config: dict[str, Any]) -> None:
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tune.report(mean_loss=config["x"], step=1)  # Ray 1.x-2.6's spelling
+    assert [w.category for w in caught] == [DeprecationWarning]
+    assert "pass the metrics as one dict" in str(caught[0].message)
+    try:
+        tune.report({"a": 1}, b=2)
+    except TypeError as exc:
+        tune.report({"mixed_refused": "metrics dict and keyword" in str(exc)})
+
+
+def test_keyword_metrics_still_report_with_a_deprecation_warning(tmp_path: Any) -> None:
+    grid = tune.Tuner(
+        old_style_report, param_space={"x": 3},
+        run_config=tune.RunConfig(storage_path=str(tmp_path), name="old", verbose=0),
+    ).fit()
+    assert not grid.errors
+    history = grid[0].metrics_dataframe
+    assert history["mean_loss"].iloc[0] == 3 and grid[0].metrics["mixed_refused"] is True
