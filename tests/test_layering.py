@@ -63,6 +63,7 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
             "actorrt.tune.experiment",
             "actorrt.tune.progress_reporter",
             "actorrt.tune.stopper",
+            "actorrt.tune.search._samplers",
             "actorrt.tune.search.sample",
             "actorrt.tune.search.variant_generator",
             "actorrt.tune.trainable.trainable",
@@ -202,6 +203,7 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
             # tune.report in a trial): glue over both libraries, as actorrt.air is.
             "actorrt.tune.integration",
             "actorrt.examples",
+            "actorrt.tune.examples",
             "actorrt.testing",
             "actorrt._cli",
             "actorrt._cli_format",

@@ -37,7 +37,9 @@ from ._run_config import FailureConfig as FailureConfig
 from ._run_config import RunConfig as RunConfig
 from ._scaling import PlacementGroupSpec as PlacementGroupSpec
 from ._scaling import ScalingConfig as ScalingConfig
+from .context import ReportedCheckpoint as ReportedCheckpoint
 from .context import TrainContext as TrainContext
+from .context import get_all_reported_checkpoints as get_all_reported_checkpoints
 from .context import get_checkpoint as get_checkpoint
 from .context import get_context as get_context
 from .context import get_dataset_shard as get_dataset_shard
@@ -56,12 +58,14 @@ __all__ = [
     "EnclosingTrial",
     "FailureConfig",
     "PlacementGroupSpec",
+    "ReportedCheckpoint",
     "Result",
     "RunConfig",
     "ScalingConfig",
     "TrainContext",
     "TrainingFailedError",
     "WorkerGroupError",
+    "get_all_reported_checkpoints",
     "get_checkpoint",
     "get_context",
     "get_dataset_shard",

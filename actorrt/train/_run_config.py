@@ -24,19 +24,26 @@ class FailureConfig:
 
     Args:
         max_failures: restarts allowed; ``0`` (default): none; ``-1``: unlimited.
+        controller_failure_limit, max_preemption_failures: Ray Train V2's limits for
+            failures of its controller actor and for preempted nodes (``-1``, the default:
+            unlimited). Checked and kept; neither failure occurs here (the run's driver is
+            the calling process, and there is no preemption), so they never count.
 
     Raises:
-        ValueError: ``max_failures < -1``.
+        ValueError: a limit below ``-1``.
     """
 
     max_failures: int = 0
+    controller_failure_limit: int = -1
+    max_preemption_failures: int = -1
 
     def __post_init__(self) -> None:
-        n = self.max_failures
-        if isinstance(n, bool) or not isinstance(n, int):
-            raise TypeError(f"max_failures must be an int, got {n!r} ({type(n).__name__})")
-        if n < -1:
-            raise ValueError(f"max_failures must be -1 (unlimited) or >= 0, got {n}")
+        for name in ("max_failures", "controller_failure_limit", "max_preemption_failures"):
+            n = getattr(self, name)
+            if isinstance(n, bool) or not isinstance(n, int):
+                raise TypeError(f"{name} must be an int, got {n!r} ({type(n).__name__})")
+            if n < -1:
+                raise ValueError(f"{name} must be -1 (unlimited) or >= 0, got {n}")
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ start its own threads and report from them).
 
 from __future__ import annotations
 
+import pickle
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -75,6 +76,15 @@ class TrainContext:
         )
 
 
+@dataclass(frozen=True)
+class ReportedCheckpoint:
+    """A checkpoint reported with ``train.report`` and the metrics reported with it
+    (Ray Train V2's ``ReportedCheckpoint``)."""
+
+    checkpoint: Checkpoint
+    metrics: dict[str, Any]
+
+
 class Session:
     """One training function's run in one worker."""
 
@@ -99,6 +109,7 @@ class Session:
         self.score_attribute = score_attribute
         self.push = push
         self.reports = 0
+        self.reported: list[tuple[Path, dict[str, Any]]] = []  # this attempt's checkpoints
         self.lock = threading.Lock()
 
     def report(self, metrics: Mapping[str, Any], checkpoint: Checkpoint | None) -> None:
@@ -123,12 +134,18 @@ class Session:
             stored = None
             if checkpoint is not None:
                 stored = store(checkpoint, self.run_dir, index).path
+            run_metrics = plain
             if self.rendezvous is not None:
                 # A barrier, as in Ray Train V2: past it, every rank's files of this
-                # report are in their folder, and no rank runs ahead of the others.
-                self.meet("train.report()")
+                # report are in their folder, and no rank runs ahead of the others. It
+                # also hands every rank rank 0's metrics (the run's).
+                shared = self.meet("train.report()", pickle.dumps(plain))
+                if shared is not None:
+                    run_metrics = pickle.loads(shared)
+            folder = self.run_dir / checkpoint_name(index)
+            if folder.is_dir():  # past the barrier: some rank wrote this report's files
+                self.reported.append((folder, run_metrics))
             if self.context.get_world_rank() == 0:
-                folder = self.run_dir / checkpoint_name(index)
                 if stored is None and folder.is_dir():
                     stored = str(folder)  # only other ranks wrote this report's files
                 self.push(plain, stored)  # rank 0's metrics are the run's
@@ -227,6 +244,26 @@ def get_checkpoint() -> Checkpoint | None:
         if trial is not None:
             return trial.checkpoint
     return _current("get_checkpoint").restore
+
+
+def get_all_reported_checkpoints() -> list[ReportedCheckpoint]:
+    """The checkpoints this run's ``train.report`` calls have reported so far and that
+    ``CheckpointConfig(num_to_keep=...)`` still keeps, oldest first, each with the metrics
+    reported with it (Ray Train V2's ``get_all_reported_checkpoints``). Every rank gets
+    the same list: a report is a barrier, so its files are in place once it returns. A
+    restarted attempt lists what it reported itself (the checkpoint it resumed from is
+    ``train.get_checkpoint()``).
+
+    Raises:
+        RuntimeError: called outside a training function.
+    """
+    session = _current("get_all_reported_checkpoints")
+    with session.lock:
+        return [
+            ReportedCheckpoint(Checkpoint(str(folder)), dict(metrics))
+            for folder, metrics in session.reported
+            if folder.is_dir()
+        ]
 
 
 def get_context() -> TrainContext:

@@ -1,4 +1,4 @@
-"""Experiment callbacks: ``tune.Callback`` and the list the controller calls.
+"""Experiment callbacks: ``tune.Callback``, ``CallbackList`` and the runner the controller calls.
 
 Every hook runs in the driver process, on the runtime's event loop, in the controller's own
 step: a slow hook slows the whole experiment (results wait for it), so hand long work to a
@@ -30,6 +30,7 @@ __all__ = [
     "DISABLE_AUTO_LOGGERS_ENV",
     "Callback",
     "CallbackList",
+    "CallbackRunner",
     "check_callbacks",
     "importable",
     "warn_unsaved_callback_state",
@@ -194,8 +195,123 @@ def warn_unsaved_callback_state(callbacks: Iterable[Callback]) -> None:
             )
 
 
-class CallbackList:
-    """Calls every callback's hook in turn (module docstring).
+class CallbackList(Callback):
+    """Several callbacks as one (Ray's ``ray.tune.callback.CallbackList``): each hook calls
+    the same hook of every callback, in order, with the same arguments; an exception
+    propagates at once (the later callbacks are not called).
+
+    Args:
+        callbacks: ``tune.Callback`` instances.
+
+    Raises:
+        ValueError: an element is not a ``tune.Callback``.
+    """
+
+    def __init__(self, callbacks: Iterable[Callback]) -> None:
+        self._callbacks = list(callbacks)
+        check_callbacks(self._callbacks)
+
+    def __len__(self) -> int:
+        return len(self._callbacks)
+
+    def __getitem__(self, index: int) -> Callback:
+        return self._callbacks[index]
+
+    def _each(self, hook: str, **kwargs: Any) -> None:
+        for callback in self._callbacks:
+            getattr(callback, hook)(**kwargs)
+
+    def setup(
+        self,
+        stop: Any = None,
+        num_samples: int | None = None,
+        total_num_samples: int | None = None,
+        **info: Any,
+    ) -> None:
+        self._each(
+            "setup", stop=stop, num_samples=num_samples, total_num_samples=total_num_samples,
+            **info,
+        )
+
+    def on_step_begin(self, iteration: int, trials: list[Trial], **info: Any) -> None:
+        self._each("on_step_begin", iteration=iteration, trials=trials, **info)
+
+    def on_step_end(self, iteration: int, trials: list[Trial], **info: Any) -> None:
+        self._each("on_step_end", iteration=iteration, trials=trials, **info)
+
+    def on_trial_start(
+        self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
+    ) -> None:
+        self._each("on_trial_start", iteration=iteration, trials=trials, trial=trial, **info)
+
+    def on_trial_restore(
+        self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
+    ) -> None:
+        self._each("on_trial_restore", iteration=iteration, trials=trials, trial=trial, **info)
+
+    def on_trial_save(
+        self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
+    ) -> None:
+        self._each("on_trial_save", iteration=iteration, trials=trials, trial=trial, **info)
+
+    def on_trial_result(
+        self, iteration: int, trials: list[Trial], trial: Trial, result: dict[str, Any],
+        **info: Any,
+    ) -> None:
+        self._each(
+            "on_trial_result", iteration=iteration, trials=trials, trial=trial, result=result,
+            **info,
+        )
+
+    def on_trial_complete(
+        self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
+    ) -> None:
+        self._each("on_trial_complete", iteration=iteration, trials=trials, trial=trial, **info)
+
+    def on_trial_error(
+        self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
+    ) -> None:
+        self._each("on_trial_error", iteration=iteration, trials=trials, trial=trial, **info)
+
+    def on_trial_recover(
+        self, iteration: int, trials: list[Trial], trial: Trial, **info: Any
+    ) -> None:
+        self._each("on_trial_recover", iteration=iteration, trials=trials, trial=trial, **info)
+
+    def on_checkpoint(
+        self, iteration: int, trials: list[Trial], trial: Trial, checkpoint: Any, **info: Any
+    ) -> None:
+        self._each(
+            "on_checkpoint", iteration=iteration, trials=trials, trial=trial,
+            checkpoint=checkpoint, **info,
+        )
+
+    def on_experiment_end(self, trials: list[Trial], **info: Any) -> None:
+        self._each("on_experiment_end", trials=trials, **info)
+
+    def get_state(self) -> dict[str, Any] | None:
+        """Every callback's state, in order: ``{"callback_states": [...]}``."""
+        return {"callback_states": [callback.get_state() for callback in self._callbacks]}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Give each callback its state from :meth:`get_state` (``None`` ones are skipped).
+
+        Raises:
+            ValueError: ``state`` holds a different number of callbacks.
+        """
+        states = state.get("callback_states") if isinstance(state, dict) else None
+        if not isinstance(states, list) or len(states) != len(self._callbacks):
+            raise ValueError(
+                f"set_state() got {state!r}: expected the get_state() of a CallbackList of "
+                f"{len(self._callbacks)} callbacks"
+            )
+        for callback, one in zip(self._callbacks, states, strict=True):
+            if one is not None:
+                callback.set_state(one)
+
+
+class CallbackRunner:
+    """Calls every callback's hook in turn for the controller (module docstring).
 
     Args:
         callbacks: the user's callbacks, then Tune's own.

@@ -241,7 +241,12 @@ def _session(call: str) -> Session:
     return _current
 
 
-def report(metrics: Mapping[str, Any], *, checkpoint: Checkpoint | None = None) -> None:
+def report(
+    metrics: Mapping[str, Any] | None = None,
+    *,
+    checkpoint: Checkpoint | None = None,
+    **legacy_metrics: Any,
+) -> None:
     """Report one iteration's metrics (and optionally a checkpoint) from a trial.
 
     Blocks until the controller has taken the result (and written it), so a report is
@@ -251,12 +256,30 @@ def report(metrics: Mapping[str, Any], *, checkpoint: Checkpoint | None = None) 
         metrics: a dict of numbers and short values.
         checkpoint: ``Checkpoint.from_directory(d)``; its files are copied into the trial's
             folder before this returns.
+        **legacy_metrics: Ray 1.x-2.6's ``tune.report(mean_loss=...)``: still taken as
+            the metrics, with a ``DeprecationWarning``, as those versions of Ray warned.
 
     Raises:
+        TypeError: both a metrics dict and keyword metrics, or neither.
         StopTrial: the trial was told to stop (scheduler, stop criterion, time budget);
             let it propagate.
         RuntimeError: called outside a trial.
     """
+    if legacy_metrics:
+        if metrics is not None:
+            raise TypeError(
+                f"tune.report() got a metrics dict and keyword metrics "
+                f"{sorted(legacy_metrics)}: pass one dict, tune.report({{...}})"
+            )
+        warnings.warn(
+            "tune.report(**kwargs) is deprecated: pass the metrics as one dict, "
+            f"tune.report({{{', '.join(repr(k) + ': ...' for k in legacy_metrics)}}})",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        metrics = legacy_metrics
+    if metrics is None:
+        raise TypeError("tune.report() needs the metrics: tune.report({'loss': ...})")
     _session("report").report(metrics, checkpoint)
 
 

@@ -226,3 +226,40 @@ async def test_a_checkpoint_only_another_rank_reported_is_kept(
     assert os.listdir(result.checkpoint.path) == ["shard_1"]
     assert result.best_checkpoints == [(result.checkpoint, {"step": 1, "rank": 0})]
     assert train.Result.from_path(result.path).checkpoint == result.checkpoint
+
+
+def list_reported(config: dict[str, Any]) -> None:
+    rank = train.get_context().get_world_rank()
+    seen = []
+    for step in range(3):
+        with tempfile.TemporaryDirectory() as d:
+            checkpoint = None
+            if rank == 0 and step != 1:  # no checkpoint with the second report
+                Path(d, "step").write_text(str(step))
+                checkpoint = train.Checkpoint.from_directory(d)
+            train.report({"step": step, "rank": rank}, checkpoint=checkpoint)
+        seen.append([
+            (r.metrics["step"], r.metrics["rank"], content(r.checkpoint, "step"))
+            for r in train.get_all_reported_checkpoints()
+        ])
+    actorrt.get(config["recorder"].record({"rank": rank, "seen": seen}))
+
+
+@pytest.mark.actorrt(num_cpus=2, worker_env=WORKER_ENV)
+async def test_get_all_reported_checkpoints_lists_them_with_the_runs_metrics(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Path
+) -> None:
+    # Ray Train V2: every rank gets the run's reported checkpoints so far, with the
+    # metrics reported with each (rank 0's, the run's), oldest first.
+    recorder = await Recorder.spawn()
+    await train.DataParallelTrainer(
+        list_reported,
+        train_loop_config={"recorder": recorder},
+        scaling_config=train.ScalingConfig(num_workers=2),
+        run_config=train.RunConfig(name="listed", storage_path=str(tmp_path)),
+    ).fit_async()
+    expected = [[(0, 0, "0")], [(0, 0, "0")], [(0, 0, "0"), (2, 0, "2")]]
+    records = sorted(await recorder.all(), key=lambda r: r["rank"])
+    assert [r["seen"] for r in records] == [expected, expected]
+    with pytest.raises(RuntimeError, match="get_all_reported_checkpoints"):
+        train.get_all_reported_checkpoints()

@@ -16,6 +16,7 @@ def test_all_is_exactly_the_public_surface() -> None:
         "DataShard", "FailureConfig", "PlacementGroupSpec", "Result", "RunConfig",
         "ScalingConfig", "TrainContext", "TrainingFailedError", "WorkerGroupError",
         "get_checkpoint", "get_context", "get_dataset_shard", "report",
+        "ReportedCheckpoint", "get_all_reported_checkpoints",
         "EnclosingTrial", "set_trial_provider",
     }
     public = {n for n in dir(train) if not n.startswith("_")}
@@ -206,3 +207,18 @@ def test_checkpoint_book_min_order_and_recency(tmp_path: Path) -> None:
     assert _book_with(tmp_path / "b", train.CheckpointConfig(num_to_keep=2), [0, 0, 0, 0]) == [
         "checkpoint_000002", "checkpoint_000003",
     ]
+
+
+def test_failure_config_takes_ray_v2s_limits() -> None:
+    # Ray Train V2: max_failures (worker errors, default 0), controller_failure_limit and
+    # max_preemption_failures (default -1: unlimited).
+    config = train.FailureConfig()
+    assert (config.max_failures, config.controller_failure_limit) == (0, -1)
+    assert config.max_preemption_failures == -1
+    given = train.FailureConfig(max_failures=2, controller_failure_limit=3,
+                                max_preemption_failures=0)
+    assert given.controller_failure_limit == 3 and given.max_preemption_failures == 0
+    with pytest.raises(ValueError, match="controller_failure_limit must be -1"):
+        train.FailureConfig(controller_failure_limit=-2)
+    with pytest.raises(TypeError, match="max_preemption_failures must be an int"):
+        train.FailureConfig(max_preemption_failures=1.5)  # type: ignore[arg-type]

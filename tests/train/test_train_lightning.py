@@ -183,10 +183,19 @@ async def test_a_failed_rank_resumes_from_the_reported_lightning_checkpoint(
     assert ranks[0]["steps"] == 12
 
 
-def test_fsdp_without_a_gpu_raises_where_it_is_built() -> None:
-    # Outside a GPU worker the device is the CPU, where torch's FSDP cannot run.
-    with pytest.raises(ValueError, match=r"RayFSDPStrategy needs a GPU.*use_gpu=True"):
-        RayFSDPStrategy()
+@pytest.mark.timeout(180)
+@pytest.mark.actorrt(num_cpus=2, worker_env=WORKER_ENV)
+async def test_fsdp_builds_on_a_cpu_machine_and_raises_when_a_cpu_worker_uses_it(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Path
+) -> None:
+    # As in Ray, building it anywhere is fine (the driver, a CPU machine) ...
+    assert isinstance(RayFSDPStrategy(), pl.strategies.FSDPStrategy)
+    # ... and a CPU worker's Trainer.fit raises, saying why (torch's FSDP needs a GPU).
+    recorder = await Recorder.spawn()
+    with pytest.raises(train.WorkerGroupError, match=r"RayFSDPStrategy needs a GPU.*use_gpu=True"):
+        await lightning_trainer(
+            {"epochs": 1, "recorder": recorder, "fsdp": True}, tmp_path
+        ).fit_async()
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="FSDP needs a CUDA GPU")

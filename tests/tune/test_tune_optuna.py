@@ -27,7 +27,7 @@ def test_tune_domains_become_optuna_distributions() -> None:
     searcher = searcher_for({
         "lr": tune.loguniform(1e-4, 1e-1),
         "dropout": tune.uniform(0.0, 0.5),
-        "momentum": tune.quniform(0.05, 0.95, 0.1),
+        "momentum": tune.quniform(0.1, 0.9, 0.1),
         "layers": tune.randint(1, 5),
         "width": tune.qrandint(30, 130, 32),
         "heads": tune.lograndint(1, 17),

@@ -74,15 +74,20 @@ class RayFSDPStrategy(_OnTheGang, pl.strategies.FSDPStrategy):
     and reports its own shards, which ``train.report`` keeps as it keeps every rank's
     checkpoint.
 
-    torch's FSDP needs a GPU per worker (``ScalingConfig(use_gpu=True)``); constructed in
-    a worker without one, this raises at once rather than in the middle of ``fit``.
+    torch's FSDP needs a GPU per worker (``ScalingConfig(use_gpu=True)``). As in Ray, it
+    may be constructed anywhere (a CPU machine, the driver); a worker without a GPU
+    raises when ``Trainer.fit`` sets the strategy up, saying why.
 
     Raises:
-        ValueError: this worker has no GPU that CUDA can use.
+        ValueError: at setup, this worker has no GPU that CUDA can use.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         _warn_ignored(type(self).__name__, kwargs)
+        super().__init__(*args, **kwargs)
+
+    def setup_environment(self) -> None:
+        """Refuse a CPU worker before Lightning starts FSDP (it would fail deep in torch)."""
         device = get_device()
         if device.type == "cpu":
             raise ValueError(
@@ -91,7 +96,7 @@ class RayFSDPStrategy(_OnTheGang, pl.strategies.FSDPStrategy):
                 "ScalingConfig(use_gpu=True), or use RayDDPStrategy on CPU "
                 "(see 'Lightning' in docs/porting.md)"
             )
-        super().__init__(*args, **kwargs)
+        super().setup_environment()
 
 
 class RayDeepSpeedStrategy:

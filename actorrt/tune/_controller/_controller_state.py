@@ -25,7 +25,7 @@ from typing import Any
 import actorrt
 
 from .._worker._trial_actor import ship_trainable
-from ..callback import CallbackList, warn_unsaved_callback_state
+from ..callback import CallbackRunner, warn_unsaved_callback_state
 from ..experiment.trial import ERROR, PENDING, RUNNING, TERMINATED, Trial
 from ..result_grid import ResultGrid, grid_of
 from ..schedulers.trial_scheduler import FIFOScheduler, TrialScheduler
@@ -106,7 +106,7 @@ class ControllerState:
         from ..logger.tensorboardx import default_callbacks
 
         given = list(run_config.callbacks or [])
-        self.callbacks = CallbackList([*given, *default_callbacks(given)], self._fail)
+        self.callbacks = CallbackRunner([*given, *default_callbacks(given)], self._fail)
         inner = getattr(self.searcher, "searcher", self.searcher)
         self.checks = ResultChecker(
             tune_config.metric,

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..experiment.trial import ERROR, PAUSED, PENDING, RUNNING, TERMINATED, Trial
+from ..result import AUTO_RESULT_KEYS
 from ._storage import flatten
 
 __all__ = ["SHOWN", "Snapshot", "error_summary", "fmt", "short"]
@@ -29,6 +30,7 @@ _TABLE_ROWS = 20
 _LIVE_ROWS = 12
 _CONFIG_COLUMNS = 6
 _CELL = 24
+_INFERRED_METRICS = 4  # without a metric, the table shows this many reported ones (Ray's)
 _ERRORS_SHOWN = 5
 _REASONS_SHOWN = 3
 # An actor as the runtime names it in a reason (``Class(id=... name='...')``), or a bare word.
@@ -149,7 +151,23 @@ class Snapshot:
     def metric_columns(self) -> list[str]:
         if self.metric_names is not None:
             return list(self.metric_names)
-        return [k for k in (self.metric, *SHOWN) if k]
+        if self.metric is None:  # as Ray's: the first few numbers the trials report
+            return [*SHOWN, *self.reported_metrics()]
+        return [self.metric, *SHOWN]
+
+    def reported_metrics(self) -> list[str]:
+        """Up to four numeric metrics the trials report (Tune's own keys left out), in
+        the order they first appear."""
+        found: list[str] = []
+        for trial in self.trials:
+            for key, value in flatten(trial.last_result).items():
+                numeric = isinstance(value, int | float) and not isinstance(value, bool)
+                tunes_own = key in AUTO_RESULT_KEYS or key.startswith("config/")
+                if numeric and not tunes_own and key not in found:
+                    found.append(key)
+                if len(found) == _INFERRED_METRICS:
+                    return found
+        return found
 
     def config_columns(self, trials: Iterable[Trial], final: bool = False) -> list[str]:
         """The config's keys, in the param space's order; the live view shows the first

@@ -24,7 +24,7 @@ import actorrt
 
 from ..._wire._pickling import dumps
 from ..context import SAVE_AND_STOP, STOP, Session, StopTrial, set_session
-from ..trainable.trainable import DICT_CHECKPOINT_FILE, Trainable
+from ..trainable.trainable import Trainable, load_state, store_state
 from ._trial_log import LOG_FILE, trial_output
 from ._workdir import trial_working_dir
 
@@ -188,23 +188,11 @@ def _run_function(trainable: Any, session: Session) -> None:
     _record_output(output, session)
 
 
-def _load(path: str) -> dict[str, Any] | str:
-    blob = os.path.join(path, DICT_CHECKPOINT_FILE)
-    if os.path.exists(blob):
-        with open(blob, "rb") as f:
-            loaded: dict[str, Any] = pickle.load(f)
-        return loaded
-    return path
-
-
 def _save(obj: Trainable, session: Session) -> str:
     """Take a class trainable's checkpoint into the trial folder, atomically."""
 
     def fill(tmp: str) -> None:
-        state = obj.save_checkpoint(tmp)
-        if state is not None:
-            with open(os.path.join(tmp, DICT_CHECKPOINT_FILE), "wb") as f:
-                pickle.dump(state, f)
+        store_state(tmp, obj.save_checkpoint(tmp))
 
     return session.write_checkpoint(fill)
 
@@ -225,7 +213,7 @@ def _run_class(cls: type[Trainable], session: Session) -> None:
         if spec.get("resized"):  # Ray calls it before load_checkpoint
             obj.update_resources(session.context.get_trial_resources())
         if session.checkpoint is not None:
-            obj.load_checkpoint(_load(session.checkpoint.path))
+            obj.load_checkpoint(load_state(session.checkpoint.path))
         while True:
             metrics = obj.step()
             if not isinstance(metrics, Mapping):

@@ -352,9 +352,17 @@ class ExperimentAnalysis:
         rows = [flatten(self._last_result(t)) | {"trial_id": t.trial_id} for t in self.trials]
         return pandas.DataFrame.from_records(rows, index="trial_id")
 
+    def fetch_trial_dataframes(self) -> dict[str, Any]:
+        """Read every trial's results from its folder again (a running experiment's new
+        results too) and return them as :attr:`trial_dataframes` does: one data frame per
+        trial, by trial id (Ray's ``fetch_trial_dataframes``)."""
+        self._results.clear()
+        return self.trial_dataframes
+
     @property
     def trial_dataframes(self) -> dict[str, Any]:
-        """Every result of each trial, as a data frame, by trial id."""
+        """Every result of each trial, as a data frame, by trial id (read once; see
+        :meth:`fetch_trial_dataframes` to read again)."""
         import pandas
 
         return {

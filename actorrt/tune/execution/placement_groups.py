@@ -62,6 +62,11 @@ class PlacementGroupFactory:
         return not self._bundles[0]
 
     @property
+    def head_cpus(self) -> float:
+        """The CPUs of the trial driver's own bundle (0 when it is empty), as Ray's."""
+        return float(self._bundles[0].get("CPU", 0.0))
+
+    @property
     def required_resources(self) -> dict[str, float]:
         """The total over every bundle."""
         total: dict[str, float] = {}

@@ -8,7 +8,7 @@ The TensorBoard writer encodes and writes events on a thread of its own (a fract
 millisecond per result, which should not stall the controller's event loop, where trials'
 reports wait for their answers): hooks only queue what is to be written. It imports
 ``tensorboardX`` (which imports torch when that is installed: seconds, once per process)
-before any trial runs, on a thread while the loop awaits it (``CallbackList.prepare``), so the
+before any trial runs, on a thread while the loop awaits it (``CallbackRunner.prepare``), so the
 loop keeps serving and the experiment's time budget keeps counting; the writer thread starts
 only after that import is complete. A module the loop imports meanwhile waits on Python's
 per-module import lock until the thread has finished it.
@@ -111,7 +111,7 @@ class TBXLoggerCallback(LoggerCallback):
             self._writers = _EventWriters()  # not prepared off the loop: import it here
 
     def _prepare_off_loop(self) -> None:
-        """Import tensorboardX (and torch), on a thread of ``CallbackList.prepare``."""
+        """Import tensorboardX (and torch), on a thread of ``CallbackRunner.prepare``."""
         if self._writers is None:
             self._writers = _EventWriters()
 

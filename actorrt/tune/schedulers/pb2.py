@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..search._library_search import import_library, unflatten
-from ..search.sample import Float, Integer
+from ..search.sample import Float, Integer, is_normal
 from .pbt import PopulationBasedTraining
 
 __all__ = ["PB2"]
@@ -215,7 +215,7 @@ def _flat_bounds(bounds: Mapping[str, Any], prefix: str = "") -> dict[str, tuple
         name = f"{prefix}{key}"
         if isinstance(value, Mapping):
             out.update(_flat_bounds(value, f"{name}/"))
-        elif isinstance(value, Integer | Float):
+        elif isinstance(value, Integer | Float) and not is_normal(value):
             out[name] = (float(value.lower), float(value.upper))
         elif (
             isinstance(value, list | tuple) and len(value) == 2

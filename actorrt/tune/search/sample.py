@@ -1,32 +1,56 @@
 """Search-space primitives: the domains a ``param_space`` value can be drawn from.
 
-Each sampling function (``uniform``, ``choice``, ...) returns a :class:`Domain`; a domain is
-resolved into a plain value once per trial by :mod:`actorrt.tune.search.variant_generator`, with one
-``random.Random`` per experiment so a seed reproduces the whole sweep. ``grid_search`` is not a
-domain: it returns Ray's marker dict ``{"grid_search": [...]}``, which the variant generator
-expands into one trial per value (per sample).
+Each sampling function (``uniform``, ``choice``, ...) returns a :class:`Domain` holding a
+sampler (:mod:`actorrt.tune.search._samplers`: ``Uniform``, ``LogUniform``, ``Normal``,
+``Quantized``, ``Grid``), as Ray Tune builds them: ``tune.quniform(0, 1, 0.25)`` is
+``Float(0, 1).uniform().quantized(0.25)``. A domain is resolved into a plain value once per
+trial by :mod:`actorrt.tune.search.variant_generator`, with one ``random.Random`` per
+experiment so a seed reproduces the whole sweep. ``grid_search`` is not a domain: it
+returns Ray's marker dict ``{"grid_search": [...]}``; ``Categorical(...).grid()`` is the
+domain form of the same; the variant generator expands both into one trial per value.
 
 Bounds follow Ray Tune: ``randint`` excludes ``upper``, ``qrandint`` includes it; quantized
-values are multiples of ``q`` inside ``[lower, upper]`` (Ray refuses float bounds that are
-not multiples of ``q``; here they are accepted).
+values are multiples of ``q`` inside the bounds, and a float range whose bounds are not
+multiples of ``q`` is refused, as in Ray.
 """
 
 from __future__ import annotations
 
-import abc
+import copy
 import inspect
 import math
 import random
-import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeGuard
+
+from ._samplers import (
+    MISSING,
+    BaseSampler,
+    Grid,
+    LogUniform,
+    Normal,
+    Quantized,
+    Sampler,
+    Uniform,
+    as_rng,
+    base_sampler,
+    quantum,
+    warn_for_base,
+)
 
 __all__ = [
+    "BaseSampler",
     "Categorical",
     "Domain",
     "Float",
     "Function",
+    "Grid",
     "Integer",
+    "LogUniform",
+    "Normal",
+    "Quantized",
+    "Sampler",
+    "Uniform",
     "choice",
     "grid_search",
     "lograndint",
@@ -43,12 +67,38 @@ __all__ = [
 ]
 
 
-class Domain(abc.ABC):
-    """Something a config value is sampled from, once per trial (Ray Tune's ``Domain``)."""
+class Domain:
+    """Something a config value is sampled from, once per trial (Ray Tune's ``Domain``).
 
-    @abc.abstractmethod
-    def _draw(self, rng: random.Random) -> Any:
-        """Draw one value with ``rng`` (what the variant generator calls)."""
+    A domain holds the allowed values (a range, a list) and at most one :class:`Sampler`
+    (``sampler``; None until one is chosen, then ``default_sampler_cls()`` is used).
+    """
+
+    sampler: Sampler | None = None
+    default_sampler_cls: type[Sampler] = Uniform
+
+    def cast(self, value: Any) -> Any:
+        """``value`` as this domain's type."""
+        return value
+
+    def set_sampler(self, sampler: Sampler, allow_override: bool = False) -> None:
+        """Choose how values are drawn; a second sampler needs ``allow_override=True``.
+
+        Raises:
+            ValueError: ``sampler`` is not a Sampler, or one is set already.
+        """
+        if not isinstance(sampler, Sampler):
+            raise ValueError(f"set_sampler() takes a Sampler instance, got {sampler!r}")
+        if self.sampler is not None and not allow_override:
+            raise ValueError(
+                "You can only choose one sampler for parameter domains. Existing sampler "
+                f"for parameter {type(self).__name__}: {self.sampler}. Tried to add {sampler}"
+            )
+        self.sampler = sampler
+
+    def get_sampler(self) -> Sampler:
+        """The sampler set, else a new ``default_sampler_cls()``."""
+        return self.sampler if self.sampler is not None else self.default_sampler_cls()
 
     def sample(
         self, config: Any = None, size: int = 1, random_state: Any = None
@@ -66,16 +116,25 @@ class Domain(abc.ABC):
             config, random_state = None, config
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ValueError(f"size must be a positive int, got {size!r}")
-        rng = _rng(random_state)
-        values = [self._draw_with(config, rng) for _ in range(size)]
+        if isinstance(self.sampler, Grid):
+            self.sampler.sample(self)  # raises: a grid is expanded, not drawn
+        rng = as_rng(random_state)
+        if isinstance(config, list):  # Ray: one config per value
+            values = [self._draw_with(c, rng) for c in config[:size]]
+        else:
+            values = [self._draw_with(config, rng) for _ in range(size)]
         return values[0] if size == 1 else values
+
+    def _draw(self, rng: random.Random) -> Any:
+        """Draw one value with ``rng`` (what the variant generator calls)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot be drawn from")
 
     def _draw_with(self, config: Any, rng: random.Random) -> Any:
         return self._draw(rng)
 
     def is_grid(self) -> bool:
-        """False: a grid is ``tune.grid_search``'s marker, not a domain."""
-        return False
+        """Whether every value is tried in turn (a ``Grid`` sampler, as ``.grid()`` sets)."""
+        return isinstance(self.sampler, Grid)
 
     def is_function(self) -> bool:
         """Whether this is a ``sample_from`` domain."""
@@ -88,42 +147,25 @@ class Domain(abc.ABC):
     @property
     def domain_str(self) -> str:
         """The domain as text (Ray's ``domain_str``)."""
-        return repr(self)
-
-
-def _rng(random_state: Any) -> random.Random:
-    if random_state is None:
-        return random._inst  # the module-level generator
-    if isinstance(random_state, random.Random):
-        return random_state
-    if isinstance(random_state, int) and not isinstance(random_state, bool):
-        return random.Random(random_state)
-    integers = getattr(random_state, "integers", None) or getattr(random_state, "randint", None)
-    if callable(integers):  # numpy Generator / RandomState: seed ours from it
-        return random.Random(int(integers(0, 2**31 - 1)))
-    raise ValueError(
-        "random_state must be None, an int seed, a random.Random or a numpy "
-        f"Generator/RandomState, got {random_state!r}"
-    )
+        return "(unknown)"
 
 
 def _number(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        raise ValueError(f"{name} must be a number, got {value!r}")
     return float(value)
 
 
-def _check_q(q: float | None) -> float | None:
-    if q is None:
-        return None
-    q = _number("q", q)
-    if q <= 0:
-        raise ValueError(f"q (the quantum) must be positive, got {q!r}")
+def _check_q(q: float) -> float:
+    if isinstance(q, bool) or not isinstance(q, int | float) or not math.isfinite(q) or q <= 0:
+        raise ValueError(f"q (the quantum) must be a positive number, got {q!r}")
     return q
 
 
 def _quantize(value: float, lower: float, upper: float, q: float) -> float:
     """The multiple of ``q`` nearest ``value`` that lies in ``[lower, upper]``."""
+    if not (math.isfinite(lower) and math.isfinite(upper)):
+        return round(value / q) * q
     low_k, high_k = math.ceil(lower / q - 1e-9), math.floor(upper / q + 1e-9)
     if low_k > high_k:
         raise ValueError(f"no multiple of q={q} lies in [{lower}, {upper}]")
@@ -131,47 +173,129 @@ def _quantize(value: float, lower: float, upper: float, q: float) -> float:
     return k * q
 
 
+def _check_divisible(lower: float, upper: float, q: float) -> None:
+    for name, bound in (("lower", lower), ("upper", upper)):
+        if math.isfinite(bound) and not math.isclose(bound / q, round(bound / q)):
+            raise ValueError(
+                f"Your {name} variable bound {bound} is not divisible by quantization "
+                f"factor {q}: give bounds that are multiples of q"
+            )
+
+
+def _log_bounds_error(lower: float, upper: float) -> ValueError:
+    return ValueError(
+        f"LogUniform requires a lower bound greater than 0 (lower > 0) and a finite upper "
+        f"bound, got "
+        f"lower={lower}, upper={upper}. Did you pass a variable that has been "
+        "log-transformed? If so, pass the non-transformed value instead."
+    )
+
+
 class Float(Domain):
-    """A float from ``[lower, upper)``: uniform, log-uniform, or normal; optionally quantized."""
+    """A float from ``[lower, upper]`` (``None`` is unbounded): drawn uniformly (the
+    default), log-uniformly, or from a normal distribution; optionally quantized."""
 
     def __init__(
         self,
-        lower: float,
-        upper: float,
+        lower: float | None,
+        upper: float | None,
         *,
         log_base: float | None = None,
         q: float | None = None,
     ) -> None:
-        self.lower, self.upper = _number("lower", lower), _number("upper", upper)
+        self.lower = -math.inf if lower is None else _number("lower", lower)
+        self.upper = math.inf if upper is None else _number("upper", upper)
         if self.lower >= self.upper:
             raise ValueError(f"lower must be below upper, got lower={lower!r}, upper={upper!r}")
-        if log_base is not None and self.lower <= 0:
-            raise ValueError(f"a log-uniform domain needs lower > 0, got lower={lower!r}")
-        self.log_base = log_base
-        self.q = _check_q(q)
+        if log_base is not None:
+            self._set_log()
+        if q is not None:
+            self._set_quantized(q)
+
+    def cast(self, value: Any) -> float:
+        return float(value)
+
+    @property
+    def log_base(self) -> float | None:
+        """10 when values are drawn log-uniformly, else None."""
+        return 10 if isinstance(base_sampler(self.get_sampler()), LogUniform) else None
+
+    @property
+    def q(self) -> float | None:
+        """The quantum of a quantized domain, else None."""
+        return quantum(self.get_sampler())
+
+    @property
+    def mean(self) -> float:
+        """The mean of a normally sampled domain."""
+        return self._normal().mean
+
+    @property
+    def sd(self) -> float:
+        """The standard deviation of a normally sampled domain."""
+        return self._normal().sd
+
+    def _normal(self) -> Normal:
+        sampler = base_sampler(self.get_sampler())
+        if not isinstance(sampler, Normal):
+            raise AttributeError(f"{self!r} is not normally sampled: it has no mean or sd")
+        return sampler
 
     def _draw(self, rng: random.Random) -> float:
-        if self.log_base is None:
-            value = rng.uniform(self.lower, self.upper)
+        sampler = base_sampler(self.get_sampler())
+        if isinstance(sampler, Normal):
+            value = rng.gauss(sampler.mean, sampler.sd)
+        elif not (math.isfinite(self.lower) and math.isfinite(self.upper)):
+            raise ValueError(f"{self!r} is unbounded: give bounds, or sample with .normal()")
+        elif isinstance(sampler, LogUniform):
+            value = math.exp(rng.uniform(math.log(self.lower), math.log(self.upper)))
         else:
-            lo, hi = math.log(self.lower), math.log(self.upper)
-            value = math.exp(rng.uniform(lo, hi))
-        if self.q is not None:
-            value = _quantize(value, self.lower, self.upper, self.q)
-        return value
+            value = rng.uniform(self.lower, self.upper)
+        q = self.q
+        return float(_quantize(value, self.lower, self.upper, q)) if q is not None else value
+
+    def _copy_with(self, sampler: Sampler, allow_override: bool = False) -> Float:
+        new = copy.copy(self)
+        new.set_sampler(sampler, allow_override=allow_override)
+        return new
 
     def uniform(self) -> Float:
-        """This range, sampled uniformly (Ray's ``Float.uniform()``)."""
-        return Float(self.lower, self.upper, q=self.q)
+        """This range, drawn uniformly (Ray's ``Float.uniform()``); needs both bounds."""
+        for name, bound in (("lower", self.lower), ("upper", self.upper)):
+            if not math.isfinite(bound):
+                raise ValueError(
+                    f"Uniform requires a {name} bound. Make sure to set the `{name}` "
+                    "parameter of `Float()`."
+                )
+        return self._copy_with(Uniform())
 
-    def loguniform(self, base: float | None = None) -> Float:
-        """This range, sampled log-uniformly (``base`` is deprecated, as in Ray)."""
-        _warn_for_base(base)
-        return Float(self.lower, self.upper, log_base=10, q=self.q)
+    def _set_log(self) -> None:
+        if not (self.lower > 0 and math.isfinite(self.upper)):
+            raise _log_bounds_error(self.lower, self.upper)
+        self.set_sampler(LogUniform())
+
+    def loguniform(self, base: object = MISSING) -> Float:
+        """This range, drawn log-uniformly; ``lower > 0`` (``base`` is deprecated, as in Ray)."""
+        if base is not MISSING:
+            warn_for_base()
+        new = copy.copy(self)
+        new._set_log()
+        return new
+
+    def normal(self, mean: float = 0.0, sd: float = 1.0) -> Float:
+        """Values from ``N(mean, sd)`` (Ray's ``Float.normal()``; for ``Float(None, None)``)."""
+        return self._copy_with(Normal(mean, sd))
+
+    def _set_quantized(self, q: float) -> None:
+        q = _check_q(q)
+        _check_divisible(self.lower, self.upper, q)
+        self.set_sampler(Quantized(self.get_sampler(), q), allow_override=True)
 
     def quantized(self, q: float) -> Float:
-        """This domain with values rounded to multiples of ``q``."""
-        return Float(self.lower, self.upper, log_base=self.log_base, q=q)
+        """This domain with values rounded to multiples of ``q`` (bounds must be multiples)."""
+        new = copy.copy(self)
+        new._set_quantized(q)
+        return new
 
     def is_valid(self, value: Any) -> bool:
         return isinstance(value, int | float) and self.lower <= value <= self.upper
@@ -181,39 +305,24 @@ class Float(Domain):
         return f"({self.lower}, {self.upper})"
 
     def __repr__(self) -> str:
-        kind = "loguniform" if self.log_base is not None else "uniform"
+        sampler = base_sampler(self.get_sampler())
         q = f", q={self.q}" if self.q is not None else ""
+        if isinstance(sampler, Normal):
+            return f"randn({sampler.mean}, {sampler.sd}{q})"
+        kind = "loguniform" if isinstance(sampler, LogUniform) else "uniform"
         return f"{kind}({self.lower}, {self.upper}{q})"
 
 
-class Normal(Domain):
-    """A float from a normal distribution, optionally quantized."""
-
-    def __init__(self, mean: float, sd: float, q: float | None = None) -> None:
-        self.mean, self.sd = _number("mean", mean), _number("sd", sd)
-        if self.sd <= 0:
-            raise ValueError(f"sd must be positive, got {sd!r}")
-        self.q = _check_q(q)
-
-    def _draw(self, rng: random.Random) -> float:
-        value = rng.gauss(self.mean, self.sd)
-        if self.q is not None:
-            value = round(value / self.q) * self.q
-        return value
-
-    def quantized(self, q: float) -> Normal:
-        """This distribution with values rounded to multiples of ``q``."""
-        return Normal(self.mean, self.sd, q=q)
-
-    def is_valid(self, value: Any) -> bool:
-        return isinstance(value, int | float)
-
-    def __repr__(self) -> str:
-        return f"randn({self.mean}, {self.sd})"
+def is_normal(domain: Domain) -> TypeGuard[Float]:
+    """Whether ``domain`` is drawn from a normal distribution (``tune.randn``)."""
+    return isinstance(domain, Float) and isinstance(base_sampler(domain.get_sampler()), Normal)
 
 
 class Integer(Domain):
-    """An int from ``[lower, upper)`` (uniform or log-uniform), optionally a multiple of ``q``."""
+    """An int from ``[lower, upper)`` (uniform or log-uniform), optionally a multiple of ``q``.
+
+    ``qrandint``'s upper bound is included, as in Ray: it is kept here as ``upper + 1``.
+    """
 
     def __init__(self, lower: int, upper: int, *, log: bool = False, q: int | None = None) -> None:
         for name, value in (("lower", lower), ("upper", upper)):
@@ -221,11 +330,25 @@ class Integer(Domain):
                 raise ValueError(f"{name} must be an int, got {value!r}")
         if lower >= upper:
             raise ValueError(f"lower must be below upper, got lower={lower!r}, upper={upper!r}")
-        if log and lower <= 0:
-            raise ValueError(f"a log-uniform integer domain needs lower > 0, got {lower!r}")
-        if q is not None and (isinstance(q, bool) or not isinstance(q, int) or q <= 0):
-            raise ValueError(f"q must be a positive int, got {q!r}")
-        self.lower, self.upper, self.log, self.q = lower, upper, log, q
+        self.lower, self.upper = lower, upper
+        if log:
+            self._set_log()
+        if q is not None:
+            self._set_quantized(q)
+
+    def cast(self, value: Any) -> int:
+        return int(value)
+
+    @property
+    def log(self) -> bool:
+        """Whether values are drawn log-uniformly."""
+        return isinstance(base_sampler(self.get_sampler()), LogUniform)
+
+    @property
+    def q(self) -> int | None:
+        """The quantum of a quantized domain, else None."""
+        q = quantum(self.get_sampler())
+        return None if q is None else int(q)
 
     def _draw(self, rng: random.Random) -> int:
         if self.log:
@@ -238,17 +361,34 @@ class Integer(Domain):
         return value
 
     def uniform(self) -> Integer:
-        """This range, sampled uniformly (Ray's ``Integer.uniform()``)."""
-        return Integer(self.lower, self.upper, q=self.q)
+        """This range, drawn uniformly (Ray's ``Integer.uniform()``)."""
+        new = copy.copy(self)
+        new.set_sampler(Uniform())
+        return new
 
-    def loguniform(self, base: float | None = None) -> Integer:
-        """This range, sampled log-uniformly (``base`` is deprecated, as in Ray)."""
-        _warn_for_base(base)
-        return Integer(self.lower, self.upper, log=True, q=self.q)
+    def _set_log(self) -> None:
+        if self.lower <= 0:
+            raise _log_bounds_error(self.lower, self.upper)
+        self.set_sampler(LogUniform())
+
+    def loguniform(self, base: object = MISSING) -> Integer:
+        """This range, drawn log-uniformly; ``lower > 0`` (``base`` is deprecated, as in Ray)."""
+        if base is not MISSING:
+            warn_for_base()
+        new = copy.copy(self)
+        new._set_log()
+        return new
+
+    def _set_quantized(self, q: int) -> None:
+        if isinstance(q, bool) or not isinstance(q, int) or q <= 0:
+            raise ValueError(f"q must be a positive int, got {q!r}")
+        self.set_sampler(Quantized(self.get_sampler(), q), allow_override=True)
 
     def quantized(self, q: int) -> Integer:
-        """This domain with values that are multiples of ``q``."""
-        return Integer(self.lower, self.upper, log=self.log, q=q)
+        """This domain with values that are multiples of ``q`` in ``[lower, upper)``."""
+        new = copy.copy(self)
+        new._set_quantized(q)
+        return new
 
     def is_valid(self, value: Any) -> bool:
         # Ray's rule: both bounds included (randint's upper too); qrandint's upper, which
@@ -266,7 +406,7 @@ class Integer(Domain):
 
 
 class Categorical(Domain):
-    """One of a list of values, each equally likely."""
+    """One of a list of values, each equally likely (or every one in turn, ``.grid()``)."""
 
     def __init__(self, categories: Sequence[Any]) -> None:
         if isinstance(categories, str | bytes) or not isinstance(categories, Sequence):
@@ -279,12 +419,17 @@ class Categorical(Domain):
         return self.categories[rng.randrange(len(self.categories))]
 
     def uniform(self) -> Categorical:
-        """Each value equally likely (what it already is; Ray's ``Categorical.uniform()``)."""
-        return self
+        """A copy drawn with each value equally likely (Ray's ``Categorical.uniform()``)."""
+        new = copy.copy(self)
+        new.set_sampler(Uniform())
+        return new
 
-    def grid(self) -> dict[str, list[Any]]:
-        """Every value in turn (Ray's ``Categorical.grid()``): ``grid_search(categories)``."""
-        return grid_search(self.categories)
+    def grid(self) -> Categorical:
+        """A copy that tries every value in turn (Ray's ``Categorical.grid()``), as
+        ``grid_search(categories)`` does."""
+        new = copy.copy(self)
+        new.set_sampler(Grid())
+        return new
 
     def is_valid(self, value: Any) -> bool:
         return value in self.categories
@@ -303,29 +448,54 @@ class Categorical(Domain):
         return f"choice({self.categories!r})"
 
 
+class _AttrDict(dict[str, Any]):
+    """A dict that also reads its keys as attributes (``config.lr``), as in Ray."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            value = self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+        return _AttrDict(value) if isinstance(value, dict) else value
+
+
+class SampleConfig(_AttrDict):
+    """What a ``sample_from`` function receives: the config being built, as in Ray 2.60
+    (``lambda config: config["lr"] * 10`` or ``config.lr``). The older spelling
+    ``lambda spec: spec.config.lr`` works too: ``.config`` is the config itself, unless
+    the config has a key ``"config"`` of its own (then that key's value)."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "config" and "config" not in self:
+            return self
+        return super().__getattr__(name)
+
+
 class Function(Domain):
     """A value computed by ``func(config)`` after every other domain of the config is
     resolved, so a value may depend on others: ``sample_from(lambda config: config["lr"] *
     10)`` (or ``config.lr``), as in Ray 2.60. The older ``lambda spec: spec.config.lr``
     works too, and a function of no argument is called without one.
+
+    Raises:
+        ValueError: ``func`` is not callable, or takes neither zero nor one argument.
     """
+
+    default_sampler_cls = BaseSampler
 
     def __init__(self, func: Callable[..., Any]) -> None:
         if not callable(func):
             raise ValueError(f"sample_from() takes a callable, got {func!r}")
+        self.pass_config = _takes_config(func)
         self.func = func
 
     def _draw(self, rng: random.Random) -> Any:
-        raise TypeError("a sample_from() domain is resolved with the config; see resolve()")
+        return self._draw_with(None, rng)
 
     def _draw_with(self, config: Any, rng: random.Random) -> Any:
-        try:
-            inspect.signature(self.func).bind({})
-        except TypeError:
-            return self.func()  # takes no config
-        except ValueError:
-            pass  # no signature to read: pass the config
-        return self.func(dict(config or {}))
+        if not self.pass_config:
+            return self.func()
+        return self.func(SampleConfig(dict(config or {})))
 
     @property
     def domain_str(self) -> str:
@@ -338,79 +508,92 @@ class Function(Domain):
         return f"sample_from({getattr(self.func, '__name__', self.func)!r})"
 
 
+def _takes_config(func: Callable[..., Any]) -> bool:
+    try:
+        signature = inspect.signature(func)
+    except ValueError:
+        return True  # no signature to read (a builtin): pass the config
+    try:
+        signature.bind({})
+        return True
+    except TypeError:
+        pass
+    try:
+        signature.bind()
+    except TypeError:
+        raise ValueError(
+            f"The function passed to sample_from() ({func!r}) must be callable with either "
+            "0 or 1 parameters (the config)"
+        ) from None
+    return False
+
+
 def uniform(lower: float, upper: float) -> Float:
-    """A float drawn uniformly from ``[lower, upper)``."""
-    return Float(lower, upper)
+    """A float drawn uniformly from ``[lower, upper)``: ``Float(lower, upper).uniform()``."""
+    return Float(lower, upper).uniform()
 
 
 def quniform(lower: float, upper: float, q: float) -> Float:
-    """A uniform float rounded to a multiple of ``q`` within ``[lower, upper]``."""
-    return Float(lower, upper, q=q)
+    """A uniform float rounded to a multiple of ``q`` within ``[lower, upper]`` (both
+    bounds multiples of ``q``, as Ray requires)."""
+    return Float(lower, upper).uniform().quantized(q)
 
 
-def _warn_for_base(base: float | None) -> None:
-    if base is not None:
-        warnings.warn(
-            "the base argument is deprecated (as in Ray): it does not change the "
-            "distribution; remove it",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-
-
-def loguniform(lower: float, upper: float, base: float | None = None) -> Float:
+def loguniform(lower: float, upper: float, base: object = MISSING) -> Float:
     """A float whose logarithm is uniform in ``[log(lower), log(upper))``; ``lower > 0``.
     ``base`` is deprecated, as in Ray (it does not change the distribution)."""
-    _warn_for_base(base)
-    return Float(lower, upper, log_base=10)
+    if base is not MISSING:
+        warn_for_base()
+    return Float(lower, upper).loguniform()
 
 
-def qloguniform(
-    lower: float, upper: float, q: float, base: float | None = None
-) -> Float:
+def qloguniform(lower: float, upper: float, q: float, base: object = MISSING) -> Float:
     """A log-uniform float rounded to a multiple of ``q`` within ``[lower, upper]``;
     ``base`` is deprecated, as in Ray."""
-    _warn_for_base(base)
-    return Float(lower, upper, log_base=10, q=q)
+    if base is not MISSING:
+        warn_for_base()
+    return Float(lower, upper).loguniform().quantized(q)
 
 
 def randint(lower: int, upper: int) -> Integer:
     """An int drawn uniformly from ``[lower, upper)`` (``upper`` excluded, as in Ray)."""
-    return Integer(lower, upper)
+    return Integer(lower, upper).uniform()
 
 
 def qrandint(lower: int, upper: int, q: int = 1) -> Integer:
     """A multiple of ``q`` drawn uniformly from ``[lower, upper]`` (``upper`` included)."""
-    return Integer(lower, upper + 1, q=q)
+    return Integer(lower, upper + 1).uniform().quantized(q)
 
 
-def lograndint(lower: int, upper: int, base: float | None = None) -> Integer:
+def lograndint(lower: int, upper: int, base: object = MISSING) -> Integer:
     """An int whose logarithm is uniform, from ``[lower, upper)``; ``lower > 0``.
     ``base`` is deprecated, as in Ray (it does not change the distribution)."""
-    _warn_for_base(base)
-    return Integer(lower, upper, log=True)
+    if base is not MISSING:
+        warn_for_base()
+    return Integer(lower, upper).loguniform()
 
 
-def qlograndint(lower: int, upper: int, q: int, base: float | None = None) -> Integer:
+def qlograndint(lower: int, upper: int, q: int, base: object = MISSING) -> Integer:
     """A multiple of ``q`` whose logarithm is uniform, from ``[lower, upper]`` (``upper``
     included, as in Ray); ``lower > 0``. ``base`` is deprecated, as in Ray."""
-    _warn_for_base(base)
-    return Integer(lower, upper + 1, log=True, q=q)
+    if base is not MISSING:
+        warn_for_base()
+    return Integer(lower, upper + 1).loguniform().quantized(q)
 
 
-def randn(mean: float = 0.0, sd: float = 1.0) -> Normal:
-    """A float from the normal distribution ``N(mean, sd)``."""
-    return Normal(mean, sd)
+def randn(mean: float = 0.0, sd: float = 1.0) -> Float:
+    """A float from the normal distribution ``N(mean, sd)``: ``Float(None, None).normal()``."""
+    return Float(None, None).normal(mean, sd)
 
 
-def qrandn(mean: float, sd: float, q: float) -> Normal:
+def qrandn(mean: float, sd: float, q: float) -> Float:
     """A normal float rounded to a multiple of ``q``."""
-    return Normal(mean, sd, q=q)
+    return Float(None, None).normal(mean, sd).quantized(q)
 
 
 def choice(categories: Sequence[Any]) -> Categorical:
-    """One of ``categories``, each equally likely."""
-    return Categorical(categories)
+    """One of ``categories``, each equally likely: ``Categorical(categories).uniform()``."""
+    return Categorical(categories).uniform()
 
 
 def sample_from(func: Callable[..., Any]) -> Function:

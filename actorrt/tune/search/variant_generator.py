@@ -1,31 +1,42 @@
 """Turning a ``param_space`` into concrete trial configs.
 
 A param space is a nested structure of dicts and lists whose leaves are plain values,
-:class:`~actorrt.tune.Domain`\\ s, or grid markers ``{"grid_search": [...]}``. One *sample*
-expands every grid marker (the cartesian product, the last grid in the space varying fastest)
-and, for each grid point, draws every domain once. ``sample_from`` functions run last, in
-rounds, so one may read values that others produce.
+:class:`~actorrt.tune.Domain`\\ s, or grids (``{"grid_search": [...]}`` markers, or
+``Categorical(...).grid()``). One *sample* expands every grid (the cartesian product, the
+last grid in the space varying fastest) and, for each grid point, draws every domain once.
+``sample_from`` functions run last, in rounds, so one may read values that others produce.
+:func:`generate_variants` is Ray's generator of ``(resolved_vars, spec)`` pairs over the same.
 """
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-from .sample import Domain, Function
+from ._samplers import as_rng
+from .sample import Categorical, Domain, Function, SampleConfig, grid_search
 
 Path = tuple[Any, ...]
 
-__all__ = ["count_grid_points", "resolve_variants"]
+__all__ = ["count_grid_points", "generate_variants", "grid_search", "resolve_variants"]
 
 _SAMPLE_FROM_ROUNDS = 10
 
 
 def _is_grid(value: Any) -> bool:
+    if isinstance(value, Domain):
+        return value.is_grid()
     return isinstance(value, dict) and len(value) == 1 and "grid_search" in value
+
+
+def _grid_values(value: Any) -> Any:
+    if isinstance(value, Categorical):
+        return value.categories
+    if isinstance(value, Domain):
+        raise ValueError(f"only a Categorical domain can be a grid, got {value!r} with Grid()")
+    return value["grid_search"]
 
 
 def _walk(space: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
@@ -72,7 +83,7 @@ def _grid_axes(space: Any) -> list[tuple[Path, list[Any]]]:
     axes = []
     for path, value in _walk(space):
         if _is_grid(value):
-            values = value["grid_search"]
+            values = _grid_values(value)
             if not isinstance(values, list | tuple) or not values:
                 raise ValueError(
                     f"grid_search at {'/'.join(map(str, path))} needs a non-empty list, "
@@ -90,45 +101,9 @@ def count_grid_points(space: dict[str, Any]) -> int:
     return total
 
 
-class _AttrDict(dict[str, Any]):
-    """A dict that also reads its keys as attributes (``config.lr``), as in Ray."""
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            value = self[name]
-        except KeyError:
-            raise AttributeError(name) from None
-        return _AttrDict(value) if isinstance(value, dict) else value
-
-
-class _SampleConfig(_AttrDict):
-    """What a ``sample_from`` function receives: the config being built, as in Ray 2.60
-    (``lambda config: config["lr"] * 10`` or ``config.lr``). The older spelling
-    ``lambda spec: spec.config.lr`` works too: ``.config`` is the config itself, unless
-    the config has a key ``"config"`` of its own (then that key's value)."""
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "config" and "config" not in self:
-            return self
-        return super().__getattr__(name)
-
-
-def _call(func: Callable[..., Any], config: dict[str, Any]) -> Any:
-    """``func(config)``, or ``func()`` for a function of no arguments (as Ray allows)."""
-    try:
-        inspect.signature(func).bind(None)
-    except TypeError:
-        try:
-            inspect.signature(func).bind()
-        except TypeError:
-            raise ValueError(
-                f"sample_from({func!r}): the function must take the config as its one "
-                "argument (or no argument)"
-            ) from None
-        return func()
-    except ValueError:  # no signature to read (a builtin): pass the config
-        pass
-    return func(_SampleConfig(config))
+def _call(fn: Function, config: dict[str, Any]) -> Any:
+    """``fn.func(config)``, or ``fn.func()`` for a function of no arguments (as Ray allows)."""
+    return fn.func(SampleConfig(config)) if fn.pass_config else fn.func()
 
 
 def _resolve_functions(config: dict[str, Any], functions: list[tuple[Path, Function]]) -> None:
@@ -140,7 +115,7 @@ def _resolve_functions(config: dict[str, Any], functions: list[tuple[Path, Funct
         errors: list[BaseException] = []
         for path, fn in left:
             try:
-                value = _call(fn.func, config)
+                value = _call(fn, config)
             except (AttributeError, KeyError, TypeError) as exc:
                 # It may read a value another sample_from has not produced yet.
                 retry.append((path, fn))
@@ -197,3 +172,44 @@ def resolve_variants(space: dict[str, Any], rng: random.Random) -> Iterator[dict
         if not isinstance(config, dict):
             raise TypeError(f"param_space must be a dict, got {type(space).__name__}")
         yield config
+
+
+def generate_variants(
+    unresolved_spec: dict[str, Any],
+    constant_grid_search: bool = False,
+    random_state: Any = None,
+) -> Iterator[tuple[dict[Path, Any], dict[str, Any]]]:
+    """Every variant of ``unresolved_spec``, as Ray's ``generate_variants``: pairs of
+    ``(resolved_vars, spec)``, where ``spec`` is a resolved copy (one per grid point, the
+    first grid in sorted path order varying fastest) and ``resolved_vars`` maps the path of
+    each grid and domain, a tuple of keys, to the value it took.
+
+    A ``sample_from`` function gets the whole spec being resolved, so one in
+    ``{"config": {...}}`` reads ``spec.config.x``.
+
+    Args:
+        unresolved_spec: a dict of plain values, domains and grids.
+        constant_grid_search: draw the random domains once and keep them for every grid
+            point (those that depend on a grid value are drawn per point).
+        random_state: an int seed, a ``random.Random``, a numpy generator, or None.
+
+    Raises:
+        ValueError: ``unresolved_spec`` is not a dict, or a domain cannot be resolved.
+    """
+    if not isinstance(unresolved_spec, dict):
+        raise ValueError(
+            f"generate_variants() takes a dict spec, got {type(unresolved_spec).__name__}"
+        )
+    rng = as_rng(random_state)
+    axes = sorted(_grid_axes(unresolved_spec), key=lambda axis: tuple(map(str, axis[0])))
+    searched = [path for path, value in _walk(unresolved_spec) if isinstance(value, Domain)]
+    paths = [path for path, _ in axes]
+    seed = rng.random()
+    # Ray's order: the first grid (sorted by path) varies fastest.
+    for combo in itertools.product(*(values for _, values in reversed(axes))):
+        point = dict(zip(reversed(paths), combo, strict=True))
+        draw = random.Random(seed) if constant_grid_search else rng
+        spec = resolve_one(unresolved_spec, point, draw)
+        resolved = {path: _get(spec, path) for path in paths}
+        resolved.update((path, _get(spec, path)) for path in searched if path not in point)
+        yield resolved, spec

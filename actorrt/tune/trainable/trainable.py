@@ -25,8 +25,52 @@ if TYPE_CHECKING:
 
 # A dict returned by save_checkpoint is pickled into this file of the checkpoint folder.
 DICT_CHECKPOINT_FILE = "_dict_checkpoint.pkl"
+# A path returned by save_checkpoint (Ray allows one inside checkpoint_dir) is kept here,
+# relative to the folder, so load_checkpoint gets it wherever the folder has moved.
+PATH_CHECKPOINT_FILE = "_path_checkpoint.txt"
 
 __all__ = ["Trainable"]
+
+
+def store_state(folder: str, state: Any) -> None:
+    """Keep what ``save_checkpoint(folder)`` returned: None, a dict, or a path in ``folder``.
+
+    Raises:
+        ValueError: a returned path lies outside ``folder``, or the value is of another type.
+    """
+    if state is None:
+        return
+    if isinstance(state, str | os.PathLike):
+        relative = os.path.relpath(os.fspath(state), folder)
+        if relative == ".." or relative.startswith(".." + os.sep) or os.path.isabs(relative):
+            raise ValueError(
+                f"save_checkpoint returned the path {os.fspath(state)!r}, which is not inside "
+                f"its checkpoint_dir {folder!r}: return None, a dict, or a path inside it"
+            )
+        with open(os.path.join(folder, PATH_CHECKPOINT_FILE), "w") as f:
+            f.write(relative)
+        return
+    if not isinstance(state, Mapping):
+        raise ValueError(
+            f"save_checkpoint must return None, a dict or a path inside checkpoint_dir, "
+            f"got {type(state).__name__}: {state!r}"
+        )
+    with open(os.path.join(folder, DICT_CHECKPOINT_FILE), "wb") as f:
+        pickle.dump(state, f)
+
+
+def load_state(folder: str) -> Any:
+    """What ``load_checkpoint`` gets for a checkpoint ``folder``: the dict or path that
+    ``save_checkpoint`` returned, else the folder."""
+    blob = os.path.join(folder, DICT_CHECKPOINT_FILE)
+    if os.path.exists(blob):
+        with open(blob, "rb") as f:
+            return pickle.load(f)
+    marker = os.path.join(folder, PATH_CHECKPOINT_FILE)
+    if os.path.exists(marker):
+        with open(marker) as f:
+            return os.path.join(folder, f.read())
+    return folder
 
 
 class Trainable:
@@ -78,7 +122,7 @@ class Trainable:
         ``should_checkpoint: True`` to have a checkpoint taken after this iteration."""
         raise NotImplementedError(f"{type(self).__name__} must override step()")
 
-    def save_checkpoint(self, checkpoint_dir: str) -> dict[str, Any] | None:
+    def save_checkpoint(self, checkpoint_dir: str) -> dict[str, Any] | str | None:
         """Save the state into ``checkpoint_dir`` (or return a dict, pickled for you)."""
         return None
 
@@ -126,10 +170,7 @@ class Trainable:
         internal result object that its ``restore`` takes; here it is a ``Checkpoint``.)"""
         folder = checkpoint_dir or tempfile.mkdtemp(prefix="checkpoint_")
         os.makedirs(folder, exist_ok=True)
-        state = self.save_checkpoint(folder)
-        if state is not None:
-            with open(os.path.join(folder, DICT_CHECKPOINT_FILE), "wb") as f:
-                pickle.dump(state, f)
+        store_state(folder, self.save_checkpoint(folder))
         return Checkpoint(folder)
 
     def restore(self, checkpoint: Checkpoint | str | os.PathLike[str]) -> None:
@@ -145,12 +186,7 @@ class Trainable:
             )
         if not os.path.isdir(folder):
             raise FileNotFoundError(f"restore(): {folder!r} is not a checkpoint folder")
-        blob = os.path.join(folder, DICT_CHECKPOINT_FILE)
-        if os.path.exists(blob):
-            with open(blob, "rb") as f:
-                self.load_checkpoint(pickle.load(f))
-        else:
-            self.load_checkpoint(folder)
+        self.load_checkpoint(load_state(folder))
 
     def stop(self) -> None:
         """Release the trainable: calls :meth:`cleanup` (Ray's ``Trainable.stop()``)."""

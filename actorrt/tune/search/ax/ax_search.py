@@ -17,7 +17,7 @@ from typing import Any
 
 from ..._controller._storage import flatten
 from .._library_search import LibrarySearcher, domains_of, import_library, unflatten
-from ..sample import Categorical, Float, Integer
+from ..sample import Categorical, Float, Integer, is_normal
 from ..variant_generator import _walk
 
 __all__ = ["AxSearch"]
@@ -133,7 +133,7 @@ class AxSearch(LibrarySearcher):
                     "AxSearch searches %s without its quantisation (as in Ray): Ax has none",
                     name,
                 )
-            if isinstance(domain, Float):
+            if isinstance(domain, Float) and not is_normal(domain):
                 searched.append({
                     "name": name, "type": "range", "value_type": "float",
                     "bounds": [float(domain.lower), float(domain.upper)],

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..._controller._storage import flatten
 from .._library_search import LibrarySearcher, domains_of, import_library, unflatten
-from ..sample import Float
+from ..sample import Float, is_normal
 from ..searcher import Searcher
 
 __all__ = ["BayesOptSearch"]
@@ -92,7 +92,7 @@ class BayesOptSearch(LibrarySearcher):
         """bayesian-optimization's bounds of a Tune param space: ``{"a/b": (lower, upper)}``."""
         bounds: dict[str, tuple[float, float]] = {}
         for name, domain in domains_of(spec, "BayesOptSearch"):
-            if not isinstance(domain, Float):
+            if not isinstance(domain, Float) or is_normal(domain):
                 raise ValueError(
                     f"BayesOptSearch searches floats only (as Ray's): {name}={domain!r} "
                     "cannot be searched; use tune.uniform, or another searcher"

@@ -28,7 +28,7 @@ from typing import Any
 from ..._controller._storage import flatten
 from .._library_search import LibrarySearcher, domains_of, import_library, unflatten
 from ..hyperopt.hyperopt_search import _plain
-from ..sample import Categorical, Float, Integer, Normal
+from ..sample import Categorical, Float, Integer, is_normal
 
 __all__ = ["TuneBOHB"]
 
@@ -119,6 +119,10 @@ class TuneBOHB(LibrarySearcher):
                     f"TuneBOHB cannot search {name}={domain!r}: ConfigSpace has no quantised "
                     "sampling"
                 )
+            if is_normal(domain):
+                raise ValueError(
+                    f"TuneBOHB cannot search {name}={domain!r}: give a bounded range"
+                )
             if isinstance(domain, Float):
                 params.append(cs.UniformFloatHyperparameter(
                     name, domain.lower, domain.upper, log=domain.log_base is not None
@@ -129,10 +133,6 @@ class TuneBOHB(LibrarySearcher):
                 ))
             elif isinstance(domain, Categorical):
                 params.append(cs.CategoricalHyperparameter(name, list(domain.categories)))
-            elif isinstance(domain, Normal):
-                raise ValueError(
-                    f"TuneBOHB cannot search {name}={domain!r}: give a bounded range"
-                )
             else:
                 raise ValueError(f"TuneBOHB cannot search {name}={domain!r}")
         space = cs.ConfigurationSpace()

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..._controller._storage import flatten
 from .._library_search import LibrarySearcher, domains_of, import_library, unflatten
-from ..sample import Categorical, Float, Integer, Normal
+from ..sample import Categorical, Float, Integer, is_normal
 
 __all__ = ["HyperOptSearch"]
 
@@ -85,7 +85,12 @@ class HyperOptSearch(LibrarySearcher):
         out: dict[str, Any] = {}
         for name, domain in domains_of(spec, "HyperOptSearch"):
             label = prefix + name
-            if isinstance(domain, Float):
+            if is_normal(domain):
+                out[name] = (
+                    hp.qnormal(label, domain.mean, domain.sd, domain.q) if domain.q
+                    else hp.normal(label, domain.mean, domain.sd)
+                )
+            elif isinstance(domain, Float):
                 if domain.log_base is not None:
                     low, high = math.log(domain.lower), math.log(domain.upper)
                     out[name] = (
@@ -96,11 +101,6 @@ class HyperOptSearch(LibrarySearcher):
                     out[name] = hp.quniform(label, domain.lower, domain.upper, domain.q)
                 else:
                     out[name] = hp.uniform(label, domain.lower, domain.upper)
-            elif isinstance(domain, Normal):
-                out[name] = (
-                    hp.qnormal(label, domain.mean, domain.sd, domain.q) if domain.q
-                    else hp.normal(label, domain.mean, domain.sd)
-                )
             elif isinstance(domain, Integer):
                 if domain.log:
                     expr = hp.qloguniform(

@@ -13,7 +13,7 @@ from typing import Any
 
 from .._library_search import LibrarySearcher, domains_of, import_library, unflatten
 from ..hyperopt.hyperopt_search import _plain
-from ..sample import Categorical, Float, Integer, Normal
+from ..sample import Categorical, Float, Integer, is_normal
 
 __all__ = ["NevergradSearch"]
 
@@ -88,7 +88,7 @@ class NevergradSearch(LibrarySearcher):
         params: dict[str, Any] = {}
         for name, domain in domains_of(spec, "NevergradSearch"):
             quantised = getattr(domain, "q", None) is not None
-            if quantised or isinstance(domain, Normal):
+            if quantised or is_normal(domain):
                 raise ValueError(
                     f"NevergradSearch cannot search {name}={domain!r}: Nevergrad has no "
                     "quantised or normal sampling (as in Ray)"

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..._controller._storage import flatten
 from .._library_search import import_library, param_name, unflatten
-from ..sample import Categorical, Domain, Float, Function, Integer, Normal
+from ..sample import Categorical, Domain, Float, Function, Integer, is_normal
 from ..searcher import Searcher, overlay
 from ..variant_generator import _copy_structure, _is_grid, _walk, resolve_one
 
@@ -74,6 +74,11 @@ def _convert(path: tuple[Any, ...], domain: Domain, optuna: Any) -> _Param:
     """The Optuna distribution of one Tune domain (``ValueError`` if it has none)."""
     dist = optuna.distributions
     name = param_name(path)
+    if is_normal(domain):
+        raise ValueError(
+            f"OptunaSearch cannot search {name}={domain!r}: Optuna has no normal "
+            "distribution; use tune.uniform or tune.loguniform over a range"
+        )
     if isinstance(domain, Float):
         if domain.q is not None and domain.log_base is not None:
             raise ValueError(
@@ -104,11 +109,6 @@ def _convert(path: tuple[Any, ...], domain: Domain, optuna: Any) -> _Param:
             return _Param(path, dist.CategoricalDistribution(domain.categories))
         indices = list(range(len(domain.categories)))
         return _Param(path, dist.CategoricalDistribution(indices), list(domain.categories))
-    if isinstance(domain, Normal):
-        raise ValueError(
-            f"OptunaSearch cannot search {name}={domain!r}: Optuna has no normal "
-            "distribution; use tune.uniform or tune.loguniform over a range"
-        )
     raise ValueError(f"OptunaSearch cannot search {name}={domain!r}: unknown domain")
 
 

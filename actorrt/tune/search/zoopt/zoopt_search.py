@@ -14,7 +14,7 @@ from typing import Any
 from ..._controller._storage import flatten
 from .._library_search import LibrarySearcher, domains_of, import_library, unflatten
 from ..hyperopt.hyperopt_search import _plain
-from ..sample import Categorical, Float, Integer
+from ..sample import Categorical, Float, Integer, is_normal
 from ..searcher import Searcher
 
 __all__ = ["ZOOptSearch"]
@@ -84,7 +84,7 @@ class ZOOptSearch(LibrarySearcher):
             plain = getattr(domain, "q", None) is None and not (
                 getattr(domain, "log_base", None) or getattr(domain, "log", False)
             )
-            if isinstance(domain, Float) and plain:
+            if isinstance(domain, Float) and plain and not is_normal(domain):
                 out[name] = (value_type.CONTINUOUS, [domain.lower, domain.upper], 1e-10)
             elif isinstance(domain, Integer) and plain:
                 out[name] = (value_type.DISCRETE, [domain.lower, domain.upper - 1], True)
