@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +32,26 @@ def iterations(result: Any) -> list[int]:
 # ------------------------------------------------------------------------- PBT and stop
 
 
+def meet_the_other_late_trial(gate: Path, lr: float) -> None:
+    """The two late (low-lr) trials of the PBT test run side by side, whatever the machine's
+    load: each waits at its start until the other has started too (the early trials hold
+    the two CPUs until they finish, so the second late one always comes)."""
+    if lr >= 0.5:
+        return
+    gate.mkdir(exist_ok=True)
+    (gate / str(lr)).touch()
+    deadline = time.monotonic() + 60
+    while len(list(gate.iterdir())) < 2:
+        assert time.monotonic() < deadline, "the other late trial never started"
+        time.sleep(0.01)
+
+
 def pbt_trainable(config: dict[str, Any]) -> None:
     """Ray's pbt_function shape: a score that grows with lr, a checkpoint every step."""
     step, score = 0, 0.0
     checkpoint = tune.get_checkpoint()
+    if checkpoint is None and "gate" in config:
+        meet_the_other_late_trial(Path(config["gate"]), config["lr"])
     if checkpoint is not None:
         with checkpoint.as_directory() as folder:
             state = json.loads(Path(folder, "state.json").read_text())
@@ -65,7 +82,9 @@ async def test_pbt_never_runs_a_trial_past_stop_nor_clones_a_finished_one(
     )
     grid = await tune.Tuner(
         pbt_trainable,
-        param_space={"lr": tune.grid_search([0.9, 0.8, 0.02, 0.01])},
+        param_space={
+            "lr": tune.grid_search([0.9, 0.8, 0.02, 0.01]), "gate": str(tmp_path / "gate"),
+        },
         tune_config=tune.TuneConfig(metric="score", mode="max", scheduler=pbt),
         run_config=tune.RunConfig(
             storage_path=str(tmp_path), stop={"training_iteration": 10}, verbose=0
