@@ -17,9 +17,9 @@ EXPECTED = {
 }
 # Ray's submodules (the layout is Ray's: tests/tune/test_ray_surface.py lists every path).
 SUBMODULES = {
-    "analysis", "callback", "context", "error", "execution", "experiment", "integration", "logger",
-    "progress_reporter", "result", "result_grid", "schedulers", "search", "stopper",
-    "trainable", "tune", "tune_config", "tuner", "utils",
+    "analysis", "callback", "context", "error", "examples", "execution", "experiment",
+    "integration", "logger", "progress_reporter", "result", "result_grid", "schedulers",
+    "search", "stopper", "trainable", "tune", "tune_config", "tuner", "utils",
 }
 
 
