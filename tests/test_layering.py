@@ -76,6 +76,7 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
             "actorrt.tune._worker._checkpoint_dirs",
             "actorrt.tune._worker._workdir",
             "actorrt.tune._worker._trial_log",
+            "actorrt.tune._worker._spec",
         ),
     ),
     (7.1, "tune.search", ("actorrt.tune.search", "actorrt.tune.schedulers")),

@@ -25,6 +25,7 @@ import actorrt
 from .._shared._checkpoint import Checkpoint
 from .._shared._trial_hook import set_trial_provider
 from ._worker._checkpoint_dirs import copy_checkpoint, write_checkpoint
+from ._worker._spec import TrialSpec
 from .trainable._resources import PlacementGroupFactory
 
 __all__ = ["StopTrial", "TuneContext", "get_checkpoint", "get_context", "report"]
@@ -43,28 +44,28 @@ class StopTrial(BaseException):
 class TuneContext:
     """What a trial can learn about itself (``tune.get_context()``)."""
 
-    def __init__(self, spec: Mapping[str, Any]) -> None:
+    def __init__(self, spec: TrialSpec) -> None:
         self._spec = spec
 
     def get_trial_id(self) -> str:
         """The trial's id (``"a1b2c_00003"``)."""
-        return str(self._spec["trial_id"])
+        return self._spec.trial_id
 
     def get_trial_name(self) -> str:
         """The trial's name (trainable name and id)."""
-        return str(self._spec["trial_name"])
+        return self._spec.trial_name
 
     def get_trial_dir(self) -> str:
         """The trial's folder in the experiment folder."""
-        return str(self._spec["trial_dir"])
+        return self._spec.trial_dir
 
     def get_experiment_name(self) -> str:
         """The experiment's name (``RunConfig(name)``)."""
-        return str(self._spec["experiment_name"])
+        return self._spec.experiment_name
 
     def get_trial_resources(self) -> PlacementGroupFactory:
         """What the trial reserved: its placement group factory."""
-        return PlacementGroupFactory(self._spec["bundles"], self._spec["strategy"])
+        return PlacementGroupFactory(self._spec.bundles, self._spec.strategy)
 
     def get_world_rank(self) -> int:
         """Always 0: a Tune trial is a single driver (Train's contexts have real ranks)."""
@@ -102,15 +103,15 @@ def _plain(value: Any) -> Any:
 class Session:
     """One run of one trial in this process."""
 
-    def __init__(self, spec: Mapping[str, Any], bus: Any) -> None:
+    def __init__(self, spec: TrialSpec, bus: Any) -> None:
         self.spec = spec
         self.bus = bus
-        self.trial_id: str = spec["trial_id"]
-        self.trial_dir: str = spec["trial_dir"]
-        self.iteration: int = int(spec.get("iteration", 0))
-        self.time_total: float = float(spec.get("time_total_s", 0.0))
-        self.checkpoint_count: int = int(spec.get("checkpoint_count", 0))
-        restore = spec.get("checkpoint")
+        self.trial_id = spec.trial_id
+        self.trial_dir = spec.trial_dir
+        self.iteration = spec.iteration
+        self.time_total = spec.time_total_s
+        self.checkpoint_count = spec.checkpoint_count
+        restore = spec.checkpoint
         self.checkpoint: Checkpoint | None = Checkpoint(restore) if restore else None
         self.context = TuneContext(spec)
         self.started = self.last = time.monotonic()
@@ -177,8 +178,7 @@ class Session:
     @property
     def restore_checkpoint(self) -> str | None:
         """The checkpoint this attempt started from (a retry's, or PBT's), or ``None``."""
-        path = self.spec.get("checkpoint")
-        return str(path) if path else None
+        return self.spec.checkpoint or None
 
     def _result(self, metrics: Mapping[str, Any], checkpoint_path: str | None) -> dict[str, Any]:
         """One result with Tune's automatic fields; counts the iteration."""
@@ -294,7 +294,7 @@ class _ContextOutsideTrial(TuneContext):
     ``UserWarning``, once each) and returns ``None``."""
 
     def __init__(self) -> None:
-        super().__init__({})
+        super().__init__(TrialSpec("", "", "", "", {}, [], "PACK"))
         self._warned: set[str] = set()
 
     def _outside(self, call: str) -> None:

@@ -24,8 +24,10 @@ from typing import Any
 
 import actorrt
 
+from .._worker._spec import Outcome
 from .._worker._trial_actor import ship_trainable
 from ..callback import CallbackRunner, warn_unsaved_callback_state
+from ..experiment._lifecycle import AttemptEnd
 from ..experiment.trial import ERROR, PENDING, RUNNING, TERMINATED, Trial
 from ..result_grid import ResultGrid, grid_of
 from ..schedulers.trial_scheduler import FIFOScheduler, TrialScheduler
@@ -172,7 +174,7 @@ class ControllerState:
     # ----------------------------------------------------- a trial's end
 
     def _complete(self, trial: Trial) -> None:
-        trial.status = TERMINATED
+        trial.set_status(TERMINATED)
         if trial.last_result:
             trial.last_result["done"] = True
         self.scheduler.on_trial_complete(self, trial, trial.last_result)
@@ -184,13 +186,13 @@ class ControllerState:
         self._notify()
 
     def _errored(
-        self, trial: Trial, outcome: dict[str, Any], error: BaseException | None
+        self, trial: Trial, outcome: Outcome, error: BaseException | None
     ) -> None:
-        trial.status = ERROR
-        trial.error_text = outcome.get("error_text", "")
-        trial.config_error = bool(outcome.get("config_error"))
+        trial.set_status(ERROR)
+        trial.error_text = outcome.error_text
+        trial.config_error = outcome.config_error
         if error is None:
-            error = actorrt.ActorrtError(f"trial {trial.trial_id} failed: {outcome['error_type']}")
+            error = actorrt.ActorrtError(f"trial {trial.trial_id} failed: {outcome.error_type}")
         if trial.error_text and not getattr(error, "__notes__", None):
             error.add_note(f"trial {trial.trial_name}: {trial.error_text.rstrip()}")
         trial.error = error
@@ -224,7 +226,8 @@ class ControllerState:
 
     async def _drop_resize(self, trial: Trial) -> None:
         resize, trial.resize = trial.resize, None
-        trial.resizing = False
+        if trial.ending is AttemptEnd.RESIZE:
+            trial.ending = None
         if resize is not None:
             await resize[1].remove()
 
@@ -245,17 +248,17 @@ class ControllerState:
         if self._preparing is not None:
             self._preparing.cancel()  # its thread finishes by itself; nothing waits for it
         for task, trial in list(self._tasks.items()):
-            if trial.status == PENDING and not trial.resizing:
+            if trial.status == PENDING and trial.ending is not AttemptEnd.RESIZE:
                 task.cancel()
             else:
-                trial.should_stop = True
+                trial.stop_asked = True
         asyncio.get_running_loop().call_later(STOP_GRACE_S, self._kill_running)
         self._notify()
 
     def _kill_running(self) -> None:
         for trial_id, ref in list(self._refs.items()):
             trial = self._by_id[trial_id]
-            if trial.status == RUNNING and trial.should_stop:
+            if trial.status == RUNNING and trial.stop_asked:
                 kill = asyncio.ensure_future(ref.kill())
                 self._kills.add(kill)
                 kill.add_done_callback(self._kills.discard)

@@ -54,9 +54,9 @@ __all__ = [
     "HEADER_FILE",
     "JOURNAL_FILE",
     "SEARCHER_FILE",
-    "CheckpointRecord",
     "Header",
     "Journal",
+    "JournalCheckpoint",
     "TrialRecord",
     "Unsaved",
     "check_not_running",
@@ -352,7 +352,7 @@ def read_journal(experiment_path: str) -> list[dict[str, Any]]:
 
 
 @dataclasses.dataclass
-class CheckpointRecord:
+class JournalCheckpoint:
     """A checkpoint the journal recorded, and where the trial's logs ended then."""
 
     dirname: str
@@ -375,7 +375,7 @@ class TrialRecord:
     error: str | None = None  # the pickled exception (base64), when it could be pickled
     error_type: str = ""
     error_text: str = ""
-    checkpoints: list[CheckpointRecord] = dataclasses.field(default_factory=list)
+    checkpoints: list[JournalCheckpoint] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -410,7 +410,7 @@ def fold_journal(events: list[dict[str, Any]]) -> JournalState:
             continue  # an experiment-level event (start, finished, interrupted)
         if kind == "checkpoint":
             record.checkpoints.append(
-                CheckpointRecord(
+                JournalCheckpoint(
                     dirname=event["dir"],
                     score=float(event["score"]),
                     iteration=int(event["iteration"]),

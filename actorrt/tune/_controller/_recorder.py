@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import cloudpickle
 
-from ..experiment.trial import ERROR, TERMINATED
+from ..experiment.trial import ERROR, TERMINATED, CheckpointRecord
 from ._experiment_state import (
     JOURNAL_FILE,
     Header,
@@ -104,18 +104,17 @@ class ExperimentRecorder:
         )
         self.searcher(searcher)
 
-    def checkpoint(self, trial: Trial, record: tuple[str, float, int, float]) -> None:
+    def checkpoint(self, trial: Trial, record: CheckpointRecord) -> None:
         """A checkpoint of ``trial`` was recorded, after the result that came with it was
         written: the trial's logs end where a resume from it cuts them back to."""
-        path, score, iteration, time_total = record
         result_bytes, progress_bytes = self.storage.sizes(trial.path)
         self.journal.append(
-            "checkpoint", durable=True, id=trial.trial_id, dir=os.path.basename(path), score=score,
-            iteration=iteration, time_total_s=time_total, result_bytes=result_bytes,
-            progress_bytes=progress_bytes,
+            "checkpoint", durable=True, id=trial.trial_id, dir=os.path.basename(record.path),
+            score=record.score, iteration=record.iteration, time_total_s=record.time_total_s,
+            result_bytes=result_bytes, progress_bytes=progress_bytes,
         )
 
-    def restart(self, trial: Trial, record: tuple[str, float, int, float]) -> None:
+    def restart(self, trial: Trial, record: CheckpointRecord) -> None:
         """A scheduler (PBT) gave ``trial`` a new config and a checkpoint to restart from."""
         self.journal.append("config", id=trial.trial_id, config=dumps_b64(trial.config))
         self.checkpoint(trial, record)

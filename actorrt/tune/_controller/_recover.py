@@ -32,7 +32,7 @@ import cloudpickle
 
 from ..._shared._storage_path import check_experiment_dir, open_experiment_file
 from ..experiment.trial import ERROR, TERMINATED
-from ._experiment_state import CheckpointRecord, JournalState, TrialRecord
+from ._experiment_state import JournalCheckpoint, JournalState, TrialRecord
 from ._storage import PROGRESS_FILE, RESULT_FILE
 
 __all__ = ["PARAMS_PICKLE", "recover_lost_trials"]
@@ -152,11 +152,11 @@ def _progress_ends(path: str) -> list[int]:
     return ends
 
 
-def _checkpoints(path: str, results: list[dict[str, Any]], keep: Any) -> list[CheckpointRecord]:
+def _checkpoints(path: str, results: list[dict[str, Any]], keep: Any) -> list[JournalCheckpoint]:
     attr = getattr(keep, "checkpoint_score_attribute", None)
     minimize = getattr(keep, "checkpoint_score_order", "max") == "min"
     rows = _progress_ends(path)
-    out: list[CheckpointRecord] = []
+    out: list[JournalCheckpoint] = []
     for index, result in enumerate(results):
         dirname = result.get("checkpoint_dir_name")
         if not isinstance(dirname, str) or not os.path.isdir(os.path.join(path, dirname)):
@@ -167,7 +167,7 @@ def _checkpoints(path: str, results: list[dict[str, Any]], keep: Any) -> list[Ch
         else:
             score = float(len(out))
         out.append(
-            CheckpointRecord(
+            JournalCheckpoint(
                 dirname=dirname,
                 score=score,
                 iteration=int(result.get("training_iteration", 0)),

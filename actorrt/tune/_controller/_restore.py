@@ -35,15 +35,15 @@ import actorrt
 
 from ..._shared._storage_path import check_experiment_dir, ensure_experiment_dir
 from .._worker._checkpoint_dirs import next_checkpoint_index
-from ..experiment.trial import ERROR, PENDING, TERMINATED, Trial
+from ..experiment.trial import ERROR, PENDING, TERMINATED, CheckpointRecord, Trial
 from ..search.sample import Domain
 from ..search.searcher import Searcher, resume_search
 from ..tune_config import RunConfig, TuneConfig
 from ._experiment_state import (
     HEADER_FILE,
     JOURNAL_FILE,
-    CheckpointRecord,
     Header,
+    JournalCheckpoint,
     JournalState,
     TrialRecord,
     Unsaved,
@@ -349,7 +349,7 @@ def _trim_torn(path: str, record: TrialRecord) -> None:
         )
 
 
-def _kept_checkpoints(path: str, record: TrialRecord) -> list[CheckpointRecord]:
+def _kept_checkpoints(path: str, record: TrialRecord) -> list[JournalCheckpoint]:
     """The recorded checkpoints whose folders are there. Older ones deleted by
     ``num_to_keep`` are missing as they should be; a checkpoint replaced by a file, or a
     missing latest one (never deleted), is left out with a warning naming it."""
@@ -387,7 +387,8 @@ def rebuild_trials(restored: RestoredExperiment, storage: ExperimentStorage) -> 
                 shutil.rmtree(os.path.join(path, c.dirname), ignore_errors=True)
             kept = []
         trial.checkpoints = [
-            (os.path.join(path, c.dirname), c.score, c.iteration, c.time_total_s) for c in kept
+            CheckpointRecord(os.path.join(path, c.dirname), c.score, c.iteration, c.time_total_s)
+            for c in kept
         ]
         # Past every recorded checkpoint and every folder on disk (one written but not
         # recorded before a crash); leftover temporary copies are removed.
@@ -431,7 +432,7 @@ def replay_scheduler(scheduler: TrialScheduler, controller: Any, trials: list[Tr
         elif trial.status == ERROR:
             scheduler.on_trial_error(controller, trial)
         trial.restart_with = None
-        trial.should_stop = False
+        trial.stop_asked = False
 
 
 def restore_searcher(

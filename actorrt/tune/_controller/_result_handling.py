@@ -99,7 +99,7 @@ class ResultHandler(SchedulerActions):
             except Exception as exc:
                 self._fail(exc)
                 return None
-        if decision == STOP or trial.should_stop:
+        if decision == STOP or trial.stop_asked:
             decision = STOP
             trial.restart_with = None  # a PBT exploit of a trial that ends is dropped
             result["done"] = True  # the trial ends with this result, as in Ray

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from ..experiment.trial import ERROR, RUNNING, Trial
+from ..experiment.trial import ERROR, RUNNING, CheckpointRecord, Trial
 from ..result_grid import ResultGrid, grid_of
 from ._restore import RestoredExperiment, _error, _last_result
 
@@ -22,7 +22,7 @@ def saved_results(restored: RestoredExperiment) -> ResultGrid:
         trial = Trial(record.trial_id, record.trial_name, record.config, None, path)
         trial.status = record.status or RUNNING
         trial.checkpoints = [
-            (os.path.join(path, c.dirname), c.score, c.iteration, c.time_total_s)
+            CheckpointRecord(os.path.join(path, c.dirname), c.score, c.iteration, c.time_total_s)
             for c in record.checkpoints
             if os.path.isdir(os.path.join(path, c.dirname))
         ]

@@ -16,6 +16,7 @@ import logging
 import actorrt
 
 from ..execution.placement_groups import PlacementGroupFactory
+from ..experiment._lifecycle import AttemptEnd
 from ..experiment.trial import ERROR, PAUSED, PENDING, RUNNING, TERMINATED, Trial
 from ._resize import ClusterTotals, try_reserve
 from ._trial_launch import TrialLauncher
@@ -34,8 +35,8 @@ class SchedulerActions(TrialLauncher):
         """A scheduler paused the trial at this report: its attempt ends, its actor stops
         and gives its resources back; :meth:`resume_trial` starts it again from its latest
         checkpoint."""
-        trial.status = PAUSED
-        trial.pausing = True
+        trial.set_status(PAUSED)
+        trial.ending = AttemptEnd.PAUSE
         if not checkpointed and not self._warned_pause:
             self._warned_pause = True
             logger.warning(
@@ -57,9 +58,9 @@ class SchedulerActions(TrialLauncher):
         free; for schedulers (Ray's unpause)."""
         if trial.status != PAUSED or self._stopping or self._replaying:
             return
-        trial.status = PENDING
+        trial.set_status(PENDING)
         if self._has_task(trial):
-            trial.resume_after_stop = True  # its paused actor is still stopping
+            trial.ending = AttemptEnd.RELAUNCH  # its paused actor is still stopping
         else:
             self._submit(trial)
         self._notify()
@@ -70,10 +71,9 @@ class SchedulerActions(TrialLauncher):
         if self._replaying:
             return
         if trial.status == PAUSED:
-            trial.resume_after_stop = False
             self._complete(trial)
         elif trial.status in (RUNNING, PENDING):
-            trial.should_stop = True
+            trial.stop_asked = True
 
     def _resume_stranded(self) -> None:
         """Nothing runs or waits, yet trials are paused: let the scheduler decide (HyperBand
@@ -116,7 +116,7 @@ class SchedulerActions(TrialLauncher):
         ``True`` when it restarts with them from this result's checkpoint; ``False`` when
         it keeps running as it is (the reason is logged at INFO)."""
         if (
-            self._replaying or self._stopping or trial.status != RUNNING or trial.should_stop
+            self._replaying or self._stopping or trial.status != RUNNING or trial.stop_asked
             or trial.restart_with is not None or trial.resize is not None
             or trial.resources is None or resources == trial.resources
         ):
@@ -129,8 +129,8 @@ class SchedulerActions(TrialLauncher):
 
     def _begin_resize(self, trial: Trial, checkpointed: bool) -> None:
         assert trial.resize is not None and trial.resources is not None
-        trial.resizing = True
-        trial.status = PENDING
+        trial.ending = AttemptEnd.RESIZE
+        trial.set_status(PENDING)
         if not checkpointed:
             logger.warning(
                 "tune: trial %s changes resources at a result without a checkpoint: it "

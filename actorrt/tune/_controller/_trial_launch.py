@@ -24,7 +24,8 @@ from typing import Any
 import actorrt
 
 from .._worker._checkpoint_dirs import copy_checkpoint, next_checkpoint_index
-from .._worker._trial_actor import error_outcome, load_error
+from .._worker._spec import Ended, Outcome, TrialSpec, error_outcome
+from ..experiment._lifecycle import AttemptEnd
 from ..experiment.trial import PENDING, RUNNING, Trial
 from ..search.basic_variant import BasicVariantGenerator
 from ..search.concurrency_limiter import ConcurrencyLimiter
@@ -108,7 +109,7 @@ class TrialLauncher(ControllerState):
         self.scheduler.on_trial_add(self, trial)
         self.progress.trial_status(trial)
         if failure is not None:
-            self._errored(trial, error_outcome(failure) | {"config_error": True}, failure)
+            self._errored(trial, error_outcome(failure, config_error=True), failure)
             return
         self._submit(trial)
 
@@ -118,7 +119,7 @@ class TrialLauncher(ControllerState):
             try:
                 trial.resources = resolve_resources(self.trainable, trial.config)
             except Exception as exc:
-                self._errored(trial, error_outcome(exc) | {"config_error": True}, exc)
+                self._errored(trial, error_outcome(exc, config_error=True), exc)
                 return
         self._pending += 1
         task = asyncio.create_task(
@@ -176,7 +177,7 @@ class TrialLauncher(ControllerState):
             except Exception as exc:  # as when the folder is made on the loop: the run fails
                 self._fail(exc)
                 return
-            trial.status = RUNNING
+            trial.set_status(RUNNING)
             self.progress.trial_status(trial)
             self.callbacks.trial_start(self.trials, trial)
             await self._attempts(trial, ref)
@@ -187,14 +188,14 @@ class TrialLauncher(ControllerState):
                 self._complete(trial)  # cancelled mid-run: the experiment is stopping
             # A trial that ended returns its worker to the pool; one cut off is killed.
             await (ref.stop() if ended else ref.kill())
-            if not (ended and trial.resizing):
+            if not (ended and trial.ending is AttemptEnd.RESIZE):
                 await self._drop_group(trial)
                 await self._drop_resize(trial)
-        if trial.resizing:
+        # Read only now: a paused trial may have been resumed while its actor wound down.
+        ending, trial.ending = trial.ending, None
+        if ending is AttemptEnd.RESIZE:
             await self._swap_group(trial)
-            return
-        if trial.resume_after_stop and not self._stopping:
-            trial.resume_after_stop = False  # resumed while its paused actor wound down
+        elif ending is AttemptEnd.RELAUNCH and not self._stopping:
             self._submit(trial)
 
     async def _attempts(self, trial: Trial, ref: Any) -> None:
@@ -202,31 +203,28 @@ class TrialLauncher(ControllerState):
             lost_node = False
             try:
                 spec = self._spec(trial)
-                if spec.get("checkpoint"):
+                if spec.checkpoint:
                     self.callbacks.trial_restore(self.trials, trial)
-                outcome: dict[str, Any] = await ref.run(spec)
+                outcome: Outcome = await ref.run(spec)
             except actorrt.ActorDiedError as exc:
-                outcome = {"status": "stopped"} if trial.should_stop else error_outcome(exc)
-                outcome["exception"] = exc
+                outcome = Outcome(Ended.STOPPED) if trial.stop_asked else error_outcome(exc)
+                outcome.exception = exc
                 # In a cluster, its node went with its placement group: the next attempt
                 # needs a new actor in a new group, wherever the broker finds room.
                 lost_node = exc.reason == actorrt.DeathReason.NODE_LOST
-            if trial.pausing:  # paused at its report (see on_result): its actor stops
-                trial.pausing = False  # (it may be resumed already: status PENDING)
-                return
-            if trial.resizing:  # it restarts in its new group (_swap_group)
-                return
-            if outcome["status"] != "error":
-                if trial.restart_with is not None and not (self._stopping or trial.should_stop):
+            if trial.ending is not None:  # paused or resized at its report (see on_result):
+                return  # its actor stops; _run_trial does what the end leads to
+            if outcome.ended is not Ended.ERROR:
+                if trial.restart_with is not None and not (self._stopping or trial.stop_asked):
                     await self._restart(trial)
                     continue
                 self._complete(trial)
                 return
-            error = outcome.get("exception") or load_error(outcome)
+            error = outcome.load_error()
             trial.num_failures += 1
             limit = self.failure.max_failures
             if (
-                outcome.get("config_error")
+                outcome.config_error
                 or self._stopping
                 or (limit >= 0 and trial.num_failures > limit)
             ):
@@ -234,12 +232,12 @@ class TrialLauncher(ControllerState):
                 return
             where = trial.checkpoint_path or "the start"
             self.progress.trial_status(
-                trial, f"failed ({outcome['error_type']}); retry {trial.num_failures} from {where}"
+                trial, f"failed ({outcome.error_type}); retry {trial.num_failures} from {where}"
             )
             self.callbacks.trial_recover(self.trials, trial)
             if lost_node:
-                trial.status = PENDING
-                trial.resume_after_stop = True  # submitted again once this actor is gone
+                trial.set_status(PENDING)
+                trial.ending = AttemptEnd.RELAUNCH  # submitted again once this actor is gone
                 return
 
     def _request_error(
@@ -265,11 +263,11 @@ class TrialLauncher(ControllerState):
         Files are hard-linked where possible (checkpoints are never modified in place), so
         this costs next to nothing on the driver's loop."""
         assert trial.restart_with is not None
-        config, (source, score, iteration, time_total) = trial.restart_with
+        config, record = trial.restart_with
         # Recorded in the journal by _restart.
-        dest, index = copy_checkpoint(source, trial.path, trial.checkpoint_count, link=True)
+        dest, index = copy_checkpoint(record.path, trial.path, trial.checkpoint_count, link=True)
         trial.checkpoint_count = index + 1
-        trial.restart_with = (config, (dest, score, iteration, time_total))
+        trial.restart_with = (config, record._replace(path=dest))
 
     async def _restart(self, trial: Trial) -> None:
         """Start the next attempt of a trial a scheduler restarted (PBT): its new config,
@@ -281,28 +279,32 @@ class TrialLauncher(ControllerState):
         trial.config = config
         self.storage.write_params(trial.path, config)
         self.record.restart(trial, record)
-        self.progress.trial_status(trial, f"restarts from {record[0]} with {config}")
+        self.progress.trial_status(trial, f"restarts from {record.path} with {config}")
 
     # -------------------------------------------------------- an attempt
 
-    def _spec(self, trial: Trial) -> dict[str, Any]:
+    def _spec(self, trial: Trial) -> TrialSpec:
         assert trial.resources is not None
-        spec = {
-            "trial_id": trial.trial_id,
-            "trial_name": trial.trial_name,
-            "experiment_name": self.name,
-            "trial_dir": trial.path,
-            "config": trial.config,
-            "bundles": trial.resources.bundles,
-            "strategy": trial.resources.strategy,
-            "checkpoint_frequency": self.checkpoint_config.checkpoint_frequency,
-            "checkpoint_at_end": self.checkpoint_config.checkpoint_at_end,
-            "checkpoint_count": self._checkpoint_start(trial),
-            "chdir": self._chdir,
-        }
-        spec.update(trial.restore_spec())
-        spec["resized"], trial.resized = trial.resized, False
-        return spec
+        latest = trial.checkpoints[-1] if trial.checkpoints else None
+        resized, trial.resized = trial.resized, False
+        return TrialSpec(
+            trial_id=trial.trial_id,
+            trial_name=trial.trial_name,
+            experiment_name=self.name,
+            trial_dir=trial.path,
+            config=trial.config,
+            bundles=trial.resources.bundles,
+            strategy=trial.resources.strategy,
+            checkpoint_frequency=int(self.checkpoint_config.checkpoint_frequency or 0),
+            checkpoint_at_end=bool(self.checkpoint_config.checkpoint_at_end),
+            checkpoint_count=self._checkpoint_start(trial),
+            chdir=self._chdir,
+            # Where it resumes: the latest checkpoint, at its iteration.
+            checkpoint=latest.path if latest else None,
+            iteration=latest.iteration if latest else 0,
+            time_total_s=latest.time_total_s if latest else 0.0,
+            resized=resized,
+        )
 
     def _checkpoint_start(self, trial: Trial) -> int:
         """The first checkpoint index of the attempt about to start. A later attempt of
@@ -311,7 +313,7 @@ class TrialLauncher(ControllerState):
         attempt owns the index (see :mod:`._checkpoint_dirs`)."""
         if trial.attempts:
             trial.checkpoint_count = next_checkpoint_index(
-                trial.path, trial.checkpoint_count, reported={c[0] for c in trial.checkpoints}
+                trial.path, trial.checkpoint_count, reported={c.path for c in trial.checkpoints}
             )
         trial.attempts += 1
         return trial.checkpoint_count
@@ -324,12 +326,11 @@ class TrialLauncher(ControllerState):
         assert trial.resize is not None
         new, group = trial.resize
         trial.resize = None
-        trial.resizing = False
         try:
             await self._drop_group(trial)
             if self._stopping:
                 await group.remove()
-                trial.status = RUNNING
+                trial.set_status(RUNNING)
                 self._complete(trial)
                 return
             if await await_group(trial, group, new):
@@ -338,6 +339,6 @@ class TrialLauncher(ControllerState):
                 trial.resized = True  # a class trainable's update_resources() is called
                 logger.info("tune: trial %s now has %s", trial.trial_name, new.bundles)
         except BaseException:
-            trial.status = RUNNING
+            trial.set_status(RUNNING)
             raise
         self._submit(trial)

@@ -23,7 +23,7 @@ __all__ = ["SHOWN", "Snapshot", "error_summary", "fmt", "short"]
 SHOWN = ("training_iteration", "time_total_s")  # shown for every trial, after the metric
 _HEADINGS = {"training_iteration": "iter", "time_total_s": "total time (s)"}
 _STATUS_ORDER = (RUNNING, PAUSED, PENDING, TERMINATED, ERROR)
-_STYLE = {
+_STYLE: dict[str, str] = {
     RUNNING: "green", PAUSED: "cyan", PENDING: "yellow", TERMINATED: "blue", ERROR: "bold red"
 }
 _TABLE_ROWS = 20
@@ -62,7 +62,7 @@ def _amount(name: str, value: float) -> str:
 
 
 def _counts(trials: Iterable[Trial]) -> list[tuple[str, int]]:
-    counts = Counter(t.status for t in trials)
+    counts = Counter(str(t.status) for t in trials)
     known = [(s, counts.pop(s)) for s in _STATUS_ORDER if s in counts]
     return known + sorted(counts.items())
 

@@ -3,7 +3,7 @@
 The controller spawns it with ``placement_group=`` the trial's factory bundles, so the actor
 runs in bundle 0 and its workers (spawned from the trainable) are captured into bundles 1..n.
 ``run(spec)`` is one attempt at the trial: it installs the session, runs the function (or the
-class's step loop) on the actor's thread, and returns an outcome dict rather than raising,
+class's step loop) on the actor's thread, and returns an ``Outcome`` rather than raising,
 so that any exception, even one whose class the driver cannot import, reaches the
 controller with its traceback.
 """
@@ -14,21 +14,19 @@ import inspect
 import numbers
 import os
 import pickle
-import traceback
 from collections.abc import Mapping
 from typing import Any
-
-import cloudpickle
 
 import actorrt
 
 from ..._wire._pickling import dumps
 from ..context import SAVE_AND_STOP, STOP, Session, StopTrial, set_session
 from ..trainable.trainable import Trainable, load_state, store_state
+from ._spec import Ended, Outcome, TrialSpec, error_outcome
 from ._trial_log import LOG_FILE, trial_output
 from ._workdir import trial_working_dir
 
-__all__ = ["TrialDriver", "error_outcome", "is_config_error", "load_error", "ship_trainable"]
+__all__ = ["TrialDriver", "ship_trainable"]
 
 DEFAULT_METRIC = "_metric"  # Ray's name for a number a function trainable returns
 
@@ -57,45 +55,6 @@ def ship_trainable(trainable: Any) -> Any:
         return trainable
 
 
-def is_config_error(exc: BaseException | None) -> bool:
-    """Whether ``exc`` (or what caused it) says the trial's resources are declared wrongly:
-    retrying cannot help, so such a trial is not retried."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, actorrt.ResourceDeadlockError | actorrt.InfeasibleResourceError):
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
-
-
-def error_outcome(exc: BaseException) -> dict[str, Any]:
-    """An exception as data: pickled when it can be, always with its traceback text."""
-    try:
-        blob: bytes | None = cloudpickle.dumps(exc)
-    except Exception:
-        blob = None
-    return {
-        "status": "error",
-        "error": blob,
-        "error_type": type(exc).__name__,
-        "error_text": "".join(traceback.format_exception(exc)),
-        "config_error": is_config_error(exc),
-    }
-
-
-def load_error(outcome: Mapping[str, Any]) -> BaseException | None:
-    """The exception of an error outcome, when it can be rebuilt here (else ``None``)."""
-    blob = outcome.get("error")
-    if blob is None:
-        return None
-    try:
-        error = cloudpickle.loads(blob)
-    except Exception:  # its class is not importable here: the text stands in for it
-        return None
-    return error if isinstance(error, BaseException) else None
-
-
 @actorrt.actor
 class TrialDriver:
     """Runs attempts of one trial; see the module docstring."""
@@ -117,16 +76,16 @@ class TrialDriver:
         """The worker process's id."""
         return os.getpid()
 
-    def run(self, spec: Mapping[str, Any]) -> dict[str, Any]:
-        """One attempt at the trial, from ``spec["checkpoint"]`` if given. The process's
+    def run(self, spec: TrialSpec) -> Outcome:
+        """One attempt at the trial, from ``spec.checkpoint`` if given. The process's
         output meanwhile also goes to the trial folder's ``output.log``."""
         with (
-            trial_output(os.path.join(spec["trial_dir"], LOG_FILE)),
-            trial_working_dir(spec["trial_dir"], bool(spec.get("chdir", True))),
+            trial_output(os.path.join(spec.trial_dir, LOG_FILE)),
+            trial_working_dir(spec.trial_dir, spec.chdir),
         ):
             return self._attempt(spec)
 
-    def _attempt(self, spec: Mapping[str, Any]) -> dict[str, Any]:
+    def _attempt(self, spec: TrialSpec) -> Outcome:
         session = Session(spec, self.bus)
         set_session(session)
         try:
@@ -134,9 +93,9 @@ class TrialDriver:
                 _run_class(self.trainable, session)
             else:
                 _run_function(self.trainable, session)
-            return {"status": "done"}
+            return Outcome(Ended.DONE)
         except StopTrial:
-            return {"status": "stopped"}
+            return Outcome(Ended.STOPPED)
         except Exception as exc:
             return error_outcome(exc)
         finally:
@@ -176,7 +135,7 @@ def _record_output(output: Any, session: Session) -> None:
 def _run_function(trainable: Any, session: Session) -> None:
     """Run a function trainable and record its return value; for a generator function,
     each value it yields (its return value is ignored, as in Ray)."""
-    output = trainable(dict(session.spec["config"]))
+    output = trainable(dict(session.spec.config))
     if inspect.isgenerator(output):
         generator = output
         try:
@@ -199,18 +158,18 @@ def _save(obj: Trainable, session: Session) -> str:
 
 def _run_class(cls: type[Trainable], session: Session) -> None:
     spec = session.spec
-    frequency = int(spec.get("checkpoint_frequency") or 0)
-    at_end = bool(spec.get("checkpoint_at_end"))
+    frequency = spec.checkpoint_frequency
+    at_end = spec.checkpoint_at_end
     obj = cls(
-        dict(spec["config"]),
+        dict(spec.config),
         iteration=session.iteration,
         trial_id=session.trial_id,
-        trial_name=spec["trial_name"],
+        trial_name=spec.trial_name,
         trial_dir=session.trial_dir,
         trial_resources=session.context.get_trial_resources(),
     )
     try:
-        if spec.get("resized"):  # Ray calls it before load_checkpoint
+        if spec.resized:  # Ray calls it before load_checkpoint
             obj.update_resources(session.context.get_trial_resources())
         if session.checkpoint is not None:
             obj.load_checkpoint(load_state(session.checkpoint.path))

@@ -22,7 +22,7 @@ from .._controller._experiment_state import HEADER_FILE, JOURNAL_FILE
 from .._controller._storage import PROGRESS_FILE, RESULT_FILE, flatten, read_results
 from .._worker._checkpoint_dirs import checkpoint_index
 from ..error import TuneError
-from ..experiment.trial import ERROR, TERMINATED, Trial
+from ..experiment.trial import ERROR, TERMINATED, CheckpointRecord, Trial
 
 __all__ = ["ExperimentAnalysis", "best_checkpoint", "load_trial", "metric_values"]
 
@@ -127,7 +127,9 @@ def load_trial(trial_dir: str) -> Trial:
         with open(error_file, encoding="utf-8") as f:
             trial.error = TuneError(f.read())  # its text, as Ray's Result.error
     names = sorted(n for n in os.listdir(trial_dir) if checkpoint_index(n) is not None)
-    trial.checkpoints = [(os.path.join(trial_dir, n), math.nan, 0, 0.0) for n in names]
+    trial.checkpoints = [
+        CheckpointRecord(os.path.join(trial_dir, n), math.nan, 0, 0.0) for n in names
+    ]
     return trial
 
 

@@ -4,17 +4,27 @@ from __future__ import annotations
 
 import math
 import shutil
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..._shared._checkpoint import Checkpoint
 from .._controller._trial_config import CheckpointConfig
 from .._worker._checkpoint_dirs import checkpoint_index
 from ..execution.placement_groups import PlacementGroupFactory
+from ._lifecycle import AttemptEnd, TrialState, check_transition
 
-__all__ = ["Trial"]
+__all__ = ["ERROR", "PAUSED", "PENDING", "RUNNING", "TERMINATED", "CheckpointRecord", "Trial"]
 
-PENDING, RUNNING, TERMINATED, ERROR = "PENDING", "RUNNING", "TERMINATED", "ERROR"
-PAUSED = "PAUSED"  # a scheduler paused it: its actor is stopped, it resumes from a checkpoint
+PENDING, RUNNING, PAUSED = TrialState.PENDING, TrialState.RUNNING, TrialState.PAUSED
+TERMINATED, ERROR = TrialState.TERMINATED, TrialState.ERROR
+
+
+class CheckpointRecord(NamedTuple):
+    """A persisted checkpoint of a trial, as the controller keeps it."""
+
+    path: str
+    score: float  # its rank among the trial's checkpoints (higher is better); NaN: unranked
+    iteration: int  # the training_iteration of the result it came with
+    time_total_s: float
 
 
 class Trial:
@@ -29,9 +39,10 @@ class Trial:
         trial_name: shown in output; names the actor.
         config: the resolved config.
         resources: what it reserves.
-        status: ``PENDING`` (waiting for its resources), ``RUNNING``, ``PAUSED`` (a
-            scheduler paused it and gave its resources back), ``TERMINATED`` (ended
-            normally, or stopped) or ``ERROR``.
+        status: a :class:`TrialState` (a ``str``): ``PENDING`` (waiting for its
+            resources), ``RUNNING``, ``PAUSED`` (a scheduler paused it and gave its
+            resources back), ``TERMINATED`` (ended normally, or stopped) or ``ERROR``.
+            The controller changes it with :meth:`set_status`, which checks the step.
         last_result: its latest result, with Tune's automatic fields.
         path: its folder.
         error: the exception that ended it, when it errored.
@@ -59,28 +70,42 @@ class Trial:
         self.config = config
         self.resources = resources
         self.path = path
-        self.status = PENDING
+        self._status = PENDING
         self.last_result: dict[str, Any] = {}
         self.num_results = 0
         self.error: BaseException | None = None
         self.error_text = ""
-        self.config_error = False
+        self.config_error = False  # its error says its resources are declared wrongly
         self.num_failures = 0
-        self.should_stop = False
-        self.checkpoints: list[tuple[str, float, int, float]] = []  # path, score, iter, time
+        self.stop_asked = False  # it is to end for good at its next report
+        self.ending: AttemptEnd | None = None  # what its running attempt's end leads to
+        self.checkpoints: list[CheckpointRecord] = []
         self.checkpoint_count = 0  # the index of its next checkpoint folder
         self.attempts = 0  # attempts started in this run: a later one checks the folder
         self.pid: int | None = None
-        self.restart_with: tuple[dict[str, Any], tuple[str, float, int, float]] | None = None
-        self.resume_after_stop = False  # resumed while its paused actor still winds down
-        self.pausing = False  # its current attempt ends in a pause, not an end
+        self.restart_with: tuple[dict[str, Any], CheckpointRecord] | None = None
         # ResourceChangingScheduler: the new factory and its group, reserved at a result
-        # (``resize``); the attempt then ends (``resizing``) and the trial restarts in that
-        # group, which the controller holds (``group``) until the trial ends.
+        # (``resize``); the attempt then ends (``AttemptEnd.RESIZE``) and the trial
+        # restarts in that group, which the controller holds (``group``) until it ends.
         self.resize: tuple[PlacementGroupFactory, Any] | None = None
-        self.resizing = False
         self.resized = False  # its next attempt is its first with new resources
         self.group: Any = None
+
+    @property
+    def status(self) -> TrialState:
+        return self._status
+
+    @status.setter
+    def status(self, value: str) -> None:
+        # Set as an attribute (Ray's tests and schedulers do): any state, by name.
+        self._status = _state(value)
+
+    def set_status(self, status: str) -> None:
+        """Move the trial to ``status`` (Ray's ``Trial.set_status``), checking that the
+        step is one of the lifecycle's (see :mod:`._lifecycle`)."""
+        new = _state(status)
+        check_transition(self.trial_name, self._status, new)
+        self._status = new
 
     @property
     def placement_group_factory(self) -> PlacementGroupFactory | None:
@@ -91,12 +116,12 @@ class Trial:
     def checkpoint(self) -> Checkpoint | None:
         """The latest checkpoint, as Ray's ``Trial.checkpoint`` (equal to the same folder's
         ``Checkpoint`` from a result or an analysis)."""
-        return Checkpoint(self.checkpoints[-1][0]) if self.checkpoints else None
+        return Checkpoint(self.checkpoints[-1].path) if self.checkpoints else None
 
     @property
     def checkpoint_path(self) -> str | None:
         """The latest checkpoint's folder."""
-        return self.checkpoints[-1][0] if self.checkpoints else None
+        return self.checkpoints[-1].path if self.checkpoints else None
 
     def add_checkpoint(
         self, path: str, result: dict[str, Any], keep: CheckpointConfig | None
@@ -107,13 +132,13 @@ class Trial:
 
     def record_checkpoint(
         self, path: str, result: dict[str, Any], keep: CheckpointConfig | None
-    ) -> tuple[str, float, int, float]:
+    ) -> CheckpointRecord:
         """Record a persisted checkpoint (as the latest); return its record."""
         attr = keep.checkpoint_score_attribute if keep else None
         score = float(result.get(attr, math.nan)) if attr else float(len(self.checkpoints))
         if keep and keep.checkpoint_score_order == "min" and attr:
             score = -score
-        record = (
+        record = CheckpointRecord(
             path, score, int(result.get("training_iteration", 0)),
             float(result.get("time_total_s", 0.0)),
         )
@@ -131,13 +156,13 @@ class Trial:
         # Best first: NaN scores last; of equal scores, the newer ranks higher.
         ranked = sorted(
             enumerate(self.checkpoints),
-            key=lambda ic: (not math.isnan(ic[1][1]), ic[1][1], ic[0]),
+            key=lambda ic: (not math.isnan(ic[1].score), ic[1].score, ic[0]),
             reverse=True,
         )
-        kept = {c[0] for _, c in ranked[: keep.num_to_keep]} | {self.checkpoints[-1][0]}
-        for record in [c for c in self.checkpoints if c[0] not in kept]:
+        kept = {c.path for _, c in ranked[: keep.num_to_keep]} | {self.checkpoints[-1].path}
+        for record in [c for c in self.checkpoints if c.path not in kept]:
             self.checkpoints.remove(record)
-            shutil.rmtree(record[0], ignore_errors=True)
+            shutil.rmtree(record.path, ignore_errors=True)
 
     def restart_from(self, config: dict[str, Any], donor: Trial) -> None:
         """Restart this trial (same actor, same reservation) with ``config`` from ``donor``'s
@@ -146,13 +171,6 @@ class Trial:
             raise ValueError(f"trial {donor.trial_id} has no checkpoint to restart from")
         self.restart_with = (config, donor.checkpoints[-1])
 
-    def restore_spec(self) -> dict[str, Any]:
-        """Where a (re)started attempt begins: the latest checkpoint, its iteration."""
-        if not self.checkpoints:
-            return {"checkpoint": None, "iteration": 0, "time_total_s": 0.0}
-        path, _, iteration, time_total = self.checkpoints[-1]
-        return {"checkpoint": path, "iteration": iteration, "time_total_s": time_total}
-
     def __str__(self) -> str:
         if not self.trainable_name:
             return self.trial_name
@@ -160,3 +178,12 @@ class Trial:
 
     def __repr__(self) -> str:
         return f"Trial({self.trial_name}, {self.status})"
+
+
+def _state(value: str) -> TrialState:
+    """``value`` as a :class:`TrialState`; a name that is none raises, naming them."""
+    try:
+        return TrialState(value)
+    except ValueError:
+        allowed = ", ".join(s.value for s in TrialState)
+        raise ValueError(f"trial status must be one of {allowed}; got {value!r}") from None
