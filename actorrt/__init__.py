@@ -1,7 +1,7 @@
 """actorrt: a lightweight asyncio actor runtime with a gang-scheduling resource broker.
 
 Layers, bottom to top. A module imports only its own layer and the layers below it
-(TYPE_CHECKING imports included); tests/test_layering.py checks this and that the import
+(TYPE_CHECKING imports included); tests/project/test_layering.py checks this and that the import
 graph has no cycle. docs/architecture.md draws the layers and the path of a call.
 
 0. errors: ``_errors``: every exception of the package, in one tree, and ``DeathReason``.

@@ -7,16 +7,10 @@ where it runs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from ._core._placement_group import PlacementService
-from ._core._ref import ActorRef
 from ._placement._scheduler import Scheduler
 from ._roles._role import OwnerSide, ResourceViews, Role
 from .resources import Broker, PendingRequest
-
-if TYPE_CHECKING:
-    from ._core._actor import ActorClass
 
 
 class RoleDelegation:
@@ -65,29 +59,3 @@ class RoleDelegation:
 
     def pending_requests(self) -> list[PendingRequest]:
         return self._role.resources.pending()
-
-    # What worker processes ask of their owner (actorrt._placement._dispatch).
-
-    async def spawn_for_worker(
-        self,
-        actor_class: ActorClass[Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        chain: list[tuple[str, str]] | None,
-        bounded: bool = False,
-    ) -> ActorRef[Any]:
-        return await self.owner.spawn_for_worker(actor_class, args, kwargs, chain, bounded)
-
-    async def reserve_for_worker(
-        self, group_id: str, specs: list[dict[str, float]], strategy: str, holder: str | None
-    ) -> None:
-        await self.owner.reserve_for_worker(group_id, specs, strategy, holder)
-
-    async def ready_for_worker(self, group_id: str, requester: str | None) -> None:
-        await self.owner.ready_for_worker(group_id, requester)
-
-    async def remove_for_worker(self, group_id: str) -> None:
-        await self.owner.remove_for_worker(group_id)
-
-    def edge_reported(self, waiter: Any, target: Any, conn: Any, added: bool) -> None:
-        self.owner.edge_reported(waiter, target, conn, added)

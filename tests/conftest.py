@@ -35,17 +35,17 @@ os.environ["ACTORRT_CLUSTER_DIR"] = f"/tmp/actorrt-tests-{os.getpid()}-no-cluste
 # measure how fast something answers under a load they make. `make test` runs the rest of
 # the suite two at a time (pytest-xdist) and then these alone (`-m solo`).
 SOLO = (
-    "tests/test_spawn_burst.py",
-    "tests/test_stall_log.py",
+    "tests/processes/test_spawn_burst.py",
+    "tests/deadlock/test_stall_log.py",
     "tests/cluster/test_cluster_burst.py",
     "tests/cluster/test_cluster_load.py",
     "tests/cluster/test_netns.py",
     "tests/resources/test_res_deadlock_scale.py",
-    "tests/test_benchmarks_cluster_smoke.py",
-    "tests/test_benchmarks_processes_smoke.py",
-    "tests/test_benchmarks_smoke.py",
-    "tests/test_benchmarks_suite_smoke.py",
-    "tests/test_benchmarks_idioms_smoke.py",
+    "tests/project/test_benchmarks_cluster_smoke.py",
+    "tests/project/test_benchmarks_processes_smoke.py",
+    "tests/project/test_benchmarks_smoke.py",
+    "tests/project/test_benchmarks_suite_smoke.py",
+    "tests/project/test_benchmarks_idioms_smoke.py",
 )
 
 

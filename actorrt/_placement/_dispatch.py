@@ -270,7 +270,7 @@ class Host:
     def _spawn_process(self, conn: Connection, request_id: int, msg: SpawnProcess) -> None:
         actor_class = _actor_class(msg.actor_class, msg)
         chain = [(str(actor_id), str(described)) for actor_id, described in msg.chain]
-        coro = self.runtime.spawn_for_worker(
+        coro = self.runtime.owner.spawn_for_worker(
             actor_class, tuple(msg.args), msg.kwargs, chain, msg.bounded
         )
         task = self._answer(conn, request_id, coro)
@@ -325,26 +325,27 @@ class Host:
             target.left_behind(msg.left)
 
     def _reserve_group(self, conn: Connection, request_id: int, msg: ReserveGroup) -> None:
-        reserve = self.runtime.reserve_for_worker(
+        reserve = self.runtime.owner.reserve_for_worker(
             msg.group_id, msg.bundles, msg.strategy, msg.holder
         )
         self._answer(conn, request_id, reserve)
 
     def _group_ready(self, conn: Connection, request_id: int, msg: GroupReady) -> None:
-        self._answer(conn, request_id, self.runtime.ready_for_worker(msg.group_id, msg.requester))
+        ready = self.runtime.owner.ready_for_worker(msg.group_id, msg.requester)
+        self._answer(conn, request_id, ready)
 
     def _group_remove(self, conn: Connection, request_id: int, msg: GroupRemove) -> None:
-        self._answer(conn, request_id, self.runtime.remove_for_worker(msg.group_id))
+        self._answer(conn, request_id, self.runtime.owner.remove_for_worker(msg.group_id))
 
     def _group_remove_notified(self, conn: Connection, msg: GroupRemove) -> None:
-        self._answer(conn, None, self.runtime.remove_for_worker(msg.group_id))
+        self._answer(conn, None, self.runtime.owner.remove_for_worker(msg.group_id))
 
     # ------------------------------------------------------------------ waits
 
     def _wait_edge(self, conn: Connection, msg: WaitEdge) -> None:
         if msg.waiter == msg.target:
             return  # an actor's wait on its own ask is no wait edge (``_core._waits``)
-        self.runtime.edge_reported(msg.waiter, msg.target, conn, msg.added)
+        self.runtime.owner.edge_reported(msg.waiter, msg.target, conn, msg.added)
         self.runtime.grants.blocked_on_holder(msg.waiter, msg.target, msg.added, msg.serial)
 
     def _ask_deadlock(self, conn: Connection, msg: AskDeadlock) -> None:

@@ -301,12 +301,6 @@ class WorkerPool:
         worker.connected.set_result(conn)
         return True
 
-    def idle_pids(self) -> list[int]:
-        return [w.pid for ws in self._idle.values() for w in ws if not w.remote]
-
-    def all_pids(self) -> list[int]:
-        return [w.pid for w in self._all.values() if w.started and not w.remote]
-
     async def shutdown(self) -> None:
         """Kill every worker's process group and wait until each is reaped."""
         await self.watch.close()

@@ -48,7 +48,7 @@ class WorkerSource(Protocol):
     def started_pool(self) -> WorkerPool: ...
 
 
-class OwnerServices(ActorServices, Protocol):
+class ProcessOwner(ActorServices, Protocol):
     """What a process actor asks of the runtime that owns its worker."""
 
     @property
@@ -63,7 +63,7 @@ class ProcessActor(Supervised, RemoteActor):
 
     def __init__(
         self,
-        runtime: OwnerServices,
+        runtime: ProcessOwner,
         actor_class: ActorClass[Any],
         args: tuple[Any, ...],
         kwargs: dict[str, Any],

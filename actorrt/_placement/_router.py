@@ -155,10 +155,6 @@ class Workers:
         assert self._pool is not None
         return self._pool
 
-    @property
-    def has_pool(self) -> bool:
-        return self._pool is not None
-
     def worker_connected(self, worker_id: str, conn: Connection) -> bool:
         return self._pool is not None and self._pool.connected(worker_id, conn)
 

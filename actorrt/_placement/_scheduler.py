@@ -434,6 +434,3 @@ def gpu_ids(grant: Granted | None) -> tuple[str, ...]:
         return ()
     return grant.placement.gpu_ids
 
-
-def as_dict(resources: Any) -> dict[str, float]:
-    return dict(resources.to_dict()) if resources is not None else {}

@@ -83,7 +83,7 @@ class WaitReports(Protocol):
         ...
 
 
-class OwnerServices(Protocol):
+class WorkerRequests(Protocol):
     """What workers ask of the runtime that owns them (over their connections)."""
 
     async def spawn_for_worker(
@@ -117,8 +117,13 @@ class OwnerServices(Protocol):
         ...
 
 
-class PlacementServices(OwnerServices, Protocol):
+class PlacementServices(Protocol):
     """The runtime's services that the placement layer uses."""
+
+    @property
+    def owner(self) -> WorkerRequests:
+        """The side that serves this runtime's worker processes (raises in a worker)."""
+        ...
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:

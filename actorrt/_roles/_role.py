@@ -11,7 +11,7 @@ from .._core._placement_group import PlacementService
 from .._core._ref import ActorRef
 from .._core._spawn_progress import tracked
 from .._core._waits import WaitGraph
-from .._placement._services import OwnerServices
+from .._placement._services import WorkerRequests
 from ..resources import PendingRequest
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ class ResourceViews(Protocol):
     def pending(self) -> list[PendingRequest]: ...
 
 
-class OwnerSide(OwnerServices, Protocol):
+class OwnerSide(WorkerRequests, Protocol):
     """What the runtime that owns worker processes serves them (over their connections)."""
 
     @property

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from enum import StrEnum
 
 from ._pool import Allocation, ResourcePool
-from ._spec import UNIT, Resources, parse_resources
+from ._spec import Resources, parse_resources
 
 __all__ = [
     "PlacementStrategy",
@@ -339,8 +339,3 @@ def _strict_spread(
         assert alloc is not None  # each pool holds one bundle, which fits it
         placed.append((i, alloc))
     return placed
-
-
-def gpu_units_label(units: int) -> str:
-    """``"0.5"`` or ``"2"`` for messages about GPU shares."""
-    return str(units // UNIT) if units % UNIT == 0 else str(units / UNIT)

@@ -8,7 +8,7 @@ and a trainer finds the Tune trial it runs in through ``set_trial_provider``.
 Public modules are at Ray's paths (``backend``, ``context``, ``error``,
 ``data_parallel_trainer``, ``torch.config``, ``torch.torch_trainer``,
 ``torch.train_loop_utils``, ``lightning``, ``huggingface.transformers``); the layers inside,
-bottom to top (tests/test_layering.py checks them): settings and records (``error``,
+bottom to top (tests/project/test_layering.py checks them): settings and records (``error``,
 ``backend``, ``_run_config``, ``_scaling``, ``_checkpoint_book``, ``_result``, ...); what
 runs in a training worker (``context``, ``_data``, ``_worker``, ``train_loop_utils``, the
 Lightning and Transformers helpers); the gang (``_gang``); the trainers; the packages.

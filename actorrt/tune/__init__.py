@@ -20,7 +20,7 @@ imports this package to run a trainable, and needs only the trial side (``_worke
 Inside the package, modules form layers, bottom to top; a module imports only modules of
 its own layer or of those below (never a higher one, not even for type checking: a lower
 module that must call up names what it calls as a ``typing.Protocol`` or takes a callable),
-and no two modules import each other (tests/test_layering.py checks it, and that the trial
+and no two modules import each other (tests/project/test_layering.py checks it, and that the trial
 side reaches nothing of the controller side):
 
 1. Types, per-trial settings, search space: ``error``, ``result``,

@@ -45,7 +45,8 @@ def test_status_set_as_an_attribute_takes_any_state_but_only_states():
     assert trial.status is TrialState.TERMINATED
     trial.status = Trial.RUNNING
     assert trial.status is TrialState.RUNNING
-    with pytest.raises(ValueError, match="one of PENDING, RUNNING, PAUSED, TERMINATED, ERROR; got 'DONE'"):
+    allowed = "one of PENDING, RUNNING, PAUSED, TERMINATED, ERROR; got 'DONE'"
+    with pytest.raises(ValueError, match=allowed):
         trial.status = "DONE"
 
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_benchmark(tmp_path: Path, name: str, *args: str) -> tuple[str, dict[str, Any]]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # `python -m pytest` has it; a bare `pytest` may not
     sys.path.insert(0, str(ROOT))
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 # script -> (arguments, timeout in seconds, patterns that must each match a line of stdout)
 CASES: dict[str, tuple[list[str], float, list[str]]] = {

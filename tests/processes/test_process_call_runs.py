@@ -1,8 +1,9 @@
 """The calls of one batch frame, taken by a process's host in one go (its ``Call`` run route):
 each is checked, routed and answered as a call that arrived alone would be: into its
 actor's mailbox in order, or answered with the error that names what was wrong.
-End to end, pipelined calls to process actors go this way (tests/test_process_reply_runs.py);
-here the run is handed over directly, to reach every kind of bad call."""
+End to end, pipelined calls to process actors go this way
+(tests/processes/test_process_reply_runs.py); here the run is handed over directly, to reach
+every kind of bad call."""
 
 from __future__ import annotations
 

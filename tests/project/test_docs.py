@@ -5,7 +5,7 @@ HTML comment ``<!-- not-run: REASON -->`` (invisible when rendered). The blocks 
 run in order, in one fresh interpreter and one namespace, as a reader would paste them
 into a session: a later block may use what an earlier one defined. A block with a
 top-level ``await`` (or ``async with``) runs as a coroutine on its own event loop, as in
-a notebook. Each file runs as ``python tests/test_docs.py FILE``, in a temporary folder.
+a notebook. Each file runs as ``python tests/project/test_docs.py FILE``, in a temporary folder.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
 
 FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>[\w+-]*)\s*$")

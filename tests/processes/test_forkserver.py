@@ -268,7 +268,7 @@ def test_workers_die_with_their_fork_server_even_when_the_runtime_cannot_act(
 
     script = tmp_path / "driver.py"
     script.write_text(STOPPABLE_DRIVER)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     driver = subprocess.Popen(
         [sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=root
     )

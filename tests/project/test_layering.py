@@ -249,7 +249,7 @@ def layer_of(module: str) -> tuple[float, str]:
                 best = (len(prefix), level, group)
     if best is None:
         raise AssertionError(
-            f"module {module} is in no layer: add it to LAYERS in tests/test_layering.py "
+            f"module {module} is in no layer: add it to LAYERS in tests/project/test_layering.py "
             "and to the layering note at the top of actorrt/__init__.py"
         )
     return best[1], best[2]

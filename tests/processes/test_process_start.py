@@ -11,7 +11,7 @@ import pytest
 import actorrt
 from actorrt._wire import _transport
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @actorrt.actor(process=True, num_cpus=0.01)

@@ -136,7 +136,7 @@ def test_killing_the_runtime_process_ends_its_workers(
         [sys.executable, script, mode.split()[0], worker_state],
         stdout=subprocess.PIPE,
         text=True,
-        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
         env={**os.environ, "TMPDIR": tmp},
     )
     try:
