@@ -6,9 +6,13 @@ watched exactly as a worker-process actor is: a call made inside an actor is tha
 child and, with the default ``placement="auto"``, goes into the actor's placement group (a
 Tune trial's gang); its resource request is the calling actor's wait for the deadlock check;
 its worker process comes from the pool. A runner that has finished a call is handed on to
-the next call of the same caller and options that waits, else stopped (its grant back, its
-process back in the pool); such calls keep one spawn waiting for a grant at a time. A call
-whose worker process dies is run again on a fresh runner, up to ``max_retries`` times.
+the next call of the same caller and options that waits; else it is kept warm, idle, for
+``IDLE_SECONDS``, so that the next such call reuses it, and then stopped (its grant back, its
+process back in the pool). An idle runner never keeps a grant that a request waits for: the
+driver stops every idle runner of its process the moment one of its requests has to wait, and
+an idle runner is not blocked, so the deadlock check counts what it holds as coming back.
+Such calls keep one spawn waiting for a grant at a time. A call whose worker process dies is
+run again on a fresh runner, up to ``max_retries`` times.
 """
 
 from __future__ import annotations
@@ -50,6 +54,9 @@ RESOURCE_OPTIONS = ("num_cpus", "num_gpus", "memory", "resources", "placement", 
 # Ends of a worker that are worth a second run: the process went, not the function failed.
 RETRIED = frozenset({DeathReason.PROCESS_DIED, DeathReason.NODE_LOST})
 
+# How long a runner that finished a call and found no call waiting stays warm for the next.
+IDLE_SECONDS = 0.1
+
 _ids = itertools.count(1)
 # The calls running now: an asyncio task is only weakly held by its loop.
 _running: set[Any] = set()
@@ -57,15 +64,32 @@ _running: set[Any] = set()
 
 @actor(process=True)
 class TaskRunner:
-    """The hidden actor that carries one task call (public methods are its messages)."""
+    """The hidden actor that carries task calls (public methods are its messages).
 
-    def run(self, function: TaskFunction[..., Any], args: tuple[Any, ...],
-            kwargs: dict[str, Any]) -> Any:
-        return function.function(*args, **kwargs)
+    ``function`` is the task function, or, where it can be imported by name, its module and
+    qualified name (cheaper to send than the function with its options, on every call)."""
 
-    async def run_async(self, function: TaskFunction[..., Any], args: tuple[Any, ...],
+    def run(self, function: Sent, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return _resolved(function)(*args, **kwargs)
+
+    async def run_async(self, function: Sent, args: tuple[Any, ...],
                         kwargs: dict[str, Any]) -> Any:
-        return await function.function(*args, **kwargs)
+        return await _resolved(function)(*args, **kwargs)
+
+
+# What a call sends of its function: the TaskFunction, or its (module, qualname).
+Sent = Any
+_by_name: dict[tuple[str, str], Callable[..., Any]] = {}
+
+
+def _resolved(function: Sent) -> Callable[..., Any]:
+    """The plain function a runner runs for ``function`` (looked up once per name)."""
+    if isinstance(function, TaskFunction):
+        return function.function
+    found = _by_name.get(function)
+    if found is None:
+        found = _by_name[function] = _imported(*function).function
+    return found
 
 
 class TaskFunction(Generic[P, R]):
@@ -88,6 +112,9 @@ class TaskFunction(Generic[P, R]):
         self.task_options = options
         self.max_retries = max_retries
         self.origin = origin
+        self._runner_class: ActorClass[Any] | None = None  # made at the first call
+        by_name = origin is not None and origin[0] != "__main__"
+        self._sent: Sent = origin if by_name else self
         self.__name__ = function.__name__
         self.__qualname__ = function.__qualname__
         self.__module__ = function.__module__
@@ -129,6 +156,7 @@ class TaskFunction(Generic[P, R]):
         clone.__dict__.update(self.__dict__)
         clone.task_options = _merged(self.task_options, options)
         clone.max_retries = max_retries
+        clone._runner_class = None
         return clone
 
     async def _attempts(
@@ -139,15 +167,18 @@ class TaskFunction(Generic[P, R]):
         kwargs: dict[str, Any],
     ) -> Any:
         method = "run_async" if inspect.iscoroutinefunction(self.function) else "run"
-        runner_class = cast(ActorClass[Any], TaskRunner)
-        runner_class = runner_class.options(**_as_actor_options(self.task_options))
+        runner_class = self._runner_class
+        if runner_class is None:
+            runner_class = self._runner_class = cast(ActorClass[Any], TaskRunner).options(
+                **_as_actor_options(self.task_options)
+            )
         lane = _lane(self.task_options, caller)
         for attempt in itertools.count():
             runner = await _runner_for(lane, runner_class)
             target.actor_id = runner.actor_id
             handed_on = False
             try:
-                result = await getattr(runner, method)(self, args, kwargs)
+                result = await getattr(runner, method)(self._sent, args, kwargs)
             except ActorDiedError as died:
                 if died.reason not in RETRIED or 0 <= self.max_retries <= attempt:
                     raise
@@ -155,13 +186,11 @@ class TaskFunction(Generic[P, R]):
                 await runner.kill()  # the caller gave up: the function is cut short
                 raise
             else:
-                handed_on = _hand_on(lane, runner)
+                handed_on = _hand_on(lane, runner) or lane.park(runner)
                 return result
             finally:
                 target.actor_id = target.caller or target.placeholder
                 if not handed_on:
-                    # Before the answer goes to the caller: a call that has ended has given
-                    # its grant back, and its process is back in the pool for the next.
                     await runner.stop()
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -183,36 +212,108 @@ _SPAWN: Final = object()  # "file your own spawn now", given to a waiting call
 
 
 class Lane:
-    """The calls of one (options, caller) waiting for a runner; held by its calls."""
+    """The calls of one (options, caller) waiting for a runner, and the runners kept warm
+    for them; held by its calls and by the timers of its idle runners."""
 
-    __slots__ = ("__weakref__", "idle", "spawners", "spawning")
+    __slots__ = ("__weakref__", "idle", "parked", "spawners", "spawning", "warm")
 
-    def __init__(self) -> None:
+    def __init__(self, warm: _Warm) -> None:
         self.idle: collections.deque[asyncio.Future[Any]] = collections.deque()
         self.spawners: collections.deque[asyncio.Future[Any]] = collections.deque()
         self.spawning = 0  # spawns waiting for their grant or start
+        self.parked: dict[Any, asyncio.TimerHandle] = {}  # idle runner -> its stop timer
+        self.warm = warm
+
+    def park(self, runner: Any) -> bool:
+        """Keep ``runner`` warm for the next call; whether it was kept (not while a request
+        waits for a grant that it may be holding)."""
+        if self.warm.pressed():
+            return False
+        loop = asyncio.get_running_loop()
+        self.parked[runner] = loop.call_later(IDLE_SECONDS, self.expire, runner)
+        self.warm.parked.add(self)
+        return True
+
+    def unpark(self) -> Any:
+        """A warm runner for a call (the one parked last), or ``None``."""
+        if not self.parked:
+            return None
+        runner, timer = self.parked.popitem()
+        timer.cancel()
+        if not self.parked:
+            self.warm.parked.discard(self)
+        return runner
+
+    def expire(self, runner: Any) -> None:
+        """Stop ``runner``, idle since its timer was set (or a request needs its grant)."""
+        timer = self.parked.pop(runner, None)
+        if timer is None:
+            return
+        timer.cancel()
+        if not self.parked:
+            self.warm.parked.discard(self)
+        _own(asyncio.ensure_future(_stop_quietly(runner)))
 
 
-_lanes: weakref.WeakValueDictionary[tuple[Any, str | None], Lane] = (
-    weakref.WeakValueDictionary()
-)
+class _Warm:
+    """The lanes of one runtime, and those with runners kept warm."""
+
+    def __init__(self, runtime: Any) -> None:
+        self.lanes: weakref.WeakValueDictionary[tuple[Any, str | None], Lane] = (
+            weakref.WeakValueDictionary()
+        )
+        self.parked: set[Lane] = set()
+        try:
+            scheduler = runtime.grants  # the driver's: its broker is here to read
+        except (RuntimeError, AttributeError):
+            scheduler = None  # a worker process: its idle runners only time out
+        self.scheduler = scheduler
+        if scheduler is not None:
+            scheduler.on_waiting(self.release)
+
+    def pressed(self) -> bool:
+        """Whether a request waits for a grant (seen where the broker is this process's)."""
+        return self.scheduler is not None and self.scheduler.waiting
+
+    def release(self) -> None:
+        """A request has to wait: every idle runner gives its grant back now."""
+        for lane in list(self.parked):
+            for runner in list(lane.parked):
+                lane.expire(runner)
+
+
+_warm: weakref.WeakKeyDictionary[Any, _Warm] = weakref.WeakKeyDictionary()
 
 
 def _lane(options: ActorOptions, caller: str | None) -> Lane:
+    runtime = current_runtime()
+    warm = _warm.get(runtime)
+    if warm is None:
+        warm = _warm[runtime] = _Warm(runtime)
     try:
         key: tuple[Any, str | None] = (options, caller)
         hash(key)
     except TypeError:  # a placement that cannot be hashed: a lane of its own
-        return Lane()
-    lane = _lanes.get(key)
+        return Lane(warm)
+    lane = warm.lanes.get(key)
     if lane is None:
-        lane = _lanes[key] = Lane()
+        lane = warm.lanes[key] = Lane(warm)
     return lane
+
+
+async def _stop_quietly(runner: Any) -> None:
+    try:
+        await runner.stop()
+    except Exception:  # ended meanwhile (with its caller, or its runtime): nothing to stop
+        pass
 
 
 async def _runner_for(lane: Lane, runner_class: ActorClass[Any]) -> Any:
     """A runner for one call: handed on by a call of the lane that finished, or spawned
-    for it when its turn to spawn comes first."""
+    for it when its turn to spawn comes first, or kept warm since a call of the lane."""
+    warm = lane.unpark()
+    if warm is not None:
+        return warm
     if lane.spawning:
         turn: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         lane.idle.append(turn)
@@ -340,17 +441,23 @@ class _TaskTarget:
         pass  # cancelling the call's future cancels the call itself
 
 
-def _load_task(
-    module: str, qualname: str, options: ActorOptions, max_retries: int
-) -> TaskFunction[..., Any]:
+def _imported(module: str, qualname: str) -> TaskFunction[..., Any]:
     found: Any = importlib.import_module(module)
     for part in qualname.split("."):
         found = getattr(found, part)
     if not isinstance(found, TaskFunction):
         raise TypeError(f"{module}.{qualname} is not a task function here")
+    return found
+
+
+def _load_task(
+    module: str, qualname: str, options: ActorOptions, max_retries: int
+) -> TaskFunction[..., Any]:
+    found = _imported(module, qualname)
     clone: TaskFunction[..., Any] = TaskFunction.__new__(TaskFunction)
     clone.__dict__.update(found.__dict__)
     clone.task_options, clone.max_retries = options, max_retries
+    clone._runner_class = None
     return clone
 
 

@@ -146,6 +146,17 @@ class Scheduler:
         self._requesters: dict[Hashable, Hashable] = {}
         self._ids = itertools.count(1)
         self._clock = BrokerClock(self.loop, self.broker, self._dispatch)
+        self._on_waiting: list[Callable[[], None]] = []
+
+    def on_waiting(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` whenever a request made here has to wait for its grant (so
+        that what is held idle, for reuse, can be given back for it)."""
+        self._on_waiting.append(listener)
+
+    @property
+    def waiting(self) -> bool:
+        """Whether a request made here waits for its grant."""
+        return bool(self._waiters)
 
     def new_request_id(self) -> str:
         return f"r{next(self._ids)}"
@@ -184,6 +195,9 @@ class Scheduler:
             raise named from None
         self._waiters[request_id] = future
         self._dispatch(events)
+        if not future.done():
+            for listener in self._on_waiting:
+                listener()
         return future
 
     async def wait(

@@ -14,9 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import eventually, wait_until
 
 import actorrt
 from actorrt import tune
+
+
+def all_given_back() -> bool:
+    """Whether every grant is back (a finished call's runner stays warm, idle, for a moment
+    after its answer: its grant comes back when that passes)."""
+    return wait_until(lambda: actorrt.available_resources() == actorrt.cluster_resources())
 
 
 @actorrt.task
@@ -77,7 +84,7 @@ def test_calls_send_at_once_and_run_in_worker_processes(facade) -> None:
     assert actorrt.get(grant.options(num_cpus=2)()) == {"CPU": 2.0}
     with pytest.raises(KeyError, match="no 3"):
         actorrt.get(fails(3))
-    assert actorrt.available_resources() == actorrt.cluster_resources()
+    assert all_given_back()
 
 
 @actorrt.task
@@ -89,10 +96,36 @@ def test_calls_in_flight_share_their_runners(facade) -> None:
     # 4 CPUs: four runners at most; each takes the next waiting call when it is done.
     ids = actorrt.get([runner_id(i) for i in range(60)])
     assert 1 <= len(set(ids)) <= 4
-    assert actorrt.available_resources() == actorrt.cluster_resources()
-    # Alone, a call's runner is stopped: the next call gets a new one.
+    assert all_given_back()
+    # Alone, one after the other: the runner of a call is kept warm for the next.
     first, second = actorrt.get(runner_id(0)), actorrt.get(runner_id(1))
-    assert first != second
+    assert first == second
+    assert all_given_back()  # and stopped once idle for a moment
+    assert actorrt.get(runner_id(2)) != second
+
+
+def test_an_idle_runner_gives_its_grant_back_to_a_waiting_request(
+    facade, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Runners stay warm for a minute here, so only a request's wait can make them go sooner.
+    monkeypatch.setattr("actorrt._tasks.IDLE_SECONDS", 60.0)
+    # 4 CPUs, two of them held by two warm runners (two calls at once: two runners).
+    assert len(set(actorrt.get([runner_id(0), runner_id(1)]))) == 2
+    # A call needing 3 CPUs waits: the idle runners give theirs back at once.
+    started = time.monotonic()
+    assert actorrt.get(grant.options(num_cpus=3)(), timeout=30) == {"CPU": 3.0}
+    # An actor's spawn that waits for what idle runners hold gets it at once too.
+    hog = actorrt.get(Hog.options(num_cpus=4).spawn(), timeout=30)
+    assert time.monotonic() - started < 10
+    assert actorrt.get(hog.ping()) == "pong"
+    actorrt.get(hog.stop())
+    assert actorrt.available_resources() == actorrt.cluster_resources()
+
+
+@actorrt.actor
+class Hog:
+    def ping(self) -> str:
+        return "pong"
 
 
 def test_tasks_submit_tasks(facade) -> None:
@@ -107,7 +140,7 @@ def test_a_task_is_run_again_after_its_worker_is_sigkilled(facade, tmp_path: Pat
     with pytest.raises(actorrt.ActorDiedError) as died:
         actorrt.get(dies_first.options(max_retries=0)(str(marker)), timeout=120)
     assert died.value.reason == "process died"
-    assert actorrt.available_resources() == actorrt.cluster_resources()
+    assert all_given_back()
 
 
 async def test_async_calls_and_cancel(actorrt_runtime) -> None:
@@ -184,7 +217,9 @@ async def test_a_trial_fans_out_100_tasks_inside_its_declared_gang(
         assert result.metrics["ok"]
         state = json.loads(Path(result.metrics["path"]).read_text())  # noqa: ASYNC240 - tiny
         assert state["now"] == 0 and 1 <= state["most"] <= 2  # the two worker bundles
-    assert actorrt.available_resources() == actorrt.cluster_resources()
+    assert await eventually(
+        lambda: actorrt.available_resources() == actorrt.cluster_resources()
+    )
 
 
 def fan_out_undeclared(config: dict[str, Any]) -> None:
@@ -237,4 +272,6 @@ async def test_an_undeclared_fan_out_fails_instead_of_hanging(
     assert isinstance(grid.errors[0], actorrt.ResourceDeadlockError)
     failed = next(r for r in grid if r.error is not None)
     assert failed.metrics["deadlock_after"] < 1.0
-    assert actorrt.available_resources() == actorrt.cluster_resources()
+    assert await eventually(
+        lambda: actorrt.available_resources() == actorrt.cluster_resources()
+    )
