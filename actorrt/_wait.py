@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from ._core._context import RunningActor, current_cell, running_actor
 from ._core._handle import AskHandle
+from ._core._wait_edges import WaitEdges, waiting_actor_task
+from ._core._waits import bounded_by_awaiter
 from ._sync import may_block
 
 __all__ = ["wait"]
@@ -32,7 +36,13 @@ def wait(
     has passed, whichever comes first (``timeout=0`` only looks); without one it waits for
     exactly ``num_returns``. A handle whose ask has a timeout option counts as ready when
     its answer comes, not when its timeout passes (awaiting it then raises
-    ``AskTimeoutError``). Waiting is no wait edge for the deadlock check.
+    ``AskTimeoutError``).
+
+    Inside an actor, a wait with no timeout is a wait edge for the deadlock check, as an
+    ``await`` of a handle is: on the actor of each unanswered handle it needs, from the
+    moment it needs every unanswered one (``num_returns`` of all of them, or all those left);
+    a cycle through it raises ``DeadlockError`` here instead of hanging. Waiting for fewer
+    than are unanswered waits on none of them in particular, and is no edge.
 
     From synchronous code (a script after ``actorrt.init()``, a worker-process actor's sync
     method) it blocks and returns the lists; on a thread that runs an event loop it returns
@@ -50,6 +60,8 @@ def wait(
             ``num_returns`` is not an int; ``timeout`` is not a number.
         ValueError: a handle appears twice; ``num_returns`` below 1 or above the number of
             handles; ``timeout`` negative.
+        DeadlockError: inside an actor, the wait is part of a cycle of waits that can
+            never end.
     """
     del fetch_local  # Ray's: whether to pull objects to this node; there are none to pull
     items = _checked(handles, num_returns, timeout)
@@ -112,7 +124,7 @@ def _wait_blocking(handles: list[AskHandle[Any]], num_returns: int, timeout: flo
     needed = num_returns - (len(handles) - len(pending))
     if not handles or needed <= 0 or timeout == 0:
         return _split(handles, num_returns)
-    enough = threading.Event()
+    enough: concurrent.futures.Future[None] = concurrent.futures.Future()
     lock = threading.Lock()
     arrived = 0
 
@@ -120,17 +132,74 @@ def _wait_blocking(handles: list[AskHandle[Any]], num_returns: int, timeout: flo
         nonlocal arrived
         with lock:
             arrived += 1
-            if arrived >= needed:
-                enough.set()
+            if arrived < needed or enough.done():
+                return
+        try:
+            enough.set_result(None)
+        except concurrent.futures.InvalidStateError:
+            pass  # failed by a deadlock report meanwhile
 
     for handle in pending:
         handle.add_done_callback(settled)
+    waiter = running_actor() if timeout is None else None
+    end_edges = _edges_from_thread(waiter, pending, needed, enough)
     try:
-        enough.wait(timeout)
+        concurrent.futures.wait([enough], timeout)
     finally:
+        end_edges()
         for handle in pending:
             handle.remove_done_callback(settled)
+    _raise_deadlock(enough)
     return _split(handles, num_returns)
+
+
+def _edges_from_thread(
+    waiter: RunningActor | None,
+    pending: list[AskHandle[Any]],
+    needed: int,
+    enough: concurrent.futures.Future[None],
+) -> Callable[[], None]:
+    """The wait edges of a synchronous method's wait, kept on its actor's loop; returns
+    what ends them."""
+    if waiter is None:
+        return _nothing
+    made: list[WaitEdges] = []
+    ended = False
+
+    def make() -> None:
+        if not ended:
+            made.append(WaitEdges(waiter, pending, needed, enough))
+
+    def end() -> None:
+        nonlocal ended
+        ended = True
+        for edges in made:
+            edges.end()
+
+    try:
+        waiter.loop.call_soon_threadsafe(make)
+    except RuntimeError:  # the loop has closed: nothing to record
+        return _nothing
+
+    def end_soon() -> None:
+        try:
+            waiter.loop.call_soon_threadsafe(end)
+        except RuntimeError:
+            pass
+
+    return end_soon
+
+
+def _nothing() -> None:
+    pass
+
+
+def _raise_deadlock(enough: asyncio.Future[None] | concurrent.futures.Future[None]) -> None:
+    """Raise the deadlock error the broker failed the wait with, if it did."""
+    if enough.done() and not enough.cancelled():
+        error = enough.exception()
+        if error is not None:
+            raise error
 
 
 async def _wait_async(
@@ -151,10 +220,19 @@ async def _wait_async(
 
     for handle in pending:
         handle.add_done_callback(settled)
+    waiter = current_cell.get()
+    edges = None
+    if seconds is None and waiting_actor_task(waiter) and not bounded_by_awaiter():
+        assert waiter is not None
+        edges = WaitEdges(waiter, pending, needed, enough)
     try:
         await asyncio.wait([enough], timeout=seconds)
     finally:
-        enough.cancel()
+        if edges is not None:
+            edges.end()
         for handle in pending:
             handle.remove_done_callback(settled)
+        if not enough.done():
+            enough.cancel()
+    _raise_deadlock(enough)
     return _split(handles, num_returns)

@@ -308,6 +308,11 @@ class AskHandle(Generic[T]):
                 raise self._timeout_error() from None
             raise
 
+    @property
+    def target_id(self) -> str:
+        """The id of the actor the answer waits on now (for a wait edge)."""
+        return self._cell.actor_id
+
     def done(self) -> bool:
         """Whether the answer (or an error) has arrived."""
         return self._fut.done()

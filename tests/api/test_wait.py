@@ -135,3 +135,81 @@ async def test_bad_inputs_name_the_value(actorrt_runtime) -> None:
     await gates.release("h")
     assert await actorrt.wait([h], timeout=5, fetch_local=False) == ([h], [])
     await gates.stop()
+
+
+# -- a wait inside an actor is a wait edge -------------------------------------------------
+
+
+@actorrt.actor
+class Peer:
+    """Waits with actorrt.wait on its peer's answer: one message at a time."""
+
+    def __init__(self) -> None:
+        self.other = None
+
+    def meet(self, other) -> None:  # type: ignore[no-untyped-def]
+        self.other = other
+
+    async def ping(self) -> str:
+        return "pong"
+
+    async def ask_other(self, also: list) -> str:  # type: ignore[type-arg]
+        # Waits for the answer of its peer and of every handle in `also`: all needed.
+        handles = [self.other.ask_back(), *also]
+        ready, _ = await actorrt.wait(handles, num_returns=len(handles))
+        return str(ready[0].result())
+
+    async def ask_back(self) -> str:
+        ready, _ = await actorrt.wait([self.other.ping()])
+        return str(ready[0].result())
+
+    def ask_other_sync(self) -> str:
+        ready, _ = actorrt.wait([self.other.ask_back_sync()])
+        return str(ready[0].result())
+
+    def ask_back_sync(self) -> str:
+        ready, _ = actorrt.wait([self.other.ping()])
+        return str(ready[0].result())
+
+    async def wait_for_either(self, gates) -> str:  # type: ignore[no-untyped-def]
+        # One of two: the gate may answer whatever the cycle does, so this is no edge.
+        ready, _ = await actorrt.wait([self.other.ask_back(), gates.hold("either")])
+        return str(ready[0].result())
+
+
+@pytest.mark.parametrize("kind", ["inline", "process-sync"])
+async def test_a_cycle_through_wait_is_reported_as_a_deadlock(actorrt_runtime, kind) -> None:
+    cls = Peer if kind == "inline" else Peer.options(process=True)
+    a = await cls.options(name="alpha").spawn()
+    b = await cls.options(name="beta").spawn()
+    await a.meet(b)
+    await b.meet(a)
+    call = a.ask_other_sync() if kind == "process-sync" else a.ask_other([])
+    with pytest.raises(actorrt.DeadlockError) as caught:
+        await asyncio.wait_for(call, 30)
+    text = str(caught.value)
+    assert "ask deadlock" in text and "name='alpha'" in text and "name='beta'" in text
+    assert await a.ping() == "pong" and await b.ping() == "pong"  # both go on
+    await a.stop()
+    await b.stop()
+
+
+async def test_a_wait_for_one_of_several_is_no_edge_until_all_left_are_needed(
+    actorrt_runtime,
+) -> None:
+    gates = await Gates.spawn()
+    a, b = await Peer.spawn(), await Peer.spawn()
+    await a.meet(b)
+    await b.meet(a)
+    # Either of two: waiting on the cycle is not a deadlock, for the gate may answer it.
+    either = a.wait_for_either(gates)
+    done, _ = await asyncio.wait([either], timeout=1.0)  # longer than a report takes
+    assert not done
+    await gates.release("either")
+    assert await asyncio.wait_for(either, 30) == "either"
+    # All of two, the other answered: the cycle left is every handle needed, a deadlock.
+    answered = gates.hold("either")
+    with pytest.raises(actorrt.DeadlockError):
+        await asyncio.wait_for(a.ask_other([answered]), 30)
+    await a.stop()
+    await b.stop()
