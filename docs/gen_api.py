@@ -44,7 +44,7 @@ SHOWN = {
 HIDDEN = {
     "actorrt.ActorOptions": {"merged", "own_resources", "portable", "runs_in_process",
                              "needs_grant"},
-    "actorrt.AskHandle": {"result_blocking"},
+    "actorrt.AskHandle": {"result_blocking", "target_id"},
     "actorrt.BundleRef": {"target"},
     "actorrt.PlacementGroup": {"target"},
 }
