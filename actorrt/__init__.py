@@ -19,8 +19,9 @@ graph has no cycle. docs/architecture.md draws the layers and the path of a call
    worker main, process actors, proxies, the router and the dispatch of messages.
 4. control: ``_control``: status snapshots, the status socket, runtime discovery.
 5. api: ``_runtime`` (the composition root: it picks its role, ``_roles``, and wires the
-   layers), ``_runtime_api``, ``_sync``, ``_wait``, ``_tasks``, ``_actor_pool``, ``_objects``,
-   ``_lookup``, ``_ray_init``, ``_ray_names``, ``_sigterm`` and this module.
+   layers), ``_runtime_api``, ``_sync``, ``_wait``, ``_tasks`` (with ``_task_lanes`` and
+   ``_task_streams``), ``_actor_pool``, ``_objects``, ``_lookup``, ``_ray_init``,
+   ``_ray_names``, ``_sigterm`` and this module.
 6. shared: ``_shared``: what the libraries share (one ``Checkpoint``, the enclosing-trial
    hook), built only on the names exported here.
 7. libraries: ``actorrt.tune``, ``actorrt.train``: built only on the names exported here
@@ -85,6 +86,7 @@ from ._sync import get as get
 from ._sync import init as init
 from ._sync import is_initialized as is_initialized
 from ._sync import shutdown as shutdown
+from ._task_streams import TaskStream as TaskStream
 from ._tasks import TaskFunction as TaskFunction
 from ._tasks import task as task
 from ._wait import wait as wait
@@ -129,6 +131,7 @@ __all__ = [
     "RuntimeContext",
     "RuntimeStateError",
     "TaskFunction",
+    "TaskStream",
     "WireError",
     "actor",
     "available_resources",

@@ -1,38 +1,34 @@
 """Remote functions (tasks): ``@actorrt.task`` functions whose calls run in worker processes.
 
-A call sends at once and returns an ``AskHandle``. Calls are carried by hidden worker-process
-actors (runners) spawned with the call's resources, so a task is placed, granted, pooled and
-watched exactly as a worker-process actor is: a call made inside an actor is that actor's
-child and, with the default ``placement="auto"``, goes into the actor's placement group (a
-Tune trial's gang); its resource request is the calling actor's wait for the deadlock check;
-its worker process comes from the pool. A runner that has finished a call is handed on to
-the next call of the same caller and options that waits; else it is kept warm, idle, for
-``IDLE_SECONDS``, so that the next such call reuses it, and then stopped (its grant back, its
-process back in the pool). An idle runner never keeps a grant that a request waits for: the
-driver stops every idle runner of its process the moment one of its requests has to wait, and
-an idle runner is not blocked, so the deadlock check counts what it holds as coming back.
-Such calls keep one spawn waiting for a grant at a time. A call whose worker process dies is
-run again on a fresh runner, up to ``max_retries`` times.
-"""
+A call sends at once and returns an ``AskHandle`` (a generator function's: a ``TaskStream``,
+``_task_streams``). Calls are carried by hidden worker-process actors (runners) spawned with
+the call's resources, so a task is placed, granted, pooled and watched exactly as a
+worker-process actor is: a call made inside an actor is that actor's child and, with the
+default ``placement="auto"``, goes into the actor's placement group (a Tune trial's gang);
+its resource request is the calling actor's wait for the deadlock check; its worker process
+comes from the pool. Runners are shared by the calls of one caller and options, and kept warm
+for a moment between calls (``_task_lanes``). A call whose worker process dies is run again
+on a fresh runner, up to ``max_retries`` times."""
 
 from __future__ import annotations
 
 import asyncio
-import collections
+import concurrent.futures
 import contextvars
 import importlib
 import inspect
 import itertools
-import weakref
-from collections.abc import Callable
-from typing import Any, Final, Generic, ParamSpec, TypeVar, cast, overload
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
 
 from ._core._actor import ActorClass, actor
 from ._core._context import current_cell, running_actor
 from ._core._handle import AskHandle
 from ._core._options import ActorOptions
-from ._errors import ActorDiedError, DeathReason
+from ._errors import ActorDiedError
 from ._runtime import current_runtime
+from ._task_lanes import RETRIED, hand_on, lane_for, own, runner_for
+from ._task_streams import TaskStream, open_stream
 
 try:
     from asyncio import _get_running_loop as _running_loop
@@ -43,6 +39,7 @@ __all__ = ["TaskFunction", "task"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 # Ray's defaults for a task: one CPU, three retries after its worker dies.
 DEFAULT_NUM_CPUS = 1
@@ -51,15 +48,8 @@ DEFAULT_MAX_RETRIES = 3
 # The options a task call takes, besides max_retries: what its worker process needs.
 RESOURCE_OPTIONS = ("num_cpus", "num_gpus", "memory", "resources", "placement", "worker_env")
 
-# Ends of a worker that are worth a second run: the process went, not the function failed.
-RETRIED = frozenset({DeathReason.PROCESS_DIED, DeathReason.NODE_LOST})
-
-# How long a runner that finished a call and found no call waiting stays warm for the next.
-IDLE_SECONDS = 0.1
 
 _ids = itertools.count(1)
-# The calls running now: an asyncio task is only weakly held by its loop.
-_running: set[Any] = set()
 
 
 @actor(process=True)
@@ -75,6 +65,19 @@ class TaskRunner:
     async def run_async(self, function: Sent, args: tuple[Any, ...],
                         kwargs: dict[str, Any]) -> Any:
         return await _resolved(function)(*args, **kwargs)
+
+    def stream(self, function: Sent, args: tuple[Any, ...],
+               kwargs: dict[str, Any]) -> Iterator[Any]:
+        yield from _resolved(function)(*args, **kwargs)  # closing this closes the function's
+
+    async def stream_async(self, function: Sent, args: tuple[Any, ...],
+                           kwargs: dict[str, Any]) -> AsyncIterator[Any]:
+        items = _resolved(function)(*args, **kwargs)
+        try:
+            async for item in items:
+                yield item
+        finally:
+            await items.aclose()
 
 
 # What a call sends of its function: the TaskFunction, or its (module, qualname).
@@ -97,8 +100,9 @@ class TaskFunction(Generic[P, R]):
 
     ``f(*args)`` (or Ray's ``f.remote(*args)``) sends the call at once and returns an
     ``AskHandle``: ``await`` it, pass it to ``actorrt.get`` or ``actorrt.wait``, or
-    ``cancel()`` it. ``f.options(num_cpus=2)(*args)`` changes options for one call. The
-    function itself is ``f.function``.
+    ``cancel()`` it (of a generator function: a ``TaskStream`` of its items).
+    ``f.options(num_cpus=2)(*args)`` changes options for one call. The function itself is
+    ``f.function``.
     """
 
     def __init__(
@@ -115,6 +119,9 @@ class TaskFunction(Generic[P, R]):
         self._runner_class: ActorClass[Any] | None = None  # made at the first call
         by_name = origin is not None and origin[0] != "__main__"
         self._sent: Sent = origin if by_name else self
+        self._streams = inspect.isgeneratorfunction(function) or inspect.isasyncgenfunction(
+            function
+        )
         self.__name__ = function.__name__
         self.__qualname__ = function.__qualname__
         self.__module__ = function.__module__
@@ -122,15 +129,24 @@ class TaskFunction(Generic[P, R]):
         self.__wrapped__ = function
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> AskHandle[R]:
-        """Send the call now; return the handle of its result."""
+        """Send the call now; return the handle of its result (of a generator function: the
+        ``TaskStream`` of its items)."""
         runtime = current_runtime()
-        loop = runtime.loop
-        call_id = next(_ids)
-        target = _TaskTarget(self.__qualname__, call_id)
         caller_now = current_cell.get() or running_actor()
         caller = None if caller_now is None else caller_now.actor_id
-        work = self._attempts(target, caller, args, kwargs)
-        future: asyncio.Future[Any] | Any
+        if self._streams:
+            opening = self._submit(runtime.loop, self._open(caller, args, kwargs))
+            return cast(AskHandle[R], TaskStream(opening, runtime.loop, self.__name__))
+        target = _TaskTarget(self.__qualname__, next(_ids))
+        future = self._submit(runtime.loop, self._attempts(target, caller, args, kwargs))
+        if caller is not None:
+            target.caller = target.actor_id = caller
+        return AskHandle(future, target, self.__name__, None)
+
+    @staticmethod
+    def _submit(loop: asyncio.AbstractEventLoop, work: Coroutine[Any, Any, T]) -> Any:
+        """Run ``work`` on the runtime's loop, as the caller's (the calling actor's child)."""
+        future: asyncio.Future[T] | concurrent.futures.Future[T]
         if _running_loop() is loop:
             future = loop.create_task(work)
         else:
@@ -139,10 +155,8 @@ class TaskFunction(Generic[P, R]):
                 # A thread of a worker-process actor: the call is that actor's child.
                 context.run(current_cell.set, actor_now)
             future = context.run(asyncio.run_coroutine_threadsafe, work, loop)
-        _own(future)
-        if caller is not None:
-            target.caller = target.actor_id = caller
-        return AskHandle(future, target, self.__name__, None)
+        own(future)
+        return future
 
     def remote(self, *args: P.args, **kwargs: P.kwargs) -> AskHandle[R]:
         """Ray's spelling of a call: ``f.remote(x)`` is ``f(x)``."""
@@ -167,14 +181,10 @@ class TaskFunction(Generic[P, R]):
         kwargs: dict[str, Any],
     ) -> Any:
         method = "run_async" if inspect.iscoroutinefunction(self.function) else "run"
-        runner_class = self._runner_class
-        if runner_class is None:
-            runner_class = self._runner_class = cast(ActorClass[Any], TaskRunner).options(
-                **_as_actor_options(self.task_options)
-            )
-        lane = _lane(self.task_options, caller)
+        runner_class = self._runner()
+        lane = lane_for(self.task_options, caller)
         for attempt in itertools.count():
-            runner = await _runner_for(lane, runner_class)
+            runner = await runner_for(lane, runner_class)
             target.actor_id = runner.actor_id
             handed_on = False
             try:
@@ -186,13 +196,30 @@ class TaskFunction(Generic[P, R]):
                 await runner.kill()  # the caller gave up: the function is cut short
                 raise
             else:
-                handed_on = _hand_on(lane, runner) or lane.park(runner)
+                handed_on = hand_on(lane, runner) or lane.park(runner)
                 return result
             finally:
                 target.actor_id = target.caller or target.placeholder
                 if not handed_on:
                     await runner.stop()
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _open(
+        self, caller: str | None, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        method = "stream_async" if inspect.isasyncgenfunction(self.function) else "stream"
+        lane = lane_for(self.task_options, caller)
+        call = (self._sent, args, kwargs)
+        return await open_stream(lane, self._runner(), method, call, self.max_retries)
+
+    def _runner(self) -> ActorClass[Any]:
+        """The runner class with this task's options (made once)."""
+        runner_class = self._runner_class
+        if runner_class is None:
+            runner_class = self._runner_class = cast(ActorClass[Any], TaskRunner).options(
+                **_as_actor_options(self.task_options)
+            )
+        return runner_class
 
     def __reduce__(self) -> tuple[Any, ...]:
         # By name when the other process can import it; else the function by value.
@@ -202,218 +229,6 @@ class TaskFunction(Generic[P, R]):
 
     def __repr__(self) -> str:
         return f"<actorrt.TaskFunction {self.__module__}.{self.__qualname__}>"
-
-
-# Calls of one caller with the same options share their runners: a runner that has finished
-# a call is handed on to the next waiting call instead of being stopped and another started,
-# and a lane has one spawn waiting for its grant at a time (the others wait their turn, or a
-# runner), so a fan-out of a hundred calls into two bundles does not file a hundred requests.
-_SPAWN: Final = object()  # "file your own spawn now", given to a waiting call
-
-
-class Lane:
-    """The calls of one (options, caller) waiting for a runner, and the runners kept warm
-    for them; held by its calls and by the timers of its idle runners."""
-
-    __slots__ = ("__weakref__", "idle", "parked", "spawners", "spawning", "warm")
-
-    def __init__(self, warm: _Warm) -> None:
-        self.idle: collections.deque[asyncio.Future[Any]] = collections.deque()
-        self.spawners: collections.deque[asyncio.Future[Any]] = collections.deque()
-        self.spawning = 0  # spawns waiting for their grant or start
-        self.parked: dict[Any, asyncio.TimerHandle] = {}  # idle runner -> its stop timer
-        self.warm = warm
-
-    def park(self, runner: Any) -> bool:
-        """Keep ``runner`` warm for the next call; whether it was kept (not while a request
-        waits for a grant that it may be holding)."""
-        if self.warm.pressed():
-            return False
-        loop = asyncio.get_running_loop()
-        self.parked[runner] = loop.call_later(IDLE_SECONDS, self.expire, runner)
-        self.warm.parked.add(self)
-        return True
-
-    def unpark(self) -> Any:
-        """A warm runner for a call (the one parked last), or ``None``."""
-        if not self.parked:
-            return None
-        runner, timer = self.parked.popitem()
-        timer.cancel()
-        if not self.parked:
-            self.warm.parked.discard(self)
-        return runner
-
-    def expire(self, runner: Any) -> None:
-        """Stop ``runner``, idle since its timer was set (or a request needs its grant)."""
-        timer = self.parked.pop(runner, None)
-        if timer is None:
-            return
-        timer.cancel()
-        if not self.parked:
-            self.warm.parked.discard(self)
-        _own(asyncio.ensure_future(_stop_quietly(runner)))
-
-
-class _Warm:
-    """The lanes of one runtime, and those with runners kept warm."""
-
-    def __init__(self, runtime: Any) -> None:
-        self.lanes: weakref.WeakValueDictionary[tuple[Any, str | None], Lane] = (
-            weakref.WeakValueDictionary()
-        )
-        self.parked: set[Lane] = set()
-        try:
-            scheduler = runtime.grants  # the driver's: its broker is here to read
-        except (RuntimeError, AttributeError):
-            scheduler = None  # a worker process: its idle runners only time out
-        self.scheduler = scheduler
-        if scheduler is not None:
-            scheduler.on_waiting(self.release)
-
-    def pressed(self) -> bool:
-        """Whether a request waits for a grant (seen where the broker is this process's)."""
-        return self.scheduler is not None and self.scheduler.waiting
-
-    def release(self) -> None:
-        """A request has to wait: every idle runner gives its grant back now."""
-        for lane in list(self.parked):
-            for runner in list(lane.parked):
-                lane.expire(runner)
-
-
-_warm: weakref.WeakKeyDictionary[Any, _Warm] = weakref.WeakKeyDictionary()
-
-
-def _lane(options: ActorOptions, caller: str | None) -> Lane:
-    runtime = current_runtime()
-    warm = _warm.get(runtime)
-    if warm is None:
-        warm = _warm[runtime] = _Warm(runtime)
-    try:
-        key: tuple[Any, str | None] = (options, caller)
-        hash(key)
-    except TypeError:  # a placement that cannot be hashed: a lane of its own
-        return Lane(warm)
-    lane = warm.lanes.get(key)
-    if lane is None:
-        lane = warm.lanes[key] = Lane(warm)
-    return lane
-
-
-async def _stop_quietly(runner: Any) -> None:
-    try:
-        await runner.stop()
-    except Exception:  # ended meanwhile (with its caller, or its runtime): nothing to stop
-        pass
-
-
-async def _runner_for(lane: Lane, runner_class: ActorClass[Any]) -> Any:
-    """A runner for one call: handed on by a call of the lane that finished, or spawned
-    for it when its turn to spawn comes first, or kept warm since a call of the lane."""
-    warm = lane.unpark()
-    if warm is not None:
-        return warm
-    if lane.spawning:
-        turn: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        lane.idle.append(turn)
-        try:
-            got = await turn
-        except asyncio.CancelledError:
-            _abandon(lane.idle, turn, lane)
-            raise
-        if got is not _SPAWN:
-            return got
-    return await _spawn_for(lane, runner_class)
-
-
-async def _spawn_for(lane: Lane, runner_class: ActorClass[Any]) -> Any:
-    handed: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-    lane.spawners.append(handed)
-    lane.spawning += 1
-    spawning = asyncio.ensure_future(runner_class.spawn())
-    spawning.add_done_callback(lambda _: _spawned(lane))
-    try:
-        await asyncio.wait([spawning, handed], return_when=asyncio.FIRST_COMPLETED)
-    except asyncio.CancelledError:
-        _abandon(lane.spawners, handed, lane)
-        _drop(spawning)
-        raise
-    if handed.done():
-        _forget(lane.spawners, handed)
-        _drop(spawning)
-        return handed.result()
-    _forget(lane.spawners, handed)
-    return spawning.result()
-
-
-def _spawned(lane: Lane) -> None:
-    """A spawn of the lane was granted, failed or withdrawn: the next call waiting without
-    one files its own."""
-    lane.spawning -= 1
-    while lane.idle:
-        turn = lane.idle.popleft()
-        if not turn.done():
-            turn.set_result(_SPAWN)
-            return
-
-
-def _forget(
-    queue: collections.deque[asyncio.Future[Any]], waiting: asyncio.Future[Any]
-) -> None:
-    """``waiting`` waits no more: out of its queue, and nobody may hand it a runner now."""
-    try:
-        queue.remove(waiting)
-    except ValueError:
-        pass
-    if not waiting.done():
-        waiting.cancel()
-
-
-def _abandon(
-    queue: collections.deque[asyncio.Future[Any]], waiting: asyncio.Future[Any], lane: Lane
-) -> None:
-    """The call waiting on ``waiting`` was cancelled: a runner handed to it meanwhile stops,
-    and a turn to spawn given to it goes to the next call."""
-    _forget(queue, waiting)
-    if waiting.cancelled():
-        return
-    got = waiting.result()
-    if got is _SPAWN:
-        lane.spawning += 1
-        _spawned(lane)  # passed on, as if it had spawned
-    else:
-        _own(asyncio.ensure_future(got.stop()))
-
-
-def _drop(spawning: asyncio.Future[Any]) -> None:
-    """A spawn no longer needed: withdrawn, and a runner it started meanwhile stopped."""
-    spawning.add_done_callback(_stop_spare)
-    spawning.cancel()
-
-
-def _stop_spare(spawning: asyncio.Future[Any]) -> None:
-    if spawning.cancelled() or spawning.exception() is not None:
-        return
-    _own(asyncio.ensure_future(spawning.result().stop()))
-
-
-def _hand_on(lane: Lane, runner: Any) -> bool:
-    """Give ``runner`` to the next call of ``lane`` that waits; whether one took it. Calls
-    that filed no spawn come first, so no request is filed and withdrawn in vain."""
-    for queue in (lane.idle, lane.spawners):
-        while queue:
-            waiting = queue.popleft()
-            if not waiting.done():
-                waiting.set_result(runner)
-                return True
-    return False
-
-
-def _own(future: Any) -> None:
-    """Hold ``future`` (a call) until it is done: a loop holds its tasks only weakly."""
-    _running.add(future)
-    future.add_done_callback(_running.discard)
 
 
 class _TaskTarget:
@@ -512,9 +327,15 @@ def task(
         max_retries: runs again after the worker process died (default 3, as in Ray;
             ``-1``: without limit); an exception the function raises is never retried.
 
+    A generator function (or async generator function) streams: a call returns the
+    ``TaskStream`` of its items at once (``async for``, or ``for`` in synchronous code), which
+    come as they are produced, pulled in batches (the generator runs at most one batch ahead
+    of the caller), each once and in order; an exception it raises ends the stream with that
+    exception; closing the stream closes the generator in its worker.
+
     Raises:
-        TypeError: not a function (a class is an actor: ``@actorrt.actor``), a generator
-            function, or an unknown option.
+        TypeError: not a function (a class is an actor: ``@actorrt.actor``), or an unknown
+            option.
     """
     max_retries = options.pop("max_retries", DEFAULT_MAX_RETRIES)
     _check_max_retries(max_retries)
@@ -528,12 +349,7 @@ def task(
             )
         if not inspect.isfunction(target):
             raise TypeError(f"@actorrt.task takes a function, got {target!r}")
-        if inspect.isgeneratorfunction(target) or inspect.isasyncgenfunction(target):
-            raise TypeError(
-                f"{target.__name__} is a generator function, which a task cannot be: return "
-                "a list of the items instead"
-            )
-        origin = None if "<locals>" in target.__qualname__ else (
+        origin = None if "<" in target.__qualname__ else (  # <locals>, <lambda>
             target.__module__, target.__qualname__
         )
         return TaskFunction(target, defaults, max_retries, origin)

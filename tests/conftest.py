@@ -139,6 +139,16 @@ class Recorder:
 
 
 @pytest.fixture
+def facade() -> Iterator[actorrt.Runtime]:
+    """A runtime of 4 CPUs started by ``actorrt.init()``, for synchronous tests."""
+    runtime = actorrt.init(num_cpus=4)
+    try:
+        yield runtime
+    finally:
+        actorrt.shutdown()
+
+
+@pytest.fixture
 def ray_start_2_cpus() -> Iterator[None]:
     """Ray's test fixture of that name: a local cluster of 2 CPUs for the test."""
     actorrt.init(num_cpus=2)

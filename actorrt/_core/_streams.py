@@ -142,6 +142,15 @@ def is_stream(methods: Any, name: str) -> bool:
     return name + NEXT in methods
 
 
+def check_may_block(name: str) -> None:
+    """Refuse a ``for`` over the stream of ``name()`` on a thread that runs an event loop."""
+    if must_await():
+        raise RuntimeError(
+            f"iterating over {name}() with `for` would block this thread's event loop; use "
+            "`async for` here"
+        )
+
+
 def check_batch(batch_size: Any) -> int:
     if isinstance(batch_size, bool) or not isinstance(batch_size, int):
         raise TypeError(f"batch_size must be an int, got {batch_size!r}")
@@ -189,14 +198,25 @@ class Stream:
     def __aiter__(self) -> AsyncIterator[Any]:
         return self
 
+    async def start(self) -> None:
+        """Wait until the actor has started the generator (it runs once items are asked for);
+        raises what starting it raised (``ActorDiedError`` when the actor had ended)."""
+        if self._stream_id is not None or self._ended:
+            return
+        try:
+            self._stream_id = await self._opened
+        except BaseException:
+            self._ended = True
+            raise
+        self._pending = self._pull()
+
     async def __anext__(self) -> Any:
         while not self._items:
             if self._ended:
                 raise StopAsyncIteration
             try:
                 if self._stream_id is None:
-                    self._stream_id = await self._opened
-                    self._pending = self._pull()
+                    await self.start()
                 assert self._pending is not None
                 pending, self._pending = self._pending, None
                 self._arrived(await pending)
@@ -216,11 +236,7 @@ class Stream:
         return self
 
     def __next__(self) -> Any:
-        if must_await():
-            raise RuntimeError(
-                f"iterating over {self._name}() with `for` would block this thread's event "
-                "loop; use `async for` here"
-            )
+        check_may_block(self._name)
         while not self._items:
             if self._ended:
                 raise StopIteration

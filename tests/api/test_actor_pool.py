@@ -3,7 +3,6 @@
 import asyncio
 import os
 import signal
-from collections.abc import Iterator
 
 import pytest
 
@@ -34,15 +33,6 @@ class Doubler:
 
     def fail(self, v: int) -> int:
         raise ValueError(f"bad value {v}")
-
-
-@pytest.fixture
-def facade() -> Iterator[actorrt.Runtime]:
-    runtime = actorrt.init(num_cpus=4)
-    try:
-        yield runtime
-    finally:
-        actorrt.shutdown()
 
 
 def test_the_ray_path_is_the_same_class() -> None:

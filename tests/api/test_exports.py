@@ -16,7 +16,7 @@ EXPECTED = {
     "ResourceError", "Runtime", "RuntimeAlreadyRunningError", "RuntimeClosedError",
     "RuntimeContext", "RuntimeStateError", "actor", "get", "get_actor", "get_context",
     "init", "is_initialized", "run", "shutdown", "spawn", "task", "TaskFunction", "wait",
-    "put", "ObjectRef",
+    "TaskStream", "put", "ObjectRef",
 }
 
 

@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -32,15 +31,6 @@ class Reader:
             "mapped": mapped,
             "pid": os.getpid(),
         }
-
-
-@pytest.fixture
-def facade() -> Iterator[actorrt.Runtime]:
-    runtime = actorrt.init(num_cpus=4)
-    try:
-        yield runtime
-    finally:
-        actorrt.shutdown()
 
 
 def test_a_100_mb_array_put_once_is_read_by_4_actors_without_copies(facade) -> None:

@@ -1,7 +1,6 @@
 """actorrt.wait, as ray.wait means it, and ask handles in asyncio.wait / as_completed."""
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 
@@ -73,7 +72,7 @@ async def test_asyncio_wait_and_as_completed_take_handles(actorrt_runtime) -> No
     await gates.stop()
 
 
-def test_done_callbacks_follow_the_future_protocol(actorrt_runtime_free) -> None:
+def test_done_callbacks_follow_the_future_protocol(facade) -> None:
     gates = actorrt.get(Gates.spawn())
     handle = gates.hold("k")
     seen: list[object] = []
@@ -90,16 +89,7 @@ def test_done_callbacks_follow_the_future_protocol(actorrt_runtime_free) -> None
     assert seen == [handle] and not handle.cancelled()
 
 
-@pytest.fixture
-def actorrt_runtime_free() -> Iterator[actorrt.Runtime]:
-    runtime = actorrt.init(num_cpus=2)
-    try:
-        yield runtime
-    finally:
-        actorrt.shutdown()
-
-
-def test_wait_blocks_in_sync_code(actorrt_runtime_free) -> None:
+def test_wait_blocks_in_sync_code(facade) -> None:
     gates = actorrt.get(Gates.options(process=True).spawn())
     a, b = gates.hold("a"), gates.hold("b")
     assert actorrt.wait([a, b], timeout=0.05) == ([], [a, b])

@@ -4,7 +4,6 @@ inside the actor's mailbox discipline, inline and across processes alike."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -97,15 +96,6 @@ async def test_closing_the_stream_closes_the_generator(actorrt_runtime, process:
     with pytest.raises(StopAsyncIteration):
         await stream.__anext__()
     await ref.stop()
-
-
-@pytest.fixture
-def facade() -> Iterator[actorrt.Runtime]:
-    runtime = actorrt.init(num_cpus=2)
-    try:
-        yield runtime
-    finally:
-        actorrt.shutdown()
 
 
 def test_sync_code_iterates_with_for(facade) -> None:

@@ -43,6 +43,8 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
             "actorrt._sync",
             "actorrt._wait",
             "actorrt._tasks",
+            "actorrt._task_lanes",
+            "actorrt._task_streams",
             "actorrt._objects",
             "actorrt._actor_pool",
             "actorrt._lookup",
