@@ -91,9 +91,10 @@ class ObjectRef(Generic[T]):
         """Read the value (what ``actorrt.get(ref)`` does)."""
         if self._host != _HOST:
             raise RuntimeError(
-                f"{self!r} was put on {self._host}, and objects are read on the machine "
-                f"that stored them only (this is {_HOST}): send the value itself to another "
-                "node"
+                f"{self!r} was put on {self._host}, and this is {_HOST}: actorrt.put "
+                "objects are read on the machine that stored them only, not fetched across "
+                "the nodes of a cluster; send the value itself to an actor or task on another "
+                "node, or place the reader on that machine"
             )
         path = os.path.join(SHM_DIR, self._name)
         try:

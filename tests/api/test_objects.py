@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import gc
 import os
+import pickle
+import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -15,6 +18,7 @@ import pytest
 import actorrt
 
 SHM = Path("/dev/shm")
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @actorrt.actor(num_cpus=1)
@@ -120,3 +124,28 @@ def test_a_segment_another_user_could_have_written_is_never_unpickled() -> None:
             actorrt.get(ref)
         os.chown(path, 0, -1)
     assert actorrt.get(ref) == {"a": 1}
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None or os.getuid() != 0,
+                    reason="needs unshare and root for a process with a hostname of its own")
+def test_a_ref_read_on_another_machine_says_objects_are_not_fetched_across_nodes() -> None:
+    # A process with another hostname (a UTS namespace: "another machine" to actorrt) is
+    # given the ref as a message would carry it (pickled), and reads it.
+    ref = actorrt.put([1, 2, 3])
+    reader = (
+        "import pickle, sys, actorrt\n"
+        "ref = pickle.loads(sys.stdin.buffer.read())\n"
+        "try:\n"
+        "    actorrt.get(ref)\n"
+        "except RuntimeError as error:\n"
+        "    print(error)\n"
+    )
+    done = subprocess.run(
+        ["unshare", "--uts", "sh", "-c", f'hostname elsewhere && exec "{sys.executable}" -c "$0"',
+         reader],
+        input=pickle.dumps(ref), capture_output=True, timeout=60, cwd=ROOT,
+    )
+    out = done.stdout.decode()
+    assert done.returncode == 0, done.stderr.decode()
+    assert f"was put on {socket.gethostname()}, and this is elsewhere" in out
+    assert "not fetched across the nodes of a cluster" in out
