@@ -29,4 +29,5 @@ def test_idioms_benchmark_runs_and_writes_json(tmp_path: Path) -> None:
         assert figure["median"] > 0 and figure["baseline_median"] > 0 and figure["ratio"] > 0
     assert figures["pool map, 100 CPU-bound items"]["target_ratio"] == 1.0
     assert figures["pool map, 100 CPU-bound items"]["met"] in (True, False)
+    assert figures["task submit+get, sequential"]["target_ratio"] == 0.3
     assert data["machine"]["workers"] >= 1
