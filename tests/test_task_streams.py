@@ -95,3 +95,25 @@ def test_a_generator_task_streams_to_sync_code(facade, tmp_path: Path) -> None:
     assert wait_until(lambda: (tmp_path / "made.closed").exists())
     assert made(progress) <= 32
     assert wait_until(lambda: actorrt.available_resources() == actorrt.cluster_resources())
+
+
+@actorrt.actor(process=True, num_cpus=1, placement_group=[{"CPU": 1}, {"CPU": 1}])
+class Consumer:
+    """A worker-process actor whose generator-task calls go into its own group."""
+
+    async def total(self, n: int) -> int:
+        return sum([x async for x in numbers(n)])
+
+    def total_sync(self, n: int) -> int:
+        return sum(numbers(n))
+
+
+@pytest.mark.actorrt(num_cpus=2)
+async def test_an_actor_consumes_a_generator_task_inside_its_group(actorrt_runtime) -> None:
+    consumer = await Consumer.spawn()
+    assert await consumer.total(100) == sum(range(100))
+    assert await consumer.total_sync(50) == sum(range(50))
+    await consumer.stop()
+    assert await eventually(
+        lambda: actorrt.available_resources() == actorrt.cluster_resources()
+    )
