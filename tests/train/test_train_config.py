@@ -52,14 +52,15 @@ def test_scaling_config_factory_shape() -> None:
     # Ray Train V2: the controller takes nothing; only the workers are reserved.
     scaling = train.ScalingConfig(num_workers=3)
     spec = scaling.as_placement_group_factory()
-    assert spec.bundles == [{}] + [{"CPU": 1.0}] * 3
+    assert spec.bundles == [{"CPU": 1.0}] * 3  # Ray's: the empty head is left out
+    assert spec.group_bundles == [{}] + [{"CPU": 1.0}] * 3
     assert spec.strategy == "PACK"
     assert spec.required_resources == scaling.total_resources == {"CPU": 3.0}
     assert spec.head_bundle_is_empty
     assert train.ScalingConfig().total_resources == {"CPU": 1.0}  # one CPU worker
 
     gpu = train.ScalingConfig(num_workers=2, use_gpu=True, placement_strategy="SPREAD")
-    assert gpu.as_placement_group_factory().bundles == [{}, {"GPU": 1.0}, {"GPU": 1.0}]
+    assert gpu.as_placement_group_factory().group_bundles == [{}, {"GPU": 1.0}, {"GPU": 1.0}]
     assert gpu.as_placement_group_factory().strategy == "SPREAD"
     assert gpu.total_resources == {"GPU": 2.0}
 
