@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .._shared._storage_path import check_local_storage_path
+from ._callback import UserCallback
 from ._unsupported import reject
 
 DEFAULT_STORAGE = "~/actorrt_results"
@@ -116,7 +117,9 @@ class RunConfig:
         storage_path: where runs are written (default ``~/actorrt_results``).
         failure_config: restarts after failures (default: none).
         checkpoint_config: which checkpoints are kept (default: all).
-        stop, callbacks, verbose, progress_reporter, log_to_file, sync_config: Tune's
+        callbacks: ``train.UserCallback`` instances, which the trainer calls (Ray Train
+            V2's); any other callback is Tune's (below).
+        stop, verbose, progress_reporter, log_to_file, sync_config, Tune callbacks: Tune's
             settings, as Ray 2.7-2.40's shared ``RunConfig`` had them: they take effect
             when this config is given to ``tune.Tuner`` (or the trainer runs under one);
             a trainer's own ``fit()`` warns that it does not use them.
@@ -141,8 +144,11 @@ class RunConfig:
 
     def tune_settings(self) -> dict[str, Any]:
         """The Tune-only settings that were given (not their defaults)."""
+        tune_callbacks = [
+            c for c in self.callbacks or () if not isinstance(c, UserCallback)
+        ] or None
         given = {
-            "stop": self.stop, "callbacks": self.callbacks, "verbose": self.verbose,
+            "stop": self.stop, "callbacks": tune_callbacks, "verbose": self.verbose,
             "progress_reporter": self.progress_reporter, "sync_config": self.sync_config,
         }
         settings = {k: v for k, v in given.items() if v is not None}
@@ -155,6 +161,11 @@ class RunConfig:
     worker_runtime_env: Any = field(default=None, repr=False, compare=False, kw_only=True)
 
     def __post_init__(self) -> None:
+        if self.callbacks is not None and not isinstance(self.callbacks, list | tuple):
+            raise TypeError(
+                f"callbacks must be a list (of train.UserCallback, or tune.Callback for a "
+                f"Tuner), got {self.callbacks!r}"
+            )
         reject("RunConfig", {
             "storage_filesystem": self.storage_filesystem,
             "worker_runtime_env": self.worker_runtime_env or None,

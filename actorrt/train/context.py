@@ -8,9 +8,10 @@ start its own threads and report from them).
 
 from __future__ import annotations
 
+import contextlib
 import pickle
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -95,7 +96,7 @@ class Session:
         restore: Checkpoint | None,
         next_index: int,
         score_attribute: str | None,
-        push: Callable[[dict[str, Any], str | None], None],
+        push: Callable[[dict[str, Any], str | None, list[dict[str, Any]]], None],
         datasets: Mapping[str, Any] | None = None,
         rendezvous: Any = None,
     ) -> None:
@@ -135,12 +136,17 @@ class Session:
             if checkpoint is not None:
                 stored = store(checkpoint, self.run_dir, index).path
             run_metrics = plain
+            every = [plain]  # each rank's metrics, for the trainer's UserCallbacks
             if self.rendezvous is not None:
                 # A barrier, as in Ray Train V2: past it, every rank's files of this
                 # report are in their folder, and no rank runs ahead of the others. It
-                # also hands every rank rank 0's metrics (the run's).
-                shared = self.meet("train.report()", pickle.dumps(plain))
-                if shared is not None:
+                # also hands every rank rank 0's metrics (the run's), and rank 0 every
+                # rank's.
+                rank0 = self.context.get_world_rank() == 0
+                shared = self.meet("train.report()", pickle.dumps(plain), gather=rank0)
+                if rank0 and isinstance(shared, list):
+                    every = [pickle.loads(one) for one in shared]
+                elif isinstance(shared, bytes):
                     run_metrics = pickle.loads(shared)
             folder = self.run_dir / checkpoint_name(index)
             if folder.is_dir():  # past the barrier: some rank wrote this report's files
@@ -148,24 +154,35 @@ class Session:
             if self.context.get_world_rank() == 0:
                 if stored is None and folder.is_dir():
                     stored = str(folder)  # only other ranks wrote this report's files
-                self.push(plain, stored)  # rank 0's metrics are the run's
+                self.push(plain, stored, every)  # rank 0's metrics are the run's
 
-    def meet(self, what: str, value: bytes | None = None) -> bytes | None:
+    def meet(self, what: str, value: bytes | None = None, gather: bool = False) -> Any:
         """This rank's next collective call (``what`` names it): wait until every rank
-        has made it, and return rank 0's ``value``. Alone, return ``value`` at once."""
+        has made it, and return rank 0's ``value`` (with ``gather``, every rank's, in
+        rank order). Alone, return ``value`` at once."""
         if self.rendezvous is None:
-            return value
+            return [value] if gather else value
         number = self.collectives
         self.collectives += 1
         rank = self.context.get_world_rank()
         world = self.context.get_world_size()
-        result: bytes | None = actorrt.get(
-            self.rendezvous.meet(world, rank, number, value, what)
-        )
-        return result
+        return actorrt.get(self.rendezvous.meet(world, rank, number, value, what, gather))
 
 
 _session: Session | None = None
+_hook_context: TrainContext | None = None  # while a Backend hook's call runs here
+
+
+@contextlib.contextmanager
+def hook_context(context: TrainContext) -> Iterator[None]:
+    """``get_context()`` answers ``context`` in the block (a ``Backend`` hook's call to
+    this worker, before or after its training function runs)."""
+    global _hook_context
+    saved, _hook_context = _hook_context, context
+    try:
+        yield
+    finally:
+        _hook_context = saved
 
 
 def set_session(session: Session | None) -> None:
@@ -270,6 +287,8 @@ def get_context() -> TrainContext:
     """This worker's ranks and sizes in the gang. In a Tune function trainable, the
     trial's context (``tune.get_context()``: trial id, name and folder; rank 0 of 1)."""
     if _session is None:
+        if _hook_context is not None:
+            return _hook_context
         trial = enclosing_trial()
         if trial is not None:
             context: TrainContext = trial.context

@@ -17,7 +17,7 @@ def test_all_is_exactly_the_public_surface() -> None:
         "ScalingConfig", "TrainContext", "TrainingFailedError", "WorkerGroupError",
         "get_checkpoint", "get_context", "get_dataset_shard", "report",
         "ReportedCheckpoint", "get_all_reported_checkpoints",
-        "EnclosingTrial", "set_trial_provider",
+        "EnclosingTrial", "set_trial_provider", "BackendConfig", "UserCallback",
     }
     public = {n for n in dir(train) if not n.startswith("_")}
     # the integrations once imported, and the modules at Ray's paths
