@@ -40,6 +40,13 @@ class UserCallback:
     V2's ``ray.train.UserCallback``). An exception in a hook ends ``fit()`` with a
     ``ControllerError``."""
 
+    def before_run(self, run_context: TrainRunContext) -> None:
+        """Called once when ``fit()`` starts, before any worker does."""
+
+    def after_run(self, run_context: TrainRunContext, result: Any) -> None:
+        """Called once when ``fit()`` ends, with the run's ``Result`` (its ``error`` set
+        when training failed), before ``fit()`` returns or raises."""
+
     def after_report(
         self,
         run_context: TrainRunContext,

@@ -219,7 +219,7 @@ class DataShard:
 
                 yield pd.DataFrame({k: list(v) if v.ndim > 1 else v for k, v in batch.items()})
             elif batch_format == "pyarrow":
-                import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
+                import pyarrow as pa  # type: ignore[import-not-found,import-untyped,unused-ignore]
 
                 yield pa.table({k: list(v) if v.ndim > 1 else v for k, v in batch.items()})
             else:

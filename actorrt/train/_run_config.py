@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._shared._deprecation import check_local_dir, warn_deprecated
 from .._shared._storage_path import check_local_storage_path
 from ._callback import UserCallback
 from ._unsupported import reject
@@ -125,6 +126,8 @@ class RunConfig:
             a trainer's own ``fit()`` warns that it does not use them.
         storage_filesystem, worker_runtime_env: Ray's; not supported (a ``TypeError``
             naming docs/porting.md unless ``None``).
+        local_dir: removed in Ray, which raises ``DeprecationWarning`` for it; so does
+            this (use ``storage_path``).
 
     Raises:
         ValueError: a bad name, or a cloud ``storage_path`` (``s3://``, ``gs://``, ...).
@@ -159,12 +162,23 @@ class RunConfig:
     # Ray's, refused with a pointer to docs/porting.md (kept out of repr and equality).
     storage_filesystem: Any = field(default=None, repr=False, compare=False, kw_only=True)
     worker_runtime_env: Any = field(default=None, repr=False, compare=False, kw_only=True)
+    local_dir: Any = field(default=None, repr=False, compare=False, kw_only=True)
 
     def __post_init__(self) -> None:
+        check_local_dir(self.local_dir)
         if self.callbacks is not None and not isinstance(self.callbacks, list | tuple):
             raise TypeError(
                 f"callbacks must be a list (of train.UserCallback, or tune.Callback for a "
                 f"Tuner), got {self.callbacks!r}"
+            )
+        for param in sorted(self.tune_settings()):
+            warn_deprecated(
+                f"`RunConfig({param})` is deprecated. This configuration was a Ray Tune API "
+                "that did not support Ray Train usage well (Ray Train V2 raises "
+                "DeprecationWarning for it). actorrt still accepts it, as Ray 2.7-2.40 did: "
+                "it takes effect when this RunConfig reaches tune.Tuner; pass it in "
+                "tune.RunConfig instead",
+                stacklevel=3,
             )
         reject("RunConfig", {
             "storage_filesystem": self.storage_filesystem,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import pickle
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from typing import Any
 import actorrt
 
 from .._shared._checkpoint import Checkpoint
+from .._shared._deprecation import warn_deprecated
 from .._shared._trial_hook import enclosing_trial
 from ._checkpoint_store import checkpoint_name, store
 from ._unsupported import reject
@@ -247,6 +249,7 @@ def report(
     if _session is None:
         trial = enclosing_trial()
         if trial is not None:
+            _warn_in_tune("report")
             trial.report(_plain_metrics(metrics), checkpoint)
             return
     _current("report").report(metrics, checkpoint)
@@ -259,6 +262,7 @@ def get_checkpoint() -> Checkpoint | None:
     if _session is None:
         trial = enclosing_trial()
         if trial is not None:
+            _warn_in_tune("get_checkpoint")
             return trial.checkpoint
     return _current("get_checkpoint").restore
 
@@ -291,6 +295,7 @@ def get_context() -> TrainContext:
             return _hook_context
         trial = enclosing_trial()
         if trial is not None:
+            _warn_in_tune("get_context")
             context: TrainContext = trial.context
             return context
     return _current("get_context").context
@@ -312,6 +317,22 @@ def get_dataset_shard(name: str) -> Any:
             f"{sorted(session.datasets) or 'none'}"
         )
     return session.datasets[name]
+
+
+def _warn_in_tune(name: str) -> None:
+    """Ray Train V2 raises ``DeprecationWarning`` for ``ray.train.<name>`` in a function
+    passed to Tune; actorrt still takes Ray 2.7-2.40's spelling, and warns. Calls from
+    actorrt's own callbacks (the boosting libraries' report callbacks) do not warn."""
+    caller = sys._getframe(2).f_globals.get("__name__", "")
+    if caller == "actorrt" or caller.startswith("actorrt."):
+        return
+    warn_deprecated(
+        f"`ray.train.{name}` is deprecated when running in a function passed to Ray Tune. "
+        f"Please use the equivalent `ray.tune` API instead (`ray.tune.{name}`): Ray Train V2 "
+        "raises DeprecationWarning here; actorrt still runs Ray 2.7-2.40's spelling as "
+        "tune's (docs/porting.md)",
+        stacklevel=3,
+    )
 
 
 def _plain_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:

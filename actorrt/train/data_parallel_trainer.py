@@ -262,6 +262,8 @@ class DataParallelTrainer:
                 await asyncio.to_thread(callback.after_report, run_context=run_context,
                                         metrics=every, checkpoint=stored)
 
+        for callback in callbacks:
+            await asyncio.to_thread(callback.before_run, run_context=run_context)
         with open(run_dir / RESULTS_FILE, "a", buffering=1) as results:  # noqa: ASYNC230
             on_report = Recorder(book, results, trial, after_report if callbacks else None)
             while not on_report.stopped:
@@ -308,6 +310,8 @@ class DataParallelTrainer:
             num_failures=len(failures),
             failures=failures,
         )
+        for callback in callbacks:
+            await asyncio.to_thread(callback.after_run, run_context=run_context, result=result)
         return result, on_report.stopped
 
     async def _attempt(

@@ -126,6 +126,13 @@ class Recorded(UserCallback):
         self.reports: list[tuple[list[dict[str, Any]], str | None]] = []
         self.failures: list[dict[int, str]] = []
         self.run_ids: set[str] = set()
+        self.lifecycle: list[str] = []
+
+    def before_run(self, run_context: Any) -> None:
+        self.lifecycle.append("before_run")
+
+    def after_run(self, run_context: Any, result: Any) -> None:
+        self.lifecycle.append(f"after_run error={result.error}")
 
     def after_report(self, run_context: Any, metrics: list[dict[str, Any]],
                      checkpoint: Checkpoint | None) -> None:
@@ -170,6 +177,7 @@ def test_user_callbacks_see_every_ranks_reports_and_the_failed_ranks(
     ]
     assert callback.reports == per_attempt * 2  # the first attempt, then the restart
     assert callback.failures == [{1: "ValueError"}]
+    assert callback.lifecycle == ["before_run", "after_run error=None"]
     assert len(callback.run_ids) == 1
 
 

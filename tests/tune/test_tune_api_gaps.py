@@ -124,7 +124,8 @@ def old_style_report(config: dict[str, Any]) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         tune.report(mean_loss=config["x"], step=1)  # Ray 1.x-2.6's spelling
-    assert [w.category for w in caught] == [DeprecationWarning]
+    assert [w.category.__name__ for w in caught] == ["RayDeprecationWarning"]
+    assert issubclass(caught[0].category, DeprecationWarning)
     assert "pass the metrics as one dict" in str(caught[0].message)
     try:
         tune.report({"a": 1}, b=2)

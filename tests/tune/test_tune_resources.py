@@ -110,7 +110,7 @@ def test_placement_group_factory() -> None:
     assert tune.PlacementGroupFactory([{}, {"CPU": 1}]).head_bundle_is_empty
     with pytest.raises(ValueError, match="bundle 1"):
         tune.PlacementGroupFactory([{"CPU": 1}, {}])
-    with pytest.raises(ValueError, match="at least one bundle"):
+    with pytest.raises(ValueError, match="with zero bundles"):
         tune.PlacementGroupFactory([])
     with pytest.raises(TypeError, match="wrap it in a list"):
         tune.PlacementGroupFactory({"CPU": 1})  # type: ignore[arg-type]

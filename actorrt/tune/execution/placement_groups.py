@@ -42,6 +42,11 @@ class PlacementGroupFactory:
                 f"PlacementGroupFactory takes a list of bundles (dicts), got one dict {bundles!r};"
                 " wrap it in a list"
             )
+        if not list(bundles):
+            raise ValueError(
+                "Cannot initialize a PlacementGroupFactory with zero bundles (give a list "
+                "of resource dicts: bundle 0 the trial driver's, then its workers')."
+            )
         parsed = parse_bundles(list(bundles), allow_empty_head=True)
         self._bundles = [b.to_dict() for b in parsed]
         self._strategy = str(parse_strategy(strategy))
