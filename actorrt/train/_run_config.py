@@ -30,6 +30,8 @@ class FailureConfig:
             failures of its controller actor and for preempted nodes (``-1``, the default:
             unlimited). Checked and kept; neither failure occurs here (the run's driver is
             the calling process, and there is no preemption), so they never count.
+        fail_fast: Tune's (Ray 2.7-2.40 took it here): used when this config reaches
+            ``tune.Tuner``; given, it warns, as Ray Train V2 refuses it.
 
     Raises:
         ValueError: a limit below ``-1``.
@@ -38,8 +40,18 @@ class FailureConfig:
     max_failures: int = 0
     controller_failure_limit: int = -1
     max_preemption_failures: int = -1
+    fail_fast: bool | str = field(default=False, repr=False, compare=False, kw_only=True)
 
     def __post_init__(self) -> None:
+        if self.fail_fast is not False:
+            warn_deprecated(
+                "`ray.train.FailureConfig(fail_fast)` is deprecated since it is only "
+                "relevant in the context of Ray Tune (Ray Train V2 raises "
+                "DeprecationWarning for it). actorrt still accepts it, as Ray 2.7-2.40 "
+                "did: it takes effect when this config reaches tune.Tuner; use "
+                "tune.FailureConfig(fail_fast=...)",
+                stacklevel=3,
+            )
         for name in ("max_failures", "controller_failure_limit", "max_preemption_failures"):
             n = getattr(self, name)
             if isinstance(n, bool) or not isinstance(n, int):

@@ -79,3 +79,11 @@ def test_train_configs_given_to_tune_say_update_your_imports() -> None:
         tune.Tuner(lambda c: None, run_config=tune.RunConfig(
             failure_config=tune.FailureConfig(), checkpoint_config=tune.CheckpointConfig()
         ))
+
+
+def test_fail_fast_in_trains_failure_config_warns_and_still_reaches_tune() -> None:
+    with pytest.warns(RayDeprecationWarning, match=r"FailureConfig\(fail_fast\)` is deprecated"):
+        config = train.FailureConfig(fail_fast=True)
+    with pytest.warns(RayDeprecationWarning, match="update your imports"):
+        run = tune.RunConfig(failure_config=config)
+    assert run.failure_config is not None and run.failure_config.fail_fast is True
