@@ -58,7 +58,6 @@ _TRAIN = {
     "lightgbm": "import actorrt.train.lightgbm explicitly (it needs 'actorrt[lightgbm]')",
     "tensorflow": "train.tensorflow is not provided",
     "horovod": "train.horovod is not provided",
-    "BackendConfig": "the backend is chosen by the trainer (TorchTrainer: torch.distributed)",
 }
 
 _UTIL = {

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .._shared._deprecation import warn_deprecated
 from ..train import Checkpoint
-from ..train import get_checkpoint as get_checkpoint
+from ..train import get_checkpoint as _get_checkpoint
 from ..train import get_context as _get_context
 from ..train import report as _report
 
@@ -30,9 +31,29 @@ __all__ = [
 ]
 
 
+def _deprecated(name: str) -> None:
+    """Ray 2.7 disbanded ``ray.air``: its session functions moved to ``ray.train`` (and
+    ``ray.tune`` in a trial); they still work here, with this warning."""
+    warn_deprecated(
+        f"`ray.air.session.{name}` is deprecated: ray.air's session functions moved in "
+        f"Ray 2.7; use `ray.train.{name}` in a training function, `ray.tune.{name}` in "
+        "a Tune trial (actorrt.train / actorrt.tune)",
+        stacklevel=3,
+    )
+
+
 def report(metrics: Mapping[str, Any], *, checkpoint: Checkpoint | None = None) -> None:
-    """Report metrics (and optionally a checkpoint): ``train.report``."""
+    """Report metrics (and optionally a checkpoint): ``train.report``, with Ray's
+    deprecation warning."""
+    _deprecated("report")
     _report(metrics, checkpoint=checkpoint)
+
+
+def get_checkpoint() -> Checkpoint | None:
+    """The checkpoint to resume from: ``train.get_checkpoint()``, with Ray's deprecation
+    warning."""
+    _deprecated("get_checkpoint")
+    return _get_checkpoint()
 
 
 def _call(method: str) -> Any:

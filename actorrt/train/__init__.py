@@ -22,6 +22,9 @@ Lightning and Transformers helpers); the gang (``_gang``); the trainers; the pac
 - In the training function: ``report``, ``get_checkpoint``, ``get_context``,
   ``get_dataset_shard`` (a ``DataShard`` of the trainer's ``datasets=``).
 - ``Checkpoint`` is one class with ``actorrt.tune.Checkpoint``, as in Ray.
+- ``UserCallback`` (in ``RunConfig(callbacks=...)``) and ``BackendConfig`` (with its
+  ``backend.Backend`` hooks, ``DataParallelTrainer(backend_config=...)``): Ray Train's
+  driver-side hooks, called in the process that runs ``fit()``.
 - ``set_trial_provider`` and the ``EnclosingTrial`` protocol: how a sweep library
   (``actorrt.tune``, or another) tells a trainer which trial its ``fit()`` runs in, so
   rank 0's reports become the trial's results.
@@ -30,6 +33,7 @@ Lightning and Transformers helpers); the gang (``_gang``); the trainers; the pac
 from .._shared._checkpoint import Checkpoint as Checkpoint
 from .._shared._trial_hook import EnclosingTrial as EnclosingTrial
 from .._shared._trial_hook import set_trial_provider as set_trial_provider
+from ._callback import UserCallback as UserCallback
 from ._data import DataShard as DataShard
 from ._result import Result as Result
 from ._run_config import CheckpointConfig as CheckpointConfig
@@ -37,6 +41,7 @@ from ._run_config import FailureConfig as FailureConfig
 from ._run_config import RunConfig as RunConfig
 from ._scaling import PlacementGroupSpec as PlacementGroupSpec
 from ._scaling import ScalingConfig as ScalingConfig
+from .backend import BackendConfig as BackendConfig
 from .context import ReportedCheckpoint as ReportedCheckpoint
 from .context import TrainContext as TrainContext
 from .context import get_all_reported_checkpoints as get_all_reported_checkpoints
@@ -50,6 +55,7 @@ from .error import TrainingFailedError as TrainingFailedError
 from .error import WorkerGroupError as WorkerGroupError
 
 __all__ = [
+    "BackendConfig",
     "Checkpoint",
     "CheckpointConfig",
     "ControllerError",
@@ -64,6 +70,7 @@ __all__ = [
     "ScalingConfig",
     "TrainContext",
     "TrainingFailedError",
+    "UserCallback",
     "WorkerGroupError",
     "get_all_reported_checkpoints",
     "get_checkpoint",

@@ -8,8 +8,13 @@ shapes Ray Data's ``from_*`` constructors read, named as Ray names their columns
 | a numpy array | ``"data"`` (rows along the first axis), as ``ray.data.from_numpy`` |
 | a dict of equally long arrays or lists | its keys |
 | a pandas DataFrame | its columns |
+| a pyarrow ``Table`` | its columns, as ``ray.data.from_arrow`` |
 | a list of dicts | their keys; a list of anything else: ``"item"``, as ``from_items`` |
 | a torch map-style ``Dataset`` (``__len__`` and ``__getitem__``) | ``"item"``, as ``from_torch`` |
+| a generator, a torch ``IterableDataset`` or any other iterable | as a list of its items |
+
+A pyarrow table becomes a dict of numpy columns and an iterable a list, once, when the
+trainer is built (a generator is read to its end there).
 
 The coordinator splits each dataset into ``num_workers`` equal, contiguous, disjoint
 shards (like Ray Train's ``streaming_split(equal=True)``: the last ``len % num_workers``
@@ -28,7 +33,11 @@ if TYPE_CHECKING:
     import numpy as np
 
 PORTING = "docs/porting.md"
-BATCH_FORMATS = ("default", "numpy", "pandas")
+BATCH_FORMATS = ("default", "numpy", "pandas", "pyarrow")
+KINDS = (
+    "a numpy array, a dict of arrays, a pandas DataFrame, a pyarrow Table, a torch "
+    "Dataset, a list or another iterable (a generator)"
+)
 
 
 def _is_ray_data(value: Any) -> bool:
@@ -48,8 +57,7 @@ def _kind(name: str, value: Any) -> str:
         raise TypeError(
             f"datasets[{name!r}] is a Ray Data dataset ({type(value).__module__}."
             f"{type(value).__name__}); actorrt has no Ray Data. Pass the data in memory "
-            "(a numpy array, a dict of arrays, a pandas DataFrame, a torch Dataset or a "
-            f"list), or load it in the training function yourself; see {PORTING}"
+            f"({KINDS}), or load it in the training function yourself; see {PORTING}"
         )
     if _is_ndarray(value):
         if value.ndim == 0:
@@ -70,10 +78,36 @@ def _kind(name: str, value: Any) -> str:
     if hasattr(value, "__getitem__") and hasattr(value, "__len__"):
         return "torch"
     raise TypeError(
-        f"datasets[{name!r}] must be a numpy array, a dict of arrays, a pandas DataFrame, "
-        f"a torch map-style Dataset or a list; got {type(value).__name__}. Ray Data is not "
+        f"datasets[{name!r}] must be {KINDS}; got {type(value).__name__}. Ray Data is not "
         f"supported; see {PORTING}"
     )
+
+
+def _is_arrow_table(value: Any) -> bool:
+    return type(value).__name__ == "Table" and (type(value).__module__ or "").startswith(
+        "pyarrow"
+    )
+
+
+def _in_memory(name: str, value: Any) -> Any:
+    """A pyarrow table as a dict of numpy columns, and an iterable that is none of the
+    other kinds (a generator, a torch ``IterableDataset``) as the list of its items."""
+    if _is_arrow_table(value):
+        return {str(c): value.column(c).to_numpy() for c in value.column_names}
+    if _is_ray_data(value) or _is_ndarray(value) or isinstance(
+        value, Mapping | list | tuple | str | bytes
+    ):
+        return value
+    if type(value).__module__.startswith("pandas"):
+        return value
+    if hasattr(value, "__getitem__") and hasattr(value, "__len__"):
+        return value
+    if hasattr(value, "__iter__"):
+        try:
+            return list(value)
+        except TypeError as exc:  # e.g. a torch IterableDataset that cannot iterate
+            raise TypeError(f"datasets[{name!r}] could not be iterated: {exc}") from exc
+    return value
 
 
 def check_datasets(datasets: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -82,11 +116,13 @@ def check_datasets(datasets: Mapping[str, Any] | None) -> dict[str, Any]:
         return {}
     if not isinstance(datasets, Mapping):
         raise TypeError(f"datasets must be a dict of name to data, got {datasets!r}")
+    checked: dict[str, Any] = {}
     for name, value in datasets.items():
         if not isinstance(name, str) or not name:
             raise TypeError(f"dataset names are non-empty strings, got {name!r}")
-        _kind(name, value)
-    return dict(datasets)
+        checked[name] = _in_memory(name, value)
+        _kind(name, checked[name])
+    return checked
 
 
 def split_datasets(datasets: Mapping[str, Any], world: int) -> list[dict[str, Any]]:
@@ -158,7 +194,7 @@ class DataShard:
 
         Args:
             batch_format: ``"default"``/``"numpy"``: a dict of column to numpy array;
-                ``"pandas"``: a DataFrame.
+                ``"pandas"``: a DataFrame; ``"pyarrow"``: a pyarrow Table.
             drop_last: leave out a last batch shorter than ``batch_size``.
             local_shuffle_buffer_size: any positive number shuffles the shard's rows
                 (all of them, not only a buffer's worth).
@@ -182,6 +218,10 @@ class DataShard:
                 import pandas as pd  # type: ignore[import-untyped,unused-ignore]
 
                 yield pd.DataFrame({k: list(v) if v.ndim > 1 else v for k, v in batch.items()})
+            elif batch_format == "pyarrow":
+                import pyarrow as pa  # type: ignore[import-not-found,import-untyped,unused-ignore]
+
+                yield pa.table({k: list(v) if v.ndim > 1 else v for k, v in batch.items()})
             else:
                 yield batch
 

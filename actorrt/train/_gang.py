@@ -28,9 +28,9 @@ logger = logging.getLogger("actorrt.train")
 DRAIN_TIMEOUT = 1.0  # seconds a failed attempt waits for rank 0's last reports
 DEATH_GRACE = 0.5  # seconds a failure waits for a peer's death, its likelier cause
 
-# What the coordinator does with one of rank 0's reports (metrics, stored checkpoint);
-# it answers whether the run goes on.
-OnReport = Callable[[dict[str, Any], str | None], Awaitable[bool]]
+# What the coordinator does with one of rank 0's reports (metrics, stored checkpoint,
+# every rank's metrics); it answers whether the run goes on.
+OnReport = Callable[[dict[str, Any], str | None, list[dict[str, Any]]], Awaitable[bool]]
 
 
 class GangFailed(Exception):
@@ -301,9 +301,9 @@ class Gang:
         await self._take(batch, on_report)
 
     async def _take(self, batch: list[Report], on_report: OnReport) -> bool:
-        for seq, metrics, checkpoint in batch:
+        for seq, metrics, checkpoint, every in batch:
             if seq > self._acked:
-                go_on = await on_report(metrics, checkpoint)
+                go_on = await on_report(metrics, checkpoint, every)
                 self._acked = seq  # acknowledged once handled: rank 0 may go on
                 if not go_on:
                     return False
@@ -321,10 +321,10 @@ class Gang:
         self._kill_processes()
         await asyncio.gather(*(m.ref.kill() for m in self.members), return_exceptions=True)
 
-    async def stop(self) -> None:
+    async def stop(self, reuse: bool = True) -> None:
         """End every worker gracefully (their processes go back to the pool), or kill them
-        if their process must not be reused."""
-        if self.fresh_process:
+        if their process must not be reused (``reuse=False``, or the backend says so)."""
+        if self.fresh_process or not reuse:
             await asyncio.gather(*(m.ref.kill() for m in self.members), return_exceptions=True)
             return
         await asyncio.gather(*(m.ref.stop() for m in self.members), return_exceptions=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .backend import Backend
+from .backend import BackendConfig, WorkerBackend
 from .data_parallel_trainer import DataParallelTrainer
 
 __all__ = ["BoostingTrainer"]
@@ -20,7 +20,7 @@ _V1_ARGUMENTS = ("label_column", "params", "num_boost_round", "dmatrix_params",
 class BoostingTrainer(DataParallelTrainer):
     """A data-parallel trainer with a library's backend (``_backend_for``)."""
 
-    _config_type: type
+    _config_type: type[BackendConfig]
     _config_name: str
 
     def __init__(
@@ -49,9 +49,10 @@ class BoostingTrainer(DataParallelTrainer):
             )
         setattr(self, self._config_name, backend_config)
         self._backend_config = backend_config
+        self.backend_config = backend_config  # Ray's: the library's config is the backend's
 
-    def _backend(self) -> Backend:
+    def _backend(self) -> WorkerBackend:
         return self._backend_for(self._backend_config)
 
-    def _backend_for(self, config: Any) -> Backend:
+    def _backend_for(self, config: Any) -> WorkerBackend:
         raise NotImplementedError  # each library's trainer names its backend

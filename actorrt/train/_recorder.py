@@ -1,14 +1,19 @@
 """What the coordinator does with each of rank 0's reports, in order: log it to the run's
-``result.json``, record its checkpoint, and in a Tune trial report it to the trial."""
+``result.json``, record its checkpoint, call the run's ``UserCallback``s, and in a Tune
+trial report it to the trial."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import IO, Any
 
 from .._shared._checkpoint import Checkpoint
 from .._shared._trial_hook import EnclosingTrial
 from ._checkpoint_book import CheckpointBook
+
+# What the run's UserCallbacks do with a report: every rank's metrics, the checkpoint.
+AfterReport = Callable[[list[dict[str, Any]], Checkpoint | None], Awaitable[None]]
 
 
 class Recorder:
@@ -17,8 +22,10 @@ class Recorder:
     report is taken after that."""
 
     def __init__(
-        self, book: CheckpointBook, results: IO[str], trial: EnclosingTrial | None
+        self, book: CheckpointBook, results: IO[str], trial: EnclosingTrial | None,
+        after_report: AfterReport | None = None,
     ) -> None:
+        self.after_report = after_report  # the run's UserCallbacks, when it has some
         self.history: list[dict[str, Any]] = []
         self.book = book
         self.results = results
@@ -32,7 +39,10 @@ class Recorder:
         self._index = base
         self.attempt_metrics = {}
 
-    async def __call__(self, metrics: dict[str, Any], checkpoint: str | None) -> bool:
+    async def __call__(
+        self, metrics: dict[str, Any], checkpoint: str | None,
+        every: list[dict[str, Any]] | None = None,
+    ) -> bool:
         if self.stopped:
             return False
         self.attempt_metrics[self._index] = metrics
@@ -41,6 +51,9 @@ class Recorder:
         if checkpoint is not None:
             self.book.add(Checkpoint(checkpoint), metrics)
         self.results.write(json.dumps(metrics, default=repr) + "\n")
+        if self.after_report is not None:
+            stored = Checkpoint(checkpoint) if checkpoint is not None else None
+            await self.after_report(list(every or [metrics]), stored)
         if self.trial is not None and not await self.trial.report_async(metrics, checkpoint):
             self.stopped = True
         return not self.stopped

@@ -30,9 +30,12 @@ class Meetings:
             self._met[number] = asyncio.get_running_loop().create_future()
         return self._met[number]
 
-    async def meet(self, rank: int, number: int, value: Any, what: str) -> Any:
+    async def meet(
+        self, rank: int, number: int, value: Any, what: str, gather: bool = False
+    ) -> Any:
         """Rank ``rank``'s ``number``-th collective call (``what`` names it); returns
-        rank 0's value once every rank has arrived."""
+        rank 0's value once every rank has arrived (with ``gather``, every rank's
+        values in rank order)."""
         met = self._meeting(number)
         first = self._what.setdefault(number, what)
         if what != first and not met.done():
@@ -44,10 +47,11 @@ class Meetings:
         here = self._arrived.setdefault(number, {})
         here[rank] = value
         if len(here) == self._world and not met.done():
-            met.set_result(here[0])
+            met.set_result([here[r] for r in range(self._world)])
             del self._arrived[number]
         self._check(number)
-        return await asyncio.shield(met)
+        values = await asyncio.shield(met)
+        return values if gather else values[0]
 
     def ended(self, rank: int, meetings: int) -> None:
         """Rank ``rank``'s training function returned after ``meetings`` calls."""

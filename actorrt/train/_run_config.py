@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._shared._deprecation import check_local_dir, warn_deprecated
 from .._shared._storage_path import check_local_storage_path
+from ._callback import UserCallback
 from ._unsupported import reject
 
 DEFAULT_STORAGE = "~/actorrt_results"
@@ -28,6 +30,8 @@ class FailureConfig:
             failures of its controller actor and for preempted nodes (``-1``, the default:
             unlimited). Checked and kept; neither failure occurs here (the run's driver is
             the calling process, and there is no preemption), so they never count.
+        fail_fast: Tune's (Ray 2.7-2.40 took it here): used when this config reaches
+            ``tune.Tuner``; given, it warns, as Ray Train V2 refuses it.
 
     Raises:
         ValueError: a limit below ``-1``.
@@ -36,8 +40,18 @@ class FailureConfig:
     max_failures: int = 0
     controller_failure_limit: int = -1
     max_preemption_failures: int = -1
+    fail_fast: bool | str = field(default=False, repr=False, compare=False, kw_only=True)
 
     def __post_init__(self) -> None:
+        if self.fail_fast is not False:
+            warn_deprecated(
+                "`ray.train.FailureConfig(fail_fast)` is deprecated since it is only "
+                "relevant in the context of Ray Tune (Ray Train V2 raises "
+                "DeprecationWarning for it). actorrt still accepts it, as Ray 2.7-2.40 "
+                "did: it takes effect when this config reaches tune.Tuner; use "
+                "tune.FailureConfig(fail_fast=...)",
+                stacklevel=3,
+            )
         for name in ("max_failures", "controller_failure_limit", "max_preemption_failures"):
             n = getattr(self, name)
             if isinstance(n, bool) or not isinstance(n, int):
@@ -116,12 +130,16 @@ class RunConfig:
         storage_path: where runs are written (default ``~/actorrt_results``).
         failure_config: restarts after failures (default: none).
         checkpoint_config: which checkpoints are kept (default: all).
-        stop, callbacks, verbose, progress_reporter, log_to_file, sync_config: Tune's
+        callbacks: ``train.UserCallback`` instances, which the trainer calls (Ray Train
+            V2's); any other callback is Tune's (below).
+        stop, verbose, progress_reporter, log_to_file, sync_config, Tune callbacks: Tune's
             settings, as Ray 2.7-2.40's shared ``RunConfig`` had them: they take effect
             when this config is given to ``tune.Tuner`` (or the trainer runs under one);
             a trainer's own ``fit()`` warns that it does not use them.
         storage_filesystem, worker_runtime_env: Ray's; not supported (a ``TypeError``
             naming docs/porting.md unless ``None``).
+        local_dir: removed in Ray, which raises ``DeprecationWarning`` for it; so does
+            this (use ``storage_path``).
 
     Raises:
         ValueError: a bad name, or a cloud ``storage_path`` (``s3://``, ``gs://``, ...).
@@ -141,8 +159,11 @@ class RunConfig:
 
     def tune_settings(self) -> dict[str, Any]:
         """The Tune-only settings that were given (not their defaults)."""
+        tune_callbacks = [
+            c for c in self.callbacks or () if not isinstance(c, UserCallback)
+        ] or None
         given = {
-            "stop": self.stop, "callbacks": self.callbacks, "verbose": self.verbose,
+            "stop": self.stop, "callbacks": tune_callbacks, "verbose": self.verbose,
             "progress_reporter": self.progress_reporter, "sync_config": self.sync_config,
         }
         settings = {k: v for k, v in given.items() if v is not None}
@@ -153,8 +174,24 @@ class RunConfig:
     # Ray's, refused with a pointer to docs/porting.md (kept out of repr and equality).
     storage_filesystem: Any = field(default=None, repr=False, compare=False, kw_only=True)
     worker_runtime_env: Any = field(default=None, repr=False, compare=False, kw_only=True)
+    local_dir: Any = field(default=None, repr=False, compare=False, kw_only=True)
 
     def __post_init__(self) -> None:
+        check_local_dir(self.local_dir)
+        if self.callbacks is not None and not isinstance(self.callbacks, list | tuple):
+            raise TypeError(
+                f"callbacks must be a list (of train.UserCallback, or tune.Callback for a "
+                f"Tuner), got {self.callbacks!r}"
+            )
+        for param in sorted(self.tune_settings()):
+            warn_deprecated(
+                f"`RunConfig({param})` is deprecated. This configuration was a Ray Tune API "
+                "that did not support Ray Train usage well (Ray Train V2 raises "
+                "DeprecationWarning for it). actorrt still accepts it, as Ray 2.7-2.40 did: "
+                "it takes effect when this RunConfig reaches tune.Tuner; pass it in "
+                "tune.RunConfig instead",
+                stacklevel=3,
+            )
         reject("RunConfig", {
             "storage_filesystem": self.storage_filesystem,
             "worker_runtime_env": self.worker_runtime_env or None,

@@ -67,30 +67,39 @@ class PlacementGroupSpec:
     """The bundles a Train run needs: the trainer's, then one per worker.
 
     The shape Tune's ``PlacementGroupFactory`` has, so ``tune.with_resources`` accepts a
-    ``ScalingConfig``: ``bundles`` (a list of resource dicts), ``strategy`` and
-    ``required_resources`` (their sum). The head bundle may be empty (``trainer_resources={}``).
+    ``ScalingConfig``: ``bundles``, ``group_bundles``, ``strategy`` and
+    ``required_resources`` (their sum). The head bundle may be empty
+    (``trainer_resources={}``, the default): as in Ray, ``bundles`` then leaves it out.
 
     Attributes:
-        bundles: ``[trainer bundle, worker bundle, ...]``, fresh dicts.
+        group_bundles: ``[trainer bundle, worker bundle, ...]``, fresh dicts (the
+            trainer's first, also when empty).
         strategy: ``PACK``, ``SPREAD``, ``STRICT_PACK`` or ``STRICT_SPREAD``.
     """
 
-    __slots__ = ("bundles", "strategy")
+    __slots__ = ("group_bundles", "strategy")
 
     def __init__(self, bundles: list[dict[str, float]], strategy: str) -> None:
-        self.bundles = [dict(b) for b in bundles]
+        self.group_bundles = [dict(b) for b in bundles]
         self.strategy = strategy
+
+    @property
+    def bundles(self) -> list[dict[str, float]]:
+        """The bundles as Ray's ``PlacementGroupFactory.bundles``: an empty trainer bundle
+        is left out (they are then the workers')."""
+        kept = self.group_bundles[1:] if self.head_bundle_is_empty else self.group_bundles
+        return [dict(b) for b in kept]
 
     @property
     def head_bundle_is_empty(self) -> bool:
         """Whether the trainer's own bundle reserves nothing."""
-        return not self.bundles[0]
+        return not self.group_bundles[0]
 
     @property
     def required_resources(self) -> dict[str, float]:
         """Everything the bundles hold together."""
         total: dict[str, float] = {}
-        for bundle in self.bundles:
+        for bundle in self.group_bundles:
             for key, amount in bundle.items():
                 total[key] = total.get(key, 0.0) + amount
         return total
@@ -98,13 +107,15 @@ class PlacementGroupSpec:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PlacementGroupSpec):
             return NotImplemented
-        return self.bundles == other.bundles and self.strategy == other.strategy
+        return self.group_bundles == other.group_bundles and self.strategy == other.strategy
 
     def __hash__(self) -> int:
-        return hash((repr(self.bundles), self.strategy))
+        return hash((repr(self.group_bundles), self.strategy))
 
     def __repr__(self) -> str:
-        return f"PlacementGroupSpec(bundles={self.bundles!r}, strategy={self.strategy!r})"
+        return (
+            f"PlacementGroupSpec(bundles={self.group_bundles!r}, strategy={self.strategy!r})"
+        )
 
 
 @dataclass(frozen=True)

@@ -36,8 +36,6 @@ V2_REMOVED = {
 # Arguments of Ray's API that actorrt does not implement, and what to do instead.
 NOT_HERE = {
     "dataset_config": "Ray Data's DataConfig is out of scope; datasets= takes in-memory data",
-    "backend_config": "use TorchTrainer(torch_config=...) for the torch backend",
-    "callbacks": "RunConfig callbacks (ray.train.UserCallback) are not implemented",
     "storage_filesystem": "runs are written to the local file system only",
     "sync_config": "runs are written to the local file system only",
     "worker_runtime_env": "there are no runtime environments; set environment "

@@ -28,12 +28,13 @@ import actorrt
 from .._shared._checkpoint import Checkpoint
 from ._data import DataShard
 from ._rendezvous import Meetings
-from .backend import Backend, WorkerSetup
-from .context import Session, TrainContext, WorkerInfo, set_session
+from .backend import WorkerBackend, WorkerSetup
+from .context import Session, TrainContext, WorkerInfo, hook_context, set_session
 
 logger = logging.getLogger("actorrt.train")
 
-Report = tuple[int, dict[str, Any], str | None]  # (sequence number, metrics, checkpoint dir)
+# (sequence number, rank 0's metrics, checkpoint dir, every rank's metrics)
+Report = tuple[int, dict[str, Any], str | None, list[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class RunSpec:
     config: dict[str, Any]
     setup: WorkerSetup
     env: dict[str, str]
-    backend: Backend
+    backend: WorkerBackend
     run_dir: str
     experiment_name: str
     restore: str | None
@@ -113,10 +114,12 @@ class TrainWorker:
             "gpus": [g.strip() for g in visible.split(",") if g.strip()],
         }
 
-    async def meet(self, world: int, rank: int, number: int, value: Any, what: str) -> Any:
+    async def meet(
+        self, world: int, rank: int, number: int, value: Any, what: str, gather: bool = False
+    ) -> Any:
         """On rank 0's worker: rank ``rank``'s ``number``-th collective call, of
         ``world`` ranks (see ``Meetings``)."""
-        return await self._meetings_of(world).meet(rank, number, value, what)
+        return await self._meetings_of(world).meet(rank, number, value, what, gather)
 
     async def ended(self, world: int, rank: int, meetings: int) -> None:
         """On rank 0's worker: rank ``rank``'s function returned after ``meetings``."""
@@ -128,6 +131,15 @@ class TrainWorker:
         if self._meetings is None:
             self._meetings = Meetings(world)
         return self._meetings
+
+    def execute(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+        info: WorkerInfo, experiment_name: str,
+    ) -> Any:
+        """Run ``fn(*args, **kwargs)`` here for a ``Backend`` hook's worker group, with
+        ``train.get_context()`` answering this worker's ranks, as in Ray."""
+        with hook_context(TrainContext(info, experiment_name)):
+            return fn(*args, **kwargs)
 
     def run(self, spec: RunSpec) -> dict[str, Any]:
         """Run the training function once; return what the coordinator must know after."""
@@ -198,10 +210,12 @@ class TrainWorker:
 
     # Called on the training thread by train.report (rank 0 only; the session's lock
     # makes the calls one at a time).
-    def _push(self, metrics: dict[str, Any], checkpoint: str | None) -> None:
+    def _push(
+        self, metrics: dict[str, Any], checkpoint: str | None, every: list[dict[str, Any]]
+    ) -> None:
         self._seq += 1
         seq = self._seq
-        self._call_on_loop(self._add, seq, metrics, checkpoint)
+        self._call_on_loop(self._add, (seq, metrics, checkpoint, every))
         if self._report_waits:
             with self._acks:
                 # Ends when the coordinator acknowledges; a gang told to stop is killed
@@ -212,8 +226,8 @@ class TrainWorker:
         assert self._loop is not None
         self._loop.call_soon_threadsafe(func, *args)
 
-    def _add(self, seq: int, metrics: dict[str, Any], checkpoint: str | None) -> None:
-        self._reports.append((seq, metrics, checkpoint))
+    def _add(self, report: Report) -> None:
+        self._reports.append(report)
         assert self._changed is not None
         self._changed.set()
 

@@ -34,7 +34,8 @@ MAX_BROADCAST_BYTES = 1000  # Ray's limit: this is for small values (flags, name
 
 def _meet(what: str, value: bytes | None) -> bytes | None:
     session = current_session(f"collective.{what}")
-    return session.meet(f"train.collective.{what}()", value)
+    shared: bytes | None = session.meet(f"train.collective.{what}()", value)
+    return shared
 
 
 def barrier() -> None:

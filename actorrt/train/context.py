@@ -8,9 +8,11 @@ start its own threads and report from them).
 
 from __future__ import annotations
 
+import contextlib
 import pickle
+import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from typing import Any
 import actorrt
 
 from .._shared._checkpoint import Checkpoint
+from .._shared._deprecation import warn_deprecated
 from .._shared._trial_hook import enclosing_trial
 from ._checkpoint_store import checkpoint_name, store
 from ._unsupported import reject
@@ -95,7 +98,7 @@ class Session:
         restore: Checkpoint | None,
         next_index: int,
         score_attribute: str | None,
-        push: Callable[[dict[str, Any], str | None], None],
+        push: Callable[[dict[str, Any], str | None, list[dict[str, Any]]], None],
         datasets: Mapping[str, Any] | None = None,
         rendezvous: Any = None,
     ) -> None:
@@ -135,12 +138,17 @@ class Session:
             if checkpoint is not None:
                 stored = store(checkpoint, self.run_dir, index).path
             run_metrics = plain
+            every = [plain]  # each rank's metrics, for the trainer's UserCallbacks
             if self.rendezvous is not None:
                 # A barrier, as in Ray Train V2: past it, every rank's files of this
                 # report are in their folder, and no rank runs ahead of the others. It
-                # also hands every rank rank 0's metrics (the run's).
-                shared = self.meet("train.report()", pickle.dumps(plain))
-                if shared is not None:
+                # also hands every rank rank 0's metrics (the run's), and rank 0 every
+                # rank's.
+                rank0 = self.context.get_world_rank() == 0
+                shared = self.meet("train.report()", pickle.dumps(plain), gather=rank0)
+                if rank0 and isinstance(shared, list):
+                    every = [pickle.loads(one) for one in shared]
+                elif isinstance(shared, bytes):
                     run_metrics = pickle.loads(shared)
             folder = self.run_dir / checkpoint_name(index)
             if folder.is_dir():  # past the barrier: some rank wrote this report's files
@@ -148,24 +156,35 @@ class Session:
             if self.context.get_world_rank() == 0:
                 if stored is None and folder.is_dir():
                     stored = str(folder)  # only other ranks wrote this report's files
-                self.push(plain, stored)  # rank 0's metrics are the run's
+                self.push(plain, stored, every)  # rank 0's metrics are the run's
 
-    def meet(self, what: str, value: bytes | None = None) -> bytes | None:
+    def meet(self, what: str, value: bytes | None = None, gather: bool = False) -> Any:
         """This rank's next collective call (``what`` names it): wait until every rank
-        has made it, and return rank 0's ``value``. Alone, return ``value`` at once."""
+        has made it, and return rank 0's ``value`` (with ``gather``, every rank's, in
+        rank order). Alone, return ``value`` at once."""
         if self.rendezvous is None:
-            return value
+            return [value] if gather else value
         number = self.collectives
         self.collectives += 1
         rank = self.context.get_world_rank()
         world = self.context.get_world_size()
-        result: bytes | None = actorrt.get(
-            self.rendezvous.meet(world, rank, number, value, what)
-        )
-        return result
+        return actorrt.get(self.rendezvous.meet(world, rank, number, value, what, gather))
 
 
 _session: Session | None = None
+_hook_context: TrainContext | None = None  # while a Backend hook's call runs here
+
+
+@contextlib.contextmanager
+def hook_context(context: TrainContext) -> Iterator[None]:
+    """``get_context()`` answers ``context`` in the block (a ``Backend`` hook's call to
+    this worker, before or after its training function runs)."""
+    global _hook_context
+    saved, _hook_context = _hook_context, context
+    try:
+        yield
+    finally:
+        _hook_context = saved
 
 
 def set_session(session: Session | None) -> None:
@@ -230,6 +249,7 @@ def report(
     if _session is None:
         trial = enclosing_trial()
         if trial is not None:
+            _warn_in_tune("report")
             trial.report(_plain_metrics(metrics), checkpoint)
             return
     _current("report").report(metrics, checkpoint)
@@ -242,6 +262,7 @@ def get_checkpoint() -> Checkpoint | None:
     if _session is None:
         trial = enclosing_trial()
         if trial is not None:
+            _warn_in_tune("get_checkpoint")
             return trial.checkpoint
     return _current("get_checkpoint").restore
 
@@ -270,8 +291,11 @@ def get_context() -> TrainContext:
     """This worker's ranks and sizes in the gang. In a Tune function trainable, the
     trial's context (``tune.get_context()``: trial id, name and folder; rank 0 of 1)."""
     if _session is None:
+        if _hook_context is not None:
+            return _hook_context
         trial = enclosing_trial()
         if trial is not None:
+            _warn_in_tune("get_context")
             context: TrainContext = trial.context
             return context
     return _current("get_context").context
@@ -293,6 +317,22 @@ def get_dataset_shard(name: str) -> Any:
             f"{sorted(session.datasets) or 'none'}"
         )
     return session.datasets[name]
+
+
+def _warn_in_tune(name: str) -> None:
+    """Ray Train V2 raises ``DeprecationWarning`` for ``ray.train.<name>`` in a function
+    passed to Tune; actorrt still takes Ray 2.7-2.40's spelling, and warns. Calls from
+    actorrt's own callbacks (the boosting libraries' report callbacks) do not warn."""
+    caller = sys._getframe(2).f_globals.get("__name__", "")
+    if caller == "actorrt" or caller.startswith("actorrt."):
+        return
+    warn_deprecated(
+        f"`ray.train.{name}` is deprecated when running in a function passed to Ray Tune. "
+        f"Please use the equivalent `ray.tune` API instead (`ray.tune.{name}`): Ray Train V2 "
+        "raises DeprecationWarning here; actorrt still runs Ray 2.7-2.40's spelling as "
+        "tune's (docs/porting.md)",
+        stacklevel=3,
+    )
 
 
 def _plain_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:

@@ -35,7 +35,9 @@ from typing import Any
 import actorrt
 from actorrt._notebook import must_await
 
+from .._shared._checkpoint import Checkpoint
 from .._shared._trial_hook import EnclosingTrial, enclosing_trial
+from ._callback import TrainRunContext, UserCallback, user_callbacks
 from ._checkpoint_book import CheckpointBook
 from ._data import check_datasets, split_datasets
 from ._gang import Gang, GangFailed
@@ -46,7 +48,8 @@ from ._run_config import RunConfig
 from ._scaling import ScalingConfig
 from ._unsupported import PORTING, V2_REMOVED, reject
 from ._worker import RunSpec
-from .backend import Backend, WorkerSetup
+from ._worker_group import BackendHooks, WorkerGroup
+from .backend import BackendConfig, WorkerBackend, WorkerSetup
 from .error import ControllerError, TrainingFailedError, WorkerGroupError, summary, tracebacks
 
 logger = logging.getLogger("actorrt.train")
@@ -66,8 +69,12 @@ class DataParallelTrainer:
         train_loop_per_worker: the training function; it takes ``train_loop_config`` if it
             has a parameter, else nothing. It and its config must pickle.
         train_loop_config: the dict passed to it (default ``{}``).
+        backend_config: a ``BackendConfig`` whose ``backend_cls`` hooks (``on_start``,
+            ``on_training_start``, ``on_shutdown``) run in this process with each
+            attempt's ``WorkerGroup``, as in Ray Train (default: none).
         scaling_config: workers and their resources (default: one CPU worker).
-        run_config: name, storage, failure and checkpoint policies.
+        run_config: name, storage, failure and checkpoint policies; its
+            ``train.UserCallback``s are called after each report and failure.
         datasets: in-memory data by name (numpy arrays, dicts of arrays, pandas
             DataFrames, torch map-style Datasets, lists); each worker reads its own
             disjoint shard with ``train.get_dataset_shard(name)``. Ray Data datasets are
@@ -88,6 +95,7 @@ class DataParallelTrainer:
         train_loop_per_worker: Callable[..., Any],
         *,
         train_loop_config: Mapping[str, Any] | None = None,
+        backend_config: BackendConfig | None = None,
         scaling_config: ScalingConfig | None = None,
         run_config: RunConfig | None = None,
         datasets: Mapping[str, Any] | None = None,
@@ -95,6 +103,12 @@ class DataParallelTrainer:
         resume_from_checkpoint: Any = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
+        backend_config = backend_config if backend_config is not None else BackendConfig()
+        if not isinstance(backend_config, BackendConfig):
+            raise TypeError(
+                "backend_config must be a BackendConfig (subclass "
+                f"actorrt.train.backend.BackendConfig), got {backend_config!r}"
+            )
         reject(type(self).__name__, {
             "dataset_config": dataset_config,
             "resume_from_checkpoint": resume_from_checkpoint,
@@ -116,6 +130,7 @@ class DataParallelTrainer:
         self.train_loop_config = dict(train_loop_config or {})
         self.scaling_config = scaling_config
         self.run_config = run_config
+        self.backend_config = backend_config
         self.datasets = check_datasets(datasets)
         self._warned_tune_settings = False
         self._pass_config = _takes_config(train_loop_per_worker, train_loop_config is not None)
@@ -139,9 +154,9 @@ class DataParallelTrainer:
         """
         raise DeprecationWarning(f"{V2_REMOVED['restore']} ({PORTING})")
 
-    def _backend(self) -> Backend:
+    def _backend(self) -> WorkerBackend:
         """The hooks each worker runs around the function (none here)."""
-        return Backend()
+        return WorkerBackend()
 
     def fit(self) -> Result:
         """Run to the end from synchronous code and return the ``Result``.
@@ -238,19 +253,36 @@ class DataParallelTrainer:
         restore = trial.restore_checkpoint if trial is not None else None
         # Appending a line per report is microseconds of local I/O; a log kept as it goes
         # survives a crash of the coordinator, which buffering to the end would not.
+        callbacks = user_callbacks(self.run_config.callbacks)
+        run_context = self._run_context()
+        hooks = BackendHooks(self.backend_config)
+
+        async def after_report(every: list[dict[str, Any]], stored: Checkpoint | None) -> None:
+            for callback in callbacks:
+                await asyncio.to_thread(callback.after_report, run_context=run_context,
+                                        metrics=every, checkpoint=stored)
+
+        for callback in callbacks:
+            await asyncio.to_thread(callback.before_run, run_context=run_context)
         with open(run_dir / RESULTS_FILE, "a", buffering=1) as results:  # noqa: ASYNC230
-            on_report = Recorder(book, results, trial)
+            on_report = Recorder(book, results, trial, after_report if callbacks else None)
             while not on_report.stopped:
                 on_report.attempt_started(book.start_attempt())
                 latest = book.latest
                 resume = latest.path if latest is not None else restore
                 spec = self._spec(run_dir, book, resume, trial)
                 try:
-                    await self._attempt(placements, spec, on_report, shards)
+                    await self._attempt(placements, spec, on_report, shards, hooks)
                     book.adopt_unrecorded(on_report.attempt_metrics)
                     break
                 except GangFailed as failed:
                     book.discard_unrecorded()
+                    try:
+                        await _after_exception(callbacks, run_context, failed)
+                    except Exception as exc:  # a UserCallback's failure ends the run
+                        error = ControllerError(exc)
+                        error.__cause__ = exc
+                        break
                     if on_report.stopped:
                         break  # Tune stopped the trial meanwhile: no restart
                     failures.append(f"attempt {len(failures) + 1}: {failed}")
@@ -278,6 +310,8 @@ class DataParallelTrainer:
             num_failures=len(failures),
             failures=failures,
         )
+        for callback in callbacks:
+            await asyncio.to_thread(callback.after_run, run_context=run_context, result=result)
         return result, on_report.stopped
 
     async def _attempt(
@@ -286,23 +320,37 @@ class DataParallelTrainer:
         spec: RunSpec,
         on_report: Recorder,
         shards: list[dict[str, Any]],
+        hooks: BackendHooks,
     ) -> None:
-        """One gang on the reservation: started, run, and ended before this returns.
+        """One gang on the reservation: started, run, and ended before this returns;
+        the backend's hooks are called around the run, as in Ray Train.
 
         Raises:
             GangFailed: a worker failed (every worker has been killed).
         """
         gang = Gang(placements, self.scaling_config.worker_bundle())
+        group: WorkerGroup | None = None
         try:
             await gang.start()
+            if hooks.custom:
+                group = WorkerGroup(gang, asyncio.get_running_loop(), spec.experiment_name)
+                await hooks.start(group)
             finished = await gang.run(spec, on_report, shards)
         except GangFailed:
+            if group is not None:
+                await hooks.shutdown(group)
             raise
         except BaseException:
+            if group is not None:
+                await asyncio.shield(hooks.shutdown(group))
             await asyncio.shield(gang.kill())
             raise
+        if group is not None:
+            await hooks.shutdown(group)
         if finished:  # else Tune said stop, and the gang is already gone
-            await gang.stop()
+            # A user's backend may have changed the workers' processes (variables,
+            # imports): as Ray's per-run workers, they are not reused.
+            await gang.stop(reuse=not hooks.custom)
 
     def _give_up(
         self, failures: list[str], failed: GangFailed, book: CheckpointBook
@@ -324,6 +372,16 @@ class DataParallelTrainer:
             "unlimited" if allowed == -1 else allowed, book.latest or "the start",
         )
         return None
+
+    def _run_context(self) -> TrainRunContext:
+        """What the run's ``UserCallback``s are told about it."""
+        return TrainRunContext(
+            run_config=self.run_config,
+            train_loop_config=dict(self.train_loop_config),
+            scaling_config=self.scaling_config,
+            backend_config=self.backend_config,
+            datasets=dict(self.datasets),
+        )
 
     def _spec(
         self,
@@ -443,6 +501,20 @@ def _takes_config(func: Callable[..., Any], config_given: bool) -> bool:
 
 async def _nothing() -> None:
     return None
+
+
+async def _after_exception(
+    callbacks: list[UserCallback], run_context: TrainRunContext, failed: GangFailed
+) -> None:
+    """Tell the run's ``UserCallback``s which workers failed (rank: exception)."""
+    errors = {
+        rank: error if isinstance(error, Exception) else RuntimeError(repr(error))
+        for rank, error in sorted(failed.failures.items())
+    }
+    for callback in callbacks:
+        await asyncio.to_thread(
+            callback.after_exception, run_context=run_context, worker_exceptions=errors
+        )
 
 
 def _scaling_of(config: Mapping[str, Any]) -> Any:

@@ -23,6 +23,7 @@ from typing import Any
 import actorrt
 
 from .._shared._checkpoint import Checkpoint
+from .._shared._deprecation import RayDeprecationWarning
 from .._shared._trial_hook import set_trial_provider
 from ._worker._checkpoint_dirs import copy_checkpoint, write_checkpoint
 from ._worker._spec import TrialSpec
@@ -274,7 +275,7 @@ def report(
         warnings.warn(
             "tune.report(**kwargs) is deprecated: pass the metrics as one dict, "
             f"tune.report({{{', '.join(repr(k) + ': ...' for k in legacy_metrics)}}})",
-            DeprecationWarning,
+            RayDeprecationWarning,
             stacklevel=2,
         )
         metrics = legacy_metrics

@@ -115,7 +115,7 @@ class Result:
             ImportError: pyarrow is not installed (``path`` is a plain local folder).
         """
         try:
-            from pyarrow import fs  # type: ignore[import-not-found,unused-ignore]
+            from pyarrow import fs  # type: ignore[import-not-found,import-untyped,unused-ignore]
         except ImportError:
             raise ImportError(
                 "Result.filesystem is a pyarrow filesystem and pyarrow is not installed "
@@ -160,7 +160,7 @@ def _local_filesystem(filesystem: Any) -> None:
 
 def _check_mode(mode: str | None) -> None:
     if mode not in ("min", "max"):
-        raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
+        raise ValueError(f"If set, `mode` has to be one of [min, max] (got {mode!r})")
 
 
 class ResultGrid:
@@ -235,7 +235,14 @@ class ResultGrid:
         mode = mode or self._mode
         if metric is None:
             raise ValueError(
-                "get_best_result() needs a metric: pass metric= here or TuneConfig(metric=)"
+                "No metric is provided. Either pass in a `metric` arg to `get_best_result` "
+                "or specify a metric in the `TuneConfig` of your `Tuner`."
+            )
+        if mode is None:
+            raise ValueError(
+                "No mode is provided. Either pass in a `mode` arg to `get_best_result` or "
+                f"specify a mode in the `TuneConfig` of your `Tuner` (metric {metric!r}: "
+                "mode='min' or 'max')."
             )
         _check_mode(mode)
         if scope not in SCOPES:
@@ -251,7 +258,7 @@ class ResultGrid:
         if best is None:
             reported = sorted({k for r in self._results for k in flatten(r.metrics)})
             raise RuntimeError(
-                f"No best trial found for the given metric: {metric!r}. No trial reported "
+                f"No best trial found for the given metric: {metric}. No trial reported "
                 f"it, or all its values are NaN or infinite (pass filter_nan_and_inf=False "
                 f"to keep those); the trials reported: {reported}"
             )

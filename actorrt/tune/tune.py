@@ -17,6 +17,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .._shared._deprecation import RayDeprecationWarning
 from ._controller._prepare import DEFAULT_STORAGE
 from .analysis.experiment_analysis import ExperimentAnalysis
 from .error import TuneError
@@ -61,7 +62,7 @@ def _checkpoint_config(
     warnings.warn(
         f"tune.run({', '.join(used)}=...) is deprecated in Ray; use "
         "checkpoint_config=tune.CheckpointConfig(...)",
-        DeprecationWarning,
+        RayDeprecationWarning,
         stacklevel=3,
     )
     # As Ray does, the older arguments override the fields of checkpoint_config.
@@ -209,7 +210,7 @@ def run(  # Ray's signature, argument for argument
             raise ValueError("tune.run(): give storage_path or local_dir, not both")
         warnings.warn(
             "tune.run(local_dir=...) is deprecated in Ray; use storage_path=",
-            DeprecationWarning,
+            RayDeprecationWarning,
             stacklevel=2,
         )
         storage_path = local_dir

@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from .._shared._deprecation import RayDeprecationWarning, check_local_dir, warn_deprecated
 from .._shared._storage_path import check_local_storage_path
 from ._controller._trial_config import CheckpointConfig, FailureConfig
 from ._worker._workdir import CHDIR_ENV
@@ -38,7 +39,7 @@ def _chdir_to_trial_dir(value: Any) -> None:
         "TuneConfig(chdir_to_trial_dir) is deprecated (as in Ray); set the "
         f"{CHDIR_ENV} environment variable instead: {CHDIR_ENV}=0 keeps every trial in "
         "the original working directory",
-        DeprecationWarning,
+        RayDeprecationWarning,
         stacklevel=4,
     )
     if value is False:
@@ -193,6 +194,8 @@ class RunConfig:
         sync_config: accepted for Ray's signature; experiments are written to local
             storage only, so a ``SyncConfig`` is warned about and not used.
         storage_filesystem: must be ``None`` (local storage only).
+        local_dir: removed in Ray (``DeprecationWarning`` raised, as Ray raises it): use
+            ``storage_path``.
     """
 
     name: str | None = None
@@ -206,8 +209,10 @@ class RunConfig:
     log_to_file: bool | str | tuple[str, str] = False
     sync_config: Any = None
     storage_filesystem: Any = None
+    local_dir: Any = dataclasses.field(default=None, repr=False, compare=False, kw_only=True)
 
     def __post_init__(self) -> None:
+        check_local_dir(self.local_dir)
         self.failure_config = _tune_failure_config(self.failure_config)
         self.checkpoint_config = _tune_checkpoint_config(self.checkpoint_config)
         if self.verbose is None:
@@ -260,11 +265,22 @@ class RunConfig:
             )
 
 
+def _update_your_imports(name: str) -> None:
+    """Ray's migration warning for Train's config classes given to Tune."""
+    warn_deprecated(
+        f"tune.RunConfig took a ray.train.{name}: Ray 2.x's Tune has its own; please "
+        f"update your imports (`ray.train.{name}` -> `ray.tune.{name}`). actorrt takes "
+        "Train's as Tune's, as Ray 2.7-2.40 did",
+        stacklevel=5,
+    )
+
+
 def _tune_failure_config(config: Any) -> FailureConfig | None:
     """A ``train.FailureConfig`` (Ray 2.7-2.40 passed those to Tuner) as Tune's."""
     if config is None or isinstance(config, FailureConfig):
         return config
     if hasattr(config, "max_failures"):
+        _update_your_imports("FailureConfig")
         return FailureConfig(
             max_failures=config.max_failures, fail_fast=getattr(config, "fail_fast", False)
         )
@@ -276,6 +292,7 @@ def _tune_checkpoint_config(config: Any) -> CheckpointConfig | None:
     if config is None or isinstance(config, CheckpointConfig):
         return config
     if hasattr(config, "num_to_keep") and hasattr(config, "checkpoint_score_attribute"):
+        _update_your_imports("CheckpointConfig")
         return CheckpointConfig(
             num_to_keep=config.num_to_keep,
             checkpoint_score_attribute=config.checkpoint_score_attribute,

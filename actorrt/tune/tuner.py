@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import inspect
 import os
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +16,7 @@ import actorrt
 from actorrt._notebook import CellView, in_kernel, must_await
 from actorrt._sigterm import DEFAULT_GRACE, SIGTERM_EXIT_STATUS, OrderlySigterm
 
+from .._shared._deprecation import RayDeprecationWarning, warn_deprecated
 from .._shared._storage_path import check_local_storage_path
 from ._controller._controller import TuneController
 from ._controller._prepare import check_picklable, prepare_experiment, trainable_name
@@ -73,13 +75,15 @@ def _tune_run_config(run_config: Any) -> RunConfig:
     if not callable(settings):
         raise ValueError(f"run_config must be a tune.RunConfig, got {run_config!r}")
     storage = run_config.storage_path
-    return RunConfig(
-        name=run_config.name,
-        storage_path=os.fspath(storage) if storage is not None else None,
-        failure_config=run_config.failure_config,
-        checkpoint_config=run_config.checkpoint_config,
-        **settings(),
-    )
+    with warnings.catch_warnings():  # the one warning is the Tuner's (about the RunConfig)
+        warnings.simplefilter("ignore", RayDeprecationWarning)
+        return RunConfig(
+            name=run_config.name,
+            storage_path=os.fspath(storage) if storage is not None else None,
+            failure_config=run_config.failure_config,
+            checkpoint_config=run_config.checkpoint_config,
+            **settings(),
+        )
 
 
 def _template_scaling_config(param_space: dict[str, Any]) -> dict[str, Any]:
@@ -177,12 +181,22 @@ class Tuner:
         _check_trainable(trainable)
         check_picklable(trainable)
         if param_space is not None and not isinstance(param_space, dict):
-            raise ValueError(f"param_space must be a dict, got {param_space!r}")
+            raise ValueError(
+                "The `param_space` passed to the `Tuner` must be a dict. Got "
+                f"'{type(param_space)}' instead: {param_space!r}"
+            )
         if tune_config is not None and not isinstance(tune_config, TuneConfig):
             raise ValueError(f"tune_config must be a tune.TuneConfig, got {tune_config!r}")
         self.trainable = trainable
         self.param_space = _template_scaling_config(dict(param_space or {}))
         self.tune_config = tune_config or TuneConfig()
+        if run_config is not None and not isinstance(run_config, RunConfig):
+            warn_deprecated(
+                f"tune.Tuner took a {type(run_config).__module__}.RunConfig: Ray 2.x's "
+                "Tune takes ray.tune.RunConfig; please update your imports "
+                "(`ray.train.RunConfig` -> `ray.tune.RunConfig`). actorrt takes Train's "
+                "as Tune's, as Ray 2.7-2.40 did"
+            )
         if run_config is None and given is not trainable:
             run_config = getattr(given, "run_config", None)  # a trainer's, as in Ray
         self.run_config = _tune_run_config(run_config)

@@ -140,6 +140,7 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
             "actorrt.train._extras",
             "actorrt.train.error",
             "actorrt.train.backend",
+            "actorrt.train._callback",
             "actorrt.train._checkpoint_store",
             "actorrt.train._checkpoint_book",
             "actorrt.train._rendezvous",
@@ -171,7 +172,7 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
             "actorrt.train.huggingface.transformers",
         ),
     ),
-    (7.2, "train.gang", ("actorrt.train._gang",)),
+    (7.2, "train.gang", ("actorrt.train._gang", "actorrt.train._worker_group")),
     (
         7.3,
         "train.trainer",

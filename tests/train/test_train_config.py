@@ -17,7 +17,7 @@ def test_all_is_exactly_the_public_surface() -> None:
         "ScalingConfig", "TrainContext", "TrainingFailedError", "WorkerGroupError",
         "get_checkpoint", "get_context", "get_dataset_shard", "report",
         "ReportedCheckpoint", "get_all_reported_checkpoints",
-        "EnclosingTrial", "set_trial_provider",
+        "EnclosingTrial", "set_trial_provider", "BackendConfig", "UserCallback",
     }
     public = {n for n in dir(train) if not n.startswith("_")}
     # the integrations once imported, and the modules at Ray's paths
@@ -52,14 +52,15 @@ def test_scaling_config_factory_shape() -> None:
     # Ray Train V2: the controller takes nothing; only the workers are reserved.
     scaling = train.ScalingConfig(num_workers=3)
     spec = scaling.as_placement_group_factory()
-    assert spec.bundles == [{}] + [{"CPU": 1.0}] * 3
+    assert spec.bundles == [{"CPU": 1.0}] * 3  # Ray's: the empty head is left out
+    assert spec.group_bundles == [{}] + [{"CPU": 1.0}] * 3
     assert spec.strategy == "PACK"
     assert spec.required_resources == scaling.total_resources == {"CPU": 3.0}
     assert spec.head_bundle_is_empty
     assert train.ScalingConfig().total_resources == {"CPU": 1.0}  # one CPU worker
 
     gpu = train.ScalingConfig(num_workers=2, use_gpu=True, placement_strategy="SPREAD")
-    assert gpu.as_placement_group_factory().bundles == [{}, {"GPU": 1.0}, {"GPU": 1.0}]
+    assert gpu.as_placement_group_factory().group_bundles == [{}, {"GPU": 1.0}, {"GPU": 1.0}]
     assert gpu.as_placement_group_factory().strategy == "SPREAD"
     assert gpu.total_resources == {"GPU": 2.0}
 

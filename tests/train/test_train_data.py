@@ -87,12 +87,26 @@ def read_shards(config: dict[str, Any]) -> None:
     actorrt.get(config["recorder"].record(seen))
 
 
+async def seen_by_rank(
+    read: Any, datasets: dict[str, Any], tmp_path: Path
+) -> list[dict[str, Any]]:
+    """Run ``read`` on two workers over ``datasets``; what each rank recorded, by rank."""
+    recorder = await Recorder.spawn()
+    await train.DataParallelTrainer(
+        read,
+        train_loop_config={"recorder": recorder},
+        scaling_config=train.ScalingConfig(num_workers=2),
+        run_config=train.RunConfig(storage_path=str(tmp_path)),
+        datasets=datasets,
+    ).fit_async()
+    return sorted(await recorder.all(), key=lambda s: s["rank"])
+
+
 @pytest.mark.timeout(90)
 @pytest.mark.actorrt(num_cpus=2, worker_env=WORKER_ENV)
 async def test_each_rank_reads_its_own_disjoint_shard_of_every_kind(
     actorrt_runtime: actorrt.Runtime, tmp_path: Path
 ) -> None:
-    recorder = await Recorder.spawn()
     datasets = {
         "arr": np.stack([np.arange(ROWS), -np.arange(ROWS)], axis=1),
         "cols": {"x": np.arange(ROWS), "name": [f"n{i}" for i in range(ROWS)]},
@@ -104,14 +118,7 @@ async def test_each_rank_reads_its_own_disjoint_shard_of_every_kind(
             torch.arange(ROWS, dtype=torch.float32), torch.arange(ROWS) * 2
         ),
     }
-    await train.DataParallelTrainer(
-        read_shards,
-        train_loop_config={"recorder": recorder},
-        scaling_config=train.ScalingConfig(num_workers=2),
-        run_config=train.RunConfig(storage_path=str(tmp_path)),
-        datasets=datasets,
-    ).fit_async()
-    by_rank = sorted(await recorder.all(), key=lambda s: s["rank"])
+    by_rank = await seen_by_rank(read_shards, datasets, tmp_path)
     assert [s["rank"] for s in by_rank] == [0, 1]
     shards = [list(range(5)), list(range(5, 10))]  # equal, disjoint, row 10 left out
     for seen, rows in zip(by_rank, shards, strict=True):
@@ -163,3 +170,53 @@ def test_bad_datasets_are_refused_at_the_trainer() -> None:
         train.DataParallelTrainer(nothing, datasets={"c": {"a": [1, 2], "b": [1, 2, 3]}})
     with pytest.raises(TypeError, match="datasets must be a dict"):
         train.DataParallelTrainer(nothing, datasets=[1, 2])  # type: ignore[arg-type]
+
+
+class CountingIterable(torch.utils.data.IterableDataset):  # type: ignore[misc]
+    """A torch IterableDataset: no ``__len__``, rows only by iterating."""
+
+    def __iter__(self) -> Any:
+        return iter({"v": i, "sq": i * i} for i in range(ROWS))
+
+
+def read_iterable_shards(config: dict[str, Any]) -> None:
+    rank = train.get_context().get_world_rank()
+    table = next(train.get_dataset_shard("arrow").iter_batches(
+        batch_size=None, batch_format="pyarrow"
+    ))
+    seen = {
+        "rank": rank,
+        "arrow": (type(table).__name__, table.column("x").to_pylist(),
+                  table.column("tag").to_pylist()),
+        "arrow_numpy": [
+            b["x"].tolist() for b in train.get_dataset_shard("arrow").iter_batches(batch_size=3)
+        ],
+        "gen": [int(x) for b in train.get_dataset_shard("gen").iter_batches() for x in b["item"]],
+        "iterable": [
+            b["sq"].tolist() for b in train.get_dataset_shard("iterable").iter_torch_batches(
+                batch_size=10
+            )
+        ],
+    }
+    actorrt.get(config["recorder"].record(seen))
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.actorrt(num_cpus=2, worker_env=WORKER_ENV)
+async def test_arrow_tables_generators_and_iterable_datasets_are_sharded_disjointly(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Path
+) -> None:
+    import pyarrow as pa
+
+    datasets = {
+        "arrow": pa.table({"x": list(range(ROWS)), "tag": [f"t{i}" for i in range(ROWS)]}),
+        "gen": (i * 3 for i in range(ROWS)),  # read once, when the trainer is built
+        "iterable": CountingIterable(),
+    }
+    by_rank = await seen_by_rank(read_iterable_shards, datasets, tmp_path)
+    shards = [list(range(5)), list(range(5, 10))]  # equal, disjoint, row 10 left out
+    for seen, rows in zip(by_rank, shards, strict=True):
+        assert seen["arrow"] == ("Table", rows, [f"t{i}" for i in rows])
+        assert seen["arrow_numpy"] == [rows[:3], rows[3:]]
+        assert seen["gen"] == [3 * i for i in rows]
+        assert seen["iterable"] == [[i * i for i in rows]]

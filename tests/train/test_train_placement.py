@@ -51,8 +51,8 @@ async def test_declared_workers_go_into_the_callers_bundles(
 ) -> None:
     # What tune.with_resources(driver, scaling_config) reserves for a trial.
     factory = train.ScalingConfig(num_workers=3).as_placement_group_factory()
-    assert factory.bundles[0] == {}  # Ray Train V2: the driver itself takes nothing
-    driver = await spawn_driver(factory.bundles)
+    assert factory.group_bundles[0] == {}  # Ray Train V2: the driver itself takes nothing
+    driver = await spawn_driver(factory.group_bundles)
     assert actorrt.available_resources().get("CPU", 0) == 1
     out = await driver.run_trainer(str(tmp_path), 3, {"CPU": 1})
     # Rank 0 reported from bundle 1 of the driver's own group; nothing else was reserved.

@@ -68,7 +68,10 @@ def test_float_samplers_as_ray_defines_them() -> None:
 def test_integer_and_categorical_samplers() -> None:
     ints = Integer(1, 100).loguniform().sample(size=30, random_state=0)
     assert all(isinstance(v, int) and 1 <= v < 100 for v in ints)
-    assert set(Integer(0, 10).uniform().quantized(5).sample(size=40, random_state=0)) <= {0, 5}
+    # Ray's rule: drawn from [0, 10), rounded to a multiple of 5, so 10 comes out.
+    assert set(Integer(0, 10).uniform().quantized(5).sample(size=60, random_state=0)) == {
+        0, 5, 10
+    }
     assert isinstance(tune.qrandint(0, 10, 5).get_sampler(), Quantized)
     with pytest.raises(ValueError, match="LogUniform requires a lower bound greater than 0"):
         Integer(0, 10).loguniform()
@@ -142,3 +145,21 @@ def test_a_sweep_expands_grid_domains_and_runs_spec_functions(tmp_path: Any) -> 
         assert result.config["double"] == 2 * result.config["x"]
         rate = result.config["rate"]
         assert 1e-3 <= rate <= 1e-1 and math.isclose(rate / 1e-3, round(rate / 1e-3))
+
+
+def test_quantized_ints_keep_rays_bounds_and_draws() -> None:
+    """As in Ray: ``qrandint`` keeps ``upper`` as given; a draw with ``q > 1`` comes from
+    the multiples' range and is rounded (so ``upper`` comes out); with ``q == 1`` it is
+    ``randint``'s draw, ``upper`` excluded; a range without two multiples is refused."""
+    domain = tune.qrandint(2, 10, 4)
+    assert (domain.lower, domain.upper, domain.q) == (2, 10, 4)
+    assert set(domain.sample(size=80, random_state=1)) == {4, 8}
+    assert set(tune.qrandint(0, 10, 5).sample(size=80, random_state=2)) == {0, 5, 10}
+    assert set(tune.qrandint(1, 4).sample(size=80, random_state=3)) == {1, 2, 3}
+    logs = tune.qlograndint(10, 100, 10)
+    assert logs.upper == 100
+    draws = set(logs.sample(size=200, random_state=4))
+    assert 100 in draws and draws <= set(range(10, 101, 10))
+    assert domain.is_valid(10) and not domain.is_valid(11)
+    with pytest.raises(ValueError, match=r"Integer\(3, 7\).quantized\(5\) has no room"):
+        Integer(3, 7).quantized(5)

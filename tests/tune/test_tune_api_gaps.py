@@ -88,6 +88,17 @@ def test_head_cpus_is_the_trial_drivers_own_cpus() -> None:
     assert empty_head.head_cpus == 0.0 and empty_head.head_bundle_is_empty
 
 
+def test_an_empty_head_bundle_is_left_out_of_bundles_as_in_ray() -> None:
+    # Ray drops an empty head from `bundles`: they are then the workers' bundles; what
+    # the trial's group reserves (the driver's empty bundle first) is `group_bundles`.
+    empty_head = PlacementGroupFactory([{}, {"CPU": 1}, {"CPU": 1, "GPU": 1}])
+    assert empty_head.bundles == [{"CPU": 1.0}, {"CPU": 1.0, "GPU": 1.0}]
+    assert empty_head.group_bundles == [{}, {"CPU": 1.0}, {"CPU": 1.0, "GPU": 1.0}]
+    assert empty_head.required_resources == {"CPU": 2.0, "GPU": 1.0}
+    full = PlacementGroupFactory([{"CPU": 1}, {"CPU": 2}])
+    assert full.bundles == full.group_bundles == [{"CPU": 1.0}, {"CPU": 2.0}]
+
+
 def five_metrics(config: dict[str, Any]) -> None:
     tune.report({"a": 1.0, "label": "text", "b": 2, "c": 3.5, "d": 4, "e": 5, "flag": True})
 
@@ -113,7 +124,8 @@ def old_style_report(config: dict[str, Any]) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         tune.report(mean_loss=config["x"], step=1)  # Ray 1.x-2.6's spelling
-    assert [w.category for w in caught] == [DeprecationWarning]
+    assert [w.category.__name__ for w in caught] == ["RayDeprecationWarning"]
+    assert issubclass(caught[0].category, DeprecationWarning)
     assert "pass the metrics as one dict" in str(caught[0].message)
     try:
         tune.report({"a": 1}, b=2)

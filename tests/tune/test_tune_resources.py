@@ -34,7 +34,7 @@ def test_missing_or_empty_is_one_cpu_otherwise_only_what_is_given() -> None:
         {"CPU": 2.0, "GPU": 1.0, "memory": float(2**30), "TRAIN_DRIVER_RESOURCE": 1.0}
     ]
     zero = resolve_resources(tune.with_resources(train, {"gpu": 0}), {})
-    assert zero.head_bundle_is_empty and zero.bundles == [{}]
+    assert zero.head_bundle_is_empty and zero.bundles == [] and zero.group_bundles == [{}]
 
 
 def test_the_wrapped_function_still_runs_as_before() -> None:
@@ -110,7 +110,7 @@ def test_placement_group_factory() -> None:
     assert tune.PlacementGroupFactory([{}, {"CPU": 1}]).head_bundle_is_empty
     with pytest.raises(ValueError, match="bundle 1"):
         tune.PlacementGroupFactory([{"CPU": 1}, {}])
-    with pytest.raises(ValueError, match="at least one bundle"):
+    with pytest.raises(ValueError, match="with zero bundles"):
         tune.PlacementGroupFactory([])
     with pytest.raises(TypeError, match="wrap it in a list"):
         tune.PlacementGroupFactory({"CPU": 1})  # type: ignore[arg-type]

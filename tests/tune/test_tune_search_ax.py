@@ -104,7 +104,7 @@ def test_spaces_convert_as_rays_do() -> None:
          "log_scale": True},
         {"name": "layers", "type": "range", "value_type": "int", "bounds": [1, 4],
          "log_scale": False},
-        {"name": "width", "type": "range", "value_type": "int", "bounds": [32, 128],
+        {"name": "width", "type": "range", "value_type": "int", "bounds": [32, 127],
          "log_scale": False},
         {"name": "model/act", "type": "choice", "values": ["relu", "tanh"]},
     ]

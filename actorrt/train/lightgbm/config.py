@@ -15,7 +15,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from ..backend import Backend, WorkerSetup
+from ..backend import BackendConfig, WorkerBackend, WorkerSetup
 from ..collective import broadcast_from_rank_zero
 
 __all__ = ["LightGBMConfig", "get_network_params"]
@@ -39,7 +39,7 @@ def get_network_params() -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class LightGBMConfig:
+class LightGBMConfig(BackendConfig):
     """How ``LightGBMTrainer`` sets up LightGBM's network (Ray's ``LightGBMConfig``).
 
     Args:
@@ -60,7 +60,7 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-class LightGBMBackend(Backend):
+class LightGBMBackend(WorkerBackend):
     """Finds the workers' addresses and ports before the training function runs."""
 
     def __init__(self, config: LightGBMConfig) -> None:

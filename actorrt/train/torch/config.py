@@ -7,7 +7,7 @@ import math
 import os
 from dataclasses import dataclass
 
-from ..backend import Backend, WorkerSetup
+from ..backend import BackendConfig, WorkerBackend, WorkerSetup
 
 BACKENDS = (None, "gloo", "nccl")
 
@@ -16,7 +16,7 @@ current_device_index: int | None = None
 current_device_indices: tuple[int, ...] = ()
 
 @dataclass(frozen=True)
-class TorchConfig:
+class TorchConfig(BackendConfig):
     """How ``TorchTrainer`` sets up ``torch.distributed``.
 
     Args:
@@ -43,7 +43,7 @@ class TorchConfig:
             raise ValueError(f"timeout_s must be a positive number of seconds, got {t!r}")
 
 
-class TorchBackend(Backend):
+class TorchBackend(WorkerBackend):
     """Joins the gang's process group before the training function, leaves it after."""
 
     def __init__(self, config: TorchConfig) -> None:

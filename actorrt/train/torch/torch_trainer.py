@@ -7,7 +7,7 @@ from typing import Any
 
 from .._run_config import RunConfig
 from .._scaling import ScalingConfig
-from ..backend import Backend
+from ..backend import WorkerBackend
 from ..data_parallel_trainer import DataParallelTrainer
 from .config import TorchBackend, TorchConfig
 
@@ -63,6 +63,7 @@ class TorchTrainer(DataParallelTrainer):
         if not isinstance(torch_config, TorchConfig):
             raise TypeError(f"torch_config must be a TorchConfig, got {torch_config!r}")
         self.torch_config = torch_config
+        self.backend_config = torch_config  # Ray's: the torch config is the backend's
 
-    def _backend(self) -> Backend:
+    def _backend(self) -> WorkerBackend:
         return TorchBackend(self.torch_config)

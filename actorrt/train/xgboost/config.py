@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ..backend import Backend, WorkerSetup
+from ..backend import BackendConfig, WorkerBackend, WorkerSetup
 from ..collective import broadcast_from_rank_zero
 
 __all__ = ["XGBoostConfig"]
@@ -23,7 +23,7 @@ logger = logging.getLogger("actorrt.train")
 
 
 @dataclass(frozen=True)
-class XGBoostConfig:
+class XGBoostConfig(BackendConfig):
     """How ``XGBoostTrainer`` sets up XGBoost's collective (Ray's ``XGBoostConfig``).
 
     Args:
@@ -44,7 +44,7 @@ class XGBoostConfig:
             raise ValueError(f"timeout_s must be a positive whole number of seconds, got {t!r}")
 
 
-class XGBoostBackend(Backend):
+class XGBoostBackend(WorkerBackend):
     """Joins the gang to one XGBoost collective around the training function."""
 
     def __init__(self, config: XGBoostConfig) -> None:

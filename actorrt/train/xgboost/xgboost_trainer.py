@@ -10,7 +10,7 @@ from ..._shared._checkpoint import Checkpoint
 from .._gbdt_trainer import BoostingTrainer
 from .._run_config import RunConfig
 from .._scaling import ScalingConfig
-from ..backend import Backend
+from ..backend import WorkerBackend
 from .config import XGBoostBackend, XGBoostConfig
 
 __all__ = ["XGBoostTrainer"]
@@ -71,7 +71,7 @@ class XGBoostTrainer(BoostingTrainer):
             resume_from_checkpoint=resume_from_checkpoint, metadata=metadata,
         )
 
-    def _backend_for(self, config: Any) -> Backend:
+    def _backend_for(self, config: Any) -> WorkerBackend:
         return XGBoostBackend(config)
 
     @classmethod

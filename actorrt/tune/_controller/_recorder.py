@@ -100,7 +100,7 @@ class ExperimentRecorder:
             dir=os.path.relpath(trial.path, self.storage.path),
             config=dumps_b64(trial.config),
             resources=None if resources is None
-            else {"bundles": resources.bundles, "strategy": resources.strategy},
+            else {"bundles": resources.group_bundles, "strategy": resources.strategy},
         )
         self.searcher(searcher)
 

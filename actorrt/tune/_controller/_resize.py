@@ -66,26 +66,26 @@ def try_reserve(trial: Any, new: PlacementGroupFactory, waiting: int) -> Any:
         log(
             "tune: trial %s keeps %s: the new resources %s have an empty bundle 0, and a "
             "trial restarted in a new group needs its driver's bundle to hold something",
-            name, old.bundles, new.bundles,
+            name, old.group_bundles, new.group_bundles,
         )
         return None
     if waiting:
         logger.info(
             "tune: trial %s keeps %s for now: %d trial(s) wait for resources and come "
-            "first; it asks again at its next result", name, old.bundles, waiting,
+            "first; it asks again at its next result", name, old.group_bundles, waiting,
         )
         return None
     short = shortfall(old, new, actorrt.available_resources())
     if short:
         logger.info(
             "tune: trial %s keeps running with %s: %s would need %s more than is free; it "
-            "asks again at its next result", name, old.bundles, new.bundles, short,
+            "asks again at its next result", name, old.group_bundles, new.group_bundles, short,
         )
         return None
     try:
-        return actorrt.placement_group(new.bundles, new.strategy)
+        return actorrt.placement_group(new.group_bundles, new.strategy)
     except actorrt.InfeasibleResourceError as exc:
-        logger.info("tune: trial %s keeps %s: %s", name, old.bundles, exc)
+        logger.info("tune: trial %s keeps %s: %s", name, old.group_bundles, exc)
         return None
 
 
@@ -99,7 +99,7 @@ async def await_group(trial: Any, group: Any, new: PlacementGroupFactory) -> boo
         logger.warning(
             "tune: trial %s could not take its new resources %s within %.0f s of giving "
             "back its old ones (another request took them); it goes on with %s, queued",
-            trial.trial_name, new.bundles, RESIZE_WAIT_S, trial.resources.bundles,
+            trial.trial_name, new.group_bundles, RESIZE_WAIT_S, trial.resources.group_bundles,
         )
         return False
     except BaseException:

@@ -139,6 +139,6 @@ class SchedulerActions(TrialLauncher):
                 trial.trial_name, trial.checkpoint_path or "the start",
             )
         self.progress.trial_status(
-            trial, f"resources {trial.resources.bundles} -> {trial.resize[0].bundles}"
+            trial, f"resources {trial.resources.group_bundles} -> {trial.resize[0].group_bundles}"
         )
         self._notify()

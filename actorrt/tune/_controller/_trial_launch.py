@@ -143,11 +143,12 @@ class TrialLauncher(ControllerState):
         max_failures = self.failure.max_failures
         if trial.group is not None:  # resized: its driver goes into the group we hold
             placed: dict[str, Any] = {
-                "placement": trial.group.bundle(0), **bundle_options(trial.resources.bundles[0])
+                "placement": trial.group.bundle(0),
+                **bundle_options(trial.resources.group_bundles[0]),
             }
         else:
             placed = {
-                "placement_group": trial.resources.bundles,
+                "placement_group": trial.resources.group_bundles,
                 "strategy": trial.resources.strategy,
             }
         try:
@@ -248,7 +249,7 @@ class TrialLauncher(ControllerState):
         assert trial.resources is not None
         wrapped = actorrt.InfeasibleResourceError(
             f"trial {trial.trial_name} cannot start: it reserves "
-            f"{trial.resources.bundles} ({trial.resources.strategy}), from "
+            f"{trial.resources.group_bundles} ({trial.resources.strategy}), from "
             f"{describe_request(self.trainable, trial.config)}. {exc}"
         )
         wrapped.__cause__ = exc
@@ -293,7 +294,7 @@ class TrialLauncher(ControllerState):
             experiment_name=self.name,
             trial_dir=trial.path,
             config=trial.config,
-            bundles=trial.resources.bundles,
+            bundles=trial.resources.group_bundles,
             strategy=trial.resources.strategy,
             checkpoint_frequency=int(self.checkpoint_config.checkpoint_frequency or 0),
             checkpoint_at_end=bool(self.checkpoint_config.checkpoint_at_end),
@@ -337,7 +338,7 @@ class TrialLauncher(ControllerState):
                 trial.resources = new
                 trial.group = group
                 trial.resized = True  # a class trainable's update_resources() is called
-                logger.info("tune: trial %s now has %s", trial.trial_name, new.bundles)
+                logger.info("tune: trial %s now has %s", trial.trial_name, new.group_bundles)
         except BaseException:
             trial.set_status(RUNNING)
             raise

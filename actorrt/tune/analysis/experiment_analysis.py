@@ -95,7 +95,7 @@ def trial_results(trial_dir: str) -> list[dict[str, Any]]:
 
 def _check_mode(mode: str | None) -> str:
     if mode not in ("min", "max"):
-        raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
+        raise ValueError(f"If set, `mode` has to be one of [min, max] (got {mode!r})")
     return mode
 
 
@@ -177,10 +177,17 @@ class ExperimentAnalysis:
     def _metric_mode(self, metric: str | None, mode: str | None, what: str) -> tuple[str, str]:
         metric = metric or self.default_metric
         mode = mode or self.default_mode
-        if metric is None or mode is None:
+        if metric is None:
             raise ValueError(
-                f"to fetch {what}, pass metric= and mode= here, or to tune.run() "
-                "(or TuneConfig)"
+                "No `metric` has been passed and  `default_metric` has not been set. "
+                f"Please specify the `metric` parameter (to fetch {what}: metric= here, or "
+                "to tune.run() / TuneConfig)."
+            )
+        if mode is None:
+            raise ValueError(
+                "No `mode` has been passed and  `default_mode` has not been set. Please "
+                f"specify the `mode` parameter (to fetch {what}: mode='min' or 'max' here, "
+                "or to tune.run() / TuneConfig)."
             )
         return metric, _check_mode(mode)
 

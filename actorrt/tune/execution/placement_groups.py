@@ -42,13 +42,27 @@ class PlacementGroupFactory:
                 f"PlacementGroupFactory takes a list of bundles (dicts), got one dict {bundles!r};"
                 " wrap it in a list"
             )
+        if not list(bundles):
+            raise ValueError(
+                "Cannot initialize a PlacementGroupFactory with zero bundles (give a list "
+                "of resource dicts: bundle 0 the trial driver's, then its workers')."
+            )
         parsed = parse_bundles(list(bundles), allow_empty_head=True)
         self._bundles = [b.to_dict() for b in parsed]
         self._strategy = str(parse_strategy(strategy))
 
     @property
     def bundles(self) -> list[dict[str, float]]:
-        """The bundles, with canonical names (``CPU``, ``GPU``, ``memory``, custom)."""
+        """The bundles, with canonical names (``CPU``, ``GPU``, ``memory``, custom), as
+        Ray's: an empty head bundle (the driver reserving nothing) is left out, so these
+        are the workers' bundles then (``head_bundle_is_empty`` says which)."""
+        kept = self._bundles[1:] if self.head_bundle_is_empty else self._bundles
+        return [dict(b) for b in kept]
+
+    @property
+    def group_bundles(self) -> list[dict[str, float]]:
+        """Every bundle of the trial's placement group: bundle 0 is the driver's, also
+        when it is empty, then the workers' (what the group reserves, in order)."""
         return [dict(b) for b in self._bundles]
 
     @property
@@ -106,7 +120,8 @@ def to_factory(spec: Any, *, where: str = "resources") -> PlacementGroupFactory:
         made = spec.as_placement_group_factory()
         if isinstance(made, PlacementGroupFactory):
             return made
-        bundles = getattr(made, "bundles", made)
+        # The whole group (an empty head kept) where the object says it, else bundles.
+        bundles = getattr(made, "group_bundles", None) or getattr(made, "bundles", made)
         return PlacementGroupFactory(bundles, getattr(made, "strategy", "PACK"))
     raise ValueError(
         f"{where} must be a dict, a PlacementGroupFactory, an object with "

@@ -100,8 +100,8 @@ class DistributeResources:
         if self.increase_by:
             return dict(self.increase_by)
         if self.add_bundles:
-            return base.bundles[-1]
-        return {"GPU": 1.0} if base.bundles[0].get("GPU") else {"CPU": 1.0}
+            return base.group_bundles[-1]
+        return {"GPU": 1.0} if base.group_bundles[0].get("GPU") else {"CPU": 1.0}
 
     @staticmethod
     def _units_in(unit: Mapping[str, float], cpus: float, gpus: float) -> int:
@@ -119,22 +119,24 @@ class DistributeResources:
     ) -> int:
         """How many units ``factory`` has on top of ``base``."""
         if self.add_bundles:
-            return max(0, len(factory.bundles) - len(base.bundles))
-        cpus, gpus = _amounts(factory.bundles[0])
-        base_cpus, base_gpus = _amounts(base.bundles[0])
+            return max(0, len(factory.group_bundles) - len(base.group_bundles))
+        cpus, gpus = _amounts(factory.group_bundles[0])
+        base_cpus, base_gpus = _amounts(base.group_bundles[0])
         return max(0, self._units_in(unit, cpus - base_cpus, gpus - base_gpus))
 
     def _factory(
         self, base: PlacementGroupFactory, unit: dict[str, float], count: int
     ) -> PlacementGroupFactory:
         if self.add_bundles:
-            return PlacementGroupFactory([*base.bundles, *[dict(unit)] * count], base.strategy)
-        head = base.bundles[0]
+            return PlacementGroupFactory(
+                [*base.group_bundles, *[dict(unit)] * count], base.strategy
+            )
+        head = base.group_bundles[0]
         per_cpu, per_gpu = _amounts(unit)
         cpus, gpus = _amounts(head)
         head["CPU"], head["GPU"] = cpus + per_cpu * count, gpus + per_gpu * count
         return PlacementGroupFactory(
-            [{k: v for k, v in head.items() if v}, *base.bundles[1:]], base.strategy
+            [{k: v for k, v in head.items() if v}, *base.group_bundles[1:]], base.strategy
         )
 
     def _limit(self, count: int) -> int:
@@ -170,10 +172,11 @@ class DistributeResources:
             raise ValueError(
                 f"{type(self).__name__} works on PlacementGroupFactory resources, got {base!r}"
             )
-        if not self.add_bundles and len(base.bundles) > 1:
+        if not self.add_bundles and len(base.group_bundles) > 1:
             raise ValueError(
                 f"{type(self).__name__}(add_bundles=False) grows a trial's single bundle, but "
-                f"the trials reserve {len(base.bundles)} bundles ({base.bundles}); pass "
+                f"the trials reserve {len(base.group_bundles)} bundles "
+                f"({base.group_bundles}); pass "
                 "add_bundles=True"
             )
         if int(result.get("training_iteration", 0)) < 1:

@@ -15,6 +15,8 @@ import random
 import warnings
 from typing import Any
 
+from ..._shared._deprecation import RayDeprecationWarning
+
 __all__ = [
     "BaseSampler",
     "Grid",
@@ -32,7 +34,7 @@ def warn_for_base() -> None:
     """Ray's deprecation warning for the ``base`` argument of the log-uniform domains."""
     warnings.warn(
         "The `base` argument is deprecated: remove it, it does not change the distribution",
-        DeprecationWarning,
+        RayDeprecationWarning,
         stacklevel=3,
     )
 

@@ -9,7 +9,9 @@ experiment so a seed reproduces the whole sweep. ``grid_search`` is not a domain
 returns Ray's marker dict ``{"grid_search": [...]}``; ``Categorical(...).grid()`` is the
 domain form of the same; the variant generator expands both into one trial per value.
 
-Bounds follow Ray Tune: ``randint`` excludes ``upper``, ``qrandint`` includes it; quantized
+Bounds follow Ray Tune: ``randint`` excludes ``upper``; a quantized int is drawn from the
+range of the multiples of ``q`` and rounded to one, so ``qrandint``'s ``upper`` comes out
+when it is a multiple of ``q > 1`` (with ``q == 1`` Ray's draw excludes it); quantized
 values are multiples of ``q`` inside the bounds, and a float range whose bounds are not
 multiples of ``q`` is refused, as in Ray.
 """
@@ -173,6 +175,23 @@ def _quantize(value: float, lower: float, upper: float, q: float) -> float:
     return k * q
 
 
+def _multiples_range(lower: int, upper: int, q: int) -> tuple[int, int]:
+    """Ray's range for a quantized int draw: ``[ceil(lower/q)*q, floor(upper/q)*q)``.
+
+    Raises:
+        ValueError: the range is empty (fewer than two multiples of ``q`` in
+            ``[lower, upper]``), where Ray fails when it samples.
+    """
+    low, high = -(-lower // q) * q, (upper // q) * q
+    if low >= high:
+        raise ValueError(
+            f"Integer({lower}, {upper}).quantized({q}) has no room: Ray draws from "
+            f"[{low}, {high}) (the multiples of q={q} in the bounds) and rounds to a "
+            "multiple, so the bounds must hold at least two multiples of q"
+        )
+    return low, high
+
+
 def _check_divisible(lower: float, upper: float, q: float) -> None:
     for name, bound in (("lower", lower), ("upper", upper)):
         if math.isfinite(bound) and not math.isclose(bound / q, round(bound / q)):
@@ -321,7 +340,10 @@ def is_normal(domain: Domain) -> TypeGuard[Float]:
 class Integer(Domain):
     """An int from ``[lower, upper)`` (uniform or log-uniform), optionally a multiple of ``q``.
 
-    ``qrandint``'s upper bound is included, as in Ray: it is kept here as ``upper + 1``.
+    Quantized as in Ray: with ``q > 1`` an int is drawn from ``[ceil(lower/q)*q,
+    floor(upper/q)*q)`` and rounded to the nearest multiple of ``q``, so ``upper`` itself
+    comes out when it is a multiple of ``q`` (``qrandint``'s "upper included"); with
+    ``q == 1`` the draw is the unquantized one, from ``[lower, upper)``.
     """
 
     def __init__(self, lower: int, upper: int, *, log: bool = False, q: int | None = None) -> None:
@@ -351,14 +373,18 @@ class Integer(Domain):
         return None if q is None else int(q)
 
     def _draw(self, rng: random.Random) -> int:
+        q = self.q
+        lower, upper = self.lower, self.upper
+        if q is not None and q != 1:
+            lower, upper = _multiples_range(lower, upper, q)
         if self.log:
-            value = int(math.exp(rng.uniform(math.log(self.lower), math.log(self.upper))))
-            value = min(max(value, self.lower), self.upper - 1)
+            value = math.floor(math.exp(rng.uniform(math.log(lower), math.log(upper))))
+            value = min(max(value, lower), upper - 1)
         else:
-            value = rng.randrange(self.lower, self.upper)
-        if self.q is not None:
-            value = int(_quantize(value, self.lower, self.upper - 1, self.q))
-        return value
+            value = rng.randrange(lower, upper)
+        if q is not None and q != 1:
+            value = round(value / q) * q
+        return int(value)
 
     def uniform(self) -> Integer:
         """This range, drawn uniformly (Ray's ``Integer.uniform()``)."""
@@ -382,24 +408,24 @@ class Integer(Domain):
     def _set_quantized(self, q: int) -> None:
         if isinstance(q, bool) or not isinstance(q, int) or q <= 0:
             raise ValueError(f"q must be a positive int, got {q!r}")
+        if q != 1:
+            _multiples_range(self.lower, self.upper, q)  # raises if there is no room
         self.set_sampler(Quantized(self.get_sampler(), q), allow_override=True)
 
     def quantized(self, q: int) -> Integer:
-        """This domain with values that are multiples of ``q`` in ``[lower, upper)``."""
+        """This domain with values that are multiples of ``q`` in ``[lower, upper]``
+        (``upper`` comes out when it is a multiple of ``q`` and ``q > 1``, as in Ray)."""
         new = copy.copy(self)
         new._set_quantized(q)
         return new
 
     def is_valid(self, value: Any) -> bool:
-        # Ray's rule: both bounds included (randint's upper too); qrandint's upper, which
-        # is stored here as upper + 1, is the last valid value.
-        upper = self.upper - 1 if self.q is not None else self.upper
-        return isinstance(value, int) and self.lower <= value <= upper
+        # Ray's rule: both bounds included (randint's upper too).
+        return isinstance(value, int) and self.lower <= value <= self.upper
 
     @property
     def domain_str(self) -> str:
-        upper = self.upper - 1 if self.q is not None else self.upper
-        return f"({self.lower}, {upper})"
+        return f"({self.lower}, {self.upper})"
 
     def __repr__(self) -> str:
         return f"randint({self.lower}, {self.upper})"
@@ -561,8 +587,11 @@ def randint(lower: int, upper: int) -> Integer:
 
 
 def qrandint(lower: int, upper: int, q: int = 1) -> Integer:
-    """A multiple of ``q`` drawn uniformly from ``[lower, upper]`` (``upper`` included)."""
-    return Integer(lower, upper + 1).uniform().quantized(q)
+    """A multiple of ``q`` from ``[lower, upper]``, as Ray draws it: uniformly from the
+    multiples' range, rounded to a multiple, so ``upper`` comes out when it is a multiple
+    of ``q > 1``; with the default ``q=1`` the draw is ``randint``'s (``upper``
+    excluded), as in Ray. The domain keeps ``upper`` as given."""
+    return Integer(lower, upper).uniform().quantized(q)
 
 
 def lograndint(lower: int, upper: int, base: object = MISSING) -> Integer:
@@ -578,7 +607,7 @@ def qlograndint(lower: int, upper: int, q: int, base: object = MISSING) -> Integ
     included, as in Ray); ``lower > 0``. ``base`` is deprecated, as in Ray."""
     if base is not MISSING:
         warn_for_base()
-    return Integer(lower, upper + 1).loguniform().quantized(q)
+    return Integer(lower, upper).loguniform().quantized(q)
 
 
 def randn(mean: float = 0.0, sd: float = 1.0) -> Float:

@@ -123,7 +123,7 @@ def describe_request(trainable: Any, config: dict[str, Any]) -> str:
     else:
         source = "tune.with_resources()"
     if hasattr(made, "as_placement_group_factory"):
-        bundles = to_factory(made).bundles
+        bundles = to_factory(made).group_bundles
         driver = bundles[0] or "nothing"
         workers = f"{len(bundles) - 1} worker bundle(s) of {bundles[1]}" if len(bundles) > 1 else (
             "no worker bundle"

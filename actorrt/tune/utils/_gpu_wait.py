@@ -47,7 +47,7 @@ def _shared_fraction() -> float | None:
     session = _session._current
     if session is None:
         return None
-    gpu = session.context.get_trial_resources().bundles[0].get("GPU", 0.0)
+    gpu = session.context.get_trial_resources().group_bundles[0].get("GPU", 0.0)
     return gpu if 0 < gpu < 1 else None
 
 

@@ -102,7 +102,11 @@ class HyperOptSearch(LibrarySearcher):
                 else:
                     out[name] = hp.uniform(label, domain.lower, domain.upper)
             elif isinstance(domain, Integer):
-                if domain.log:
+                if domain.log and domain.q is not None:  # qlograndint: upper included
+                    expr = hp.qloguniform(
+                        label, math.log(domain.lower), math.log(domain.upper), domain.q
+                    )
+                elif domain.log:
                     expr = hp.qloguniform(
                         label, math.log(domain.lower), math.log(domain.upper - 1), 1
                     )

@@ -93,7 +93,9 @@ def _convert(path: tuple[Any, ...], domain: Domain, optuna: Any) -> _Param:
             domain.lower, domain.upper, log=domain.log_base is not None
         ))
     if isinstance(domain, Integer):
-        upper = domain.upper - 1  # Tune's upper bound is excluded, Optuna's included
+        # Tune's upper bound is excluded, Optuna's included; a quantized one is included
+        # (Ray's rule: the draw rounds to the multiples of q up to upper)
+        upper = domain.upper if domain.q is not None else domain.upper - 1
         if domain.q is not None and domain.log:
             raise ValueError(
                 f"OptunaSearch cannot search {name}={domain!r}: Optuna has no quantised "
