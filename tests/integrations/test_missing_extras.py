@@ -1,5 +1,5 @@
 """Each integration, imported where its library is not installed, raises an ImportError
-naming the extra that installs it; Comet and Aim say they are not provided."""
+naming the extra that installs it; Comet says it is not provided."""
 
 from __future__ import annotations
 
@@ -45,11 +45,8 @@ def test_a_missing_library_names_its_extra(module: str, blocked: str, extra: str
     assert f"pip install 'actorrt[{extra}]'" in done.stdout, done.stdout
 
 
-def test_comet_and_aim_say_they_are_not_provided() -> None:
+def test_comet_says_it_is_not_provided() -> None:
     from actorrt.air.integrations.comet import CometLoggerCallback
-    from actorrt.tune.logger.aim import AimLoggerCallback
 
     with pytest.raises(NotImplementedError, match=r"CometLoggerCallback.*docs/porting.md"):
         CometLoggerCallback(project_name="p")
-    with pytest.raises(NotImplementedError, match=r"AimLoggerCallback.*docs/porting.md"):
-        AimLoggerCallback()
