@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
-EXTRAS ?= dev,tune,train,optuna,plots,lightning,transformers,hyperopt,bayesopt,nevergrad,bohb,pb2,zoopt,ax,mlflow,wandb,aim,xgboost,lightgbm
+EXTRAS ?= dev,tune,train,optuna,plots,lightning,transformers,hyperopt,bayesopt,nevergrad,bohb,pb2,zoopt,ax,mlflow,wandb,comet,aim,xgboost,lightgbm
 
 .PHONY: install demo test lint slurm bench bench-check bench-ray clean
 

@@ -1,5 +1,5 @@
 """Each integration, imported where its library is not installed, raises an ImportError
-naming the extra that installs it; Comet says it is not provided."""
+naming the extra that installs it."""
 
 from __future__ import annotations
 
@@ -43,10 +43,3 @@ def test_a_missing_library_names_its_extra(module: str, blocked: str, extra: str
     )
     assert done.returncode == 0, done.stderr
     assert f"pip install 'actorrt[{extra}]'" in done.stdout, done.stdout
-
-
-def test_comet_says_it_is_not_provided() -> None:
-    from actorrt.air.integrations.comet import CometLoggerCallback
-
-    with pytest.raises(NotImplementedError, match=r"CometLoggerCallback.*docs/porting.md"):
-        CometLoggerCallback(project_name="p")
