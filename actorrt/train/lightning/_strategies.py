@@ -100,6 +100,14 @@ class RayFSDPStrategy(_OnTheGang, pl.strategies.FSDPStrategy):
         super().setup_environment()
 
 
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported, without importing it."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:  # a finder that refuses it
+        return False
+
+
 class RayDeepSpeedStrategy(_OnTheGang, pl.strategies.DeepSpeedStrategy):
     """Lightning's ``DeepSpeedStrategy`` for a Train worker gang (Ray's
     ``RayDeepSpeedStrategy``).
@@ -120,7 +128,7 @@ class RayDeepSpeedStrategy(_OnTheGang, pl.strategies.DeepSpeedStrategy):
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        if importlib.util.find_spec("deepspeed") is None:  # imported by Lightning at setup
+        if not _installed("deepspeed"):  # Lightning imports it at setup
             raise ImportError(
                 "RayDeepSpeedStrategy needs deepspeed, which is not installed here: "
                 "pip install 'actorrt[deepspeed]'"
