@@ -5,6 +5,7 @@ comet_ml's OfflineExperiment writes, complete when ``fit()`` returns."""
 from __future__ import annotations
 
 import json
+import os
 import zipfile
 from collections import defaultdict
 from pathlib import Path
@@ -12,6 +13,9 @@ from typing import Any
 
 import pytest
 
+# Imported before CometLoggerCallback sets it, comet_ml would hook its auto-logging into the
+# other libraries of this test process (an offline experiment per MLflow test, in the cwd).
+os.environ.setdefault("COMET_DISABLE_AUTO_LOGGING", "1")
 comet_ml = pytest.importorskip("comet_ml")
 
 from sweep_trainables import steps  # noqa: E402
