@@ -3,9 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
-EXTRAS ?= dev,tune,train,optuna,plots,lightning,transformers,hyperopt,bayesopt,nevergrad,bohb,pb2,zoopt,ax,mlflow,wandb,xgboost,lightgbm
+EXTRAS ?= dev,tune,train,optuna,plots,lightning,deepspeed,transformers,hyperopt,bayesopt,nevergrad,bohb,pb2,zoopt,ax,mlflow,wandb,comet,aim,xgboost,lightgbm
 
-.PHONY: install demo test lint slurm bench bench-check bench-ray clean
+.PHONY: install demo test lint slurm deepspeed-ops bench bench-check bench-ray clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -43,12 +43,19 @@ slurm:
 	        slurm-wlm munge >/dev/null; } || \
 	    echo "slurm-wlm and munge are not installed: tests/cluster/test_slurm.py will skip"
 
+# DeepSpeed compiles its CPU shared-memory op (deepspeed_shm_comm) with the machine's C++
+# compiler the first time a process group starts, about a minute, and keeps it under
+# ~/.cache/torch_extensions: built here once, so the tests that use DeepSpeed stay short.
+deepspeed-ops: install
+	DS_ACCELERATOR=cpu $(PY) -c "from deepspeed.accelerator import get_accelerator; \
+	    get_accelerator().create_op_builder('ShareMemCommBuilder').load()" >/dev/null
+
 # The whole suite: the tests not marked solo two at a time (pytest-xdist), then the solo
 # ones (tests/conftest.py lists them: bursts, timings, the machine's own limits) one at a
 # time. PYTEST_ARGS passes options on to both, e.g. PYTEST_ARGS="-x".
 PYTEST_ARGS ?=
 TEST_WORKERS ?= 2
-test: install lint slurm
+test: install lint slurm deepspeed-ops
 	$(PY) -m pytest -n $(TEST_WORKERS) -m "not solo" $(PYTEST_ARGS)
 	$(PY) -m pytest -m solo $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: PYTEST_ARGS chose none
 

@@ -29,6 +29,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._extras import require
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -215,8 +217,7 @@ class DataShard:
         for chunk in _chunks(order, batch_size, drop_last):
             batch = self._numpy_batch(chunk)
             if batch_format == "pandas":
-                import pandas as pd  # type: ignore[import-untyped,unused-ignore]
-
+                pd = require("pandas", "train", 'iter_batches(batch_format="pandas")')
                 yield pd.DataFrame({k: list(v) if v.ndim > 1 else v for k, v in batch.items()})
             elif batch_format == "pyarrow":
                 import pyarrow as pa  # type: ignore[import-not-found,import-untyped,unused-ignore]

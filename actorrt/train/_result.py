@@ -10,6 +10,7 @@ from typing import Any
 
 from .._shared._checkpoint import Checkpoint, local_filesystem
 from ._checkpoint_book import SNAPSHOT_FILE
+from ._extras import require
 from .error import TrainingFailedError
 
 RESULTS_FILE = "result.json"  # one JSON line per report of rank 0
@@ -54,9 +55,8 @@ class Result:
     @property
     def metrics_dataframe(self) -> Any:
         """Every report of rank 0 as a ``pandas.DataFrame``, one row per report (needs
-        pandas)."""
-        import pandas as pd  # type: ignore[import-untyped,unused-ignore]
-
+        pandas: ``pip install 'actorrt[train]'``)."""
+        pd = require("pandas", "train", "Result.metrics_dataframe")
         return pd.DataFrame(self.metrics_history)
 
     def get_best_checkpoint(self, metric: str, mode: str) -> Checkpoint | None:

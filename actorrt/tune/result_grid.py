@@ -13,6 +13,7 @@ from .._shared._storage_path import check_local_storage_path
 from ._controller._storage import flatten, read_results
 from .analysis.experiment_analysis import SCOPES, ExperimentAnalysis, metric_values
 from .result import AUTO_RESULT_KEYS
+from .search._library_search import import_library
 
 if TYPE_CHECKING:
     from .experiment.trial import Trial
@@ -127,10 +128,7 @@ class Result:
     def metrics_dataframe(self) -> Any:
         """Every result the trial reported (a ``pandas.DataFrame`` read from its
         ``progress.csv``); ``None`` when it reported none, as in Ray."""
-        import os
-
-        import pandas  # type: ignore[import-untyped]
-
+        pandas = import_library("pandas", "Result.metrics_dataframe", "tune")
         path = os.path.join(self.path, "progress.csv")
         try:
             if os.path.getsize(path) == 0:
@@ -291,8 +289,12 @@ class ResultGrid:
         self, filter_metric: str | None = None, filter_mode: str | None = None
     ) -> Any:
         """A ``pandas.DataFrame`` with one row per trial: its last result (or, with
-        ``filter_metric``, its best) and its config as ``config/<key>`` columns."""
-        import pandas
+        ``filter_metric``, its best) and its config as ``config/<key>`` columns.
+
+        Raises:
+            ImportError: pandas is not installed (``pip install 'actorrt[tune]'``).
+        """
+        pandas = import_library("pandas", "ResultGrid.get_dataframe()", "tune")
 
         rows = []
         for result in self._results:

@@ -3,7 +3,6 @@ setup_mlflow in a trial and in Train workers, read back with MLflow's own client
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +10,7 @@ import pytest
 
 mlflow = pytest.importorskip("mlflow")
 from mlflow.tracking import MlflowClient  # noqa: E402
+from sweep_trainables import steps  # noqa: E402
 
 import actorrt  # noqa: E402
 from actorrt import train, tune  # noqa: E402
@@ -28,19 +28,6 @@ def _file_store(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def read(path: str) -> str:
     return Path(path).read_text()
-
-
-def steps(config: dict[str, Any]) -> None:
-    for i in range(3):
-        checkpoint = None
-        if i == 2:
-            folder = Path(tempfile.mkdtemp())
-            (folder / "weights.txt").write_text(str(config["lr"]))
-            checkpoint = tune.Checkpoint.from_directory(str(folder))
-        tune.report({"loss": config["lr"] * (3 - i), "nested": {"acc": i / 2}},
-                    checkpoint=checkpoint)
-    if config["lr"] > 0.25:
-        raise ValueError("this trial fails")
 
 
 @pytest.mark.actorrt(num_cpus=2)

@@ -3,7 +3,6 @@ artifacts, and setup_wandb in trials and Train workers, read back from W&B's off
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +10,7 @@ import pytest
 
 pytest.importorskip("wandb")
 
+from sweep_trainables import steps
 from wandb_offline_files import offline_runs
 
 import actorrt
@@ -25,18 +25,6 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WANDB_SILENT", "true")
     for name in ("WANDB_PROJECT", "WANDB_PROJECT_NAME", "WANDB_API_KEY", "WANDB_DIR"):
         monkeypatch.delenv(name, raising=False)
-
-
-def steps(config: dict[str, Any]) -> None:
-    for i in range(3):
-        checkpoint = None
-        if i == 2:
-            folder = Path(tempfile.mkdtemp())
-            (folder / "weights.txt").write_text(str(config["lr"]))
-            checkpoint = tune.Checkpoint.from_directory(str(folder))
-        tune.report({"loss": config["lr"] * (3 - i), "secret": 1}, checkpoint=checkpoint)
-    if config["lr"] > 0.25:
-        raise ValueError("this trial fails")
 
 
 @pytest.mark.timeout(120)

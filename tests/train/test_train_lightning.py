@@ -2,6 +2,7 @@
 with RayDDPStrategy, RayLightningEnvironment and RayTrainReportCallback."""
 
 import hashlib
+import importlib.util
 import os
 import subprocess
 import sys
@@ -72,7 +73,8 @@ def fit_linear(config: dict[str, Any]) -> None:
     """A Ray Train Lightning loop, as its docs write one, with actorrt's imports."""
     ctx = train.get_context()
     model = Linear(seed=100 + ctx.get_world_rank())
-    strategy = RayFSDPStrategy() if config.get("fsdp") else RayDDPStrategy()
+    strategy = (RayFSDPStrategy() if config.get("fsdp") else
+                RayDeepSpeedStrategy(stage=2) if config.get("deepspeed") else RayDDPStrategy())
     trainer = pl.Trainer(
         max_epochs=config["epochs"],
         accelerator="auto",
@@ -198,6 +200,21 @@ async def test_fsdp_builds_on_a_cpu_machine_and_raises_when_a_cpu_worker_uses_it
         ).fit_async()
 
 
+@pytest.mark.timeout(180)
+@pytest.mark.actorrt(num_cpus=2, worker_env=WORKER_ENV)
+async def test_deepspeed_builds_on_a_cpu_machine_and_raises_when_a_cpu_worker_uses_it(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Path
+) -> None:
+    if importlib.util.find_spec("deepspeed") is None:
+        pytest.skip("DeepSpeed is not installed: actorrt[deepspeed]")
+    assert isinstance(RayDeepSpeedStrategy(stage=3), pl.strategies.DeepSpeedStrategy)
+    recorder = await Recorder.spawn()
+    with pytest.raises(train.WorkerGroupError, match=r"RayDeepSpeedStrategy needs a CUDA GPU"):
+        await lightning_trainer(
+            {"epochs": 1, "recorder": recorder, "deepspeed": True}, tmp_path
+        ).fit_async()
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="FSDP needs a CUDA GPU")
 @pytest.mark.timeout(180)
 @pytest.mark.actorrt(worker_env=WORKER_ENV)
@@ -241,11 +258,9 @@ def test_prepare_trainer_rejects_a_trainer_that_would_not_use_the_gang() -> None
         prepare_trainer(plain)
 
 
-def test_ignored_process_group_arguments_warn_and_deepspeed_raises() -> None:
+def test_ignored_process_group_arguments_warn() -> None:
     with pytest.warns(UserWarning, match=r"process_group_backend='nccl'.*TorchConfig"):
         RayDDPStrategy(process_group_backend="nccl")
-    with pytest.raises(NotImplementedError, match="RayDeepSpeedStrategy.*porting.md"):
-        RayDeepSpeedStrategy(stage=3)
 
 
 def test_environment_outside_a_training_function_says_where_it_works() -> None:

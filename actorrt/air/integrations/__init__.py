@@ -1,7 +1,8 @@
 """Experiment-tracking integrations at Ray's ``ray.air.integrations`` paths.
 
-``mlflow`` (``MLflowLoggerCallback``, ``setup_mlflow``) and ``wandb``
-(``WandbLoggerCallback``, ``setup_wandb``) drive the real libraries; each module needs its
-extra (``pip install 'actorrt[mlflow]'``, ``'actorrt[wandb]'``) and says so when it is
-missing. ``comet`` is not provided: its callback says so when built.
+``mlflow`` (``MLflowLoggerCallback``, ``setup_mlflow``), ``wandb``
+(``WandbLoggerCallback``, ``setup_wandb``) and ``comet`` (``CometLoggerCallback``) drive
+the real libraries; each needs its extra (``pip install 'actorrt[mlflow]'``,
+``'actorrt[wandb]'``, ``'actorrt[comet]'``) and says so when it is missing (``comet``
+when its callback is built, as Ray's).
 """

@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...tune._controller._storage import flatten
+from ...tune.logger._background import Background
 from ...tune.logger.logger import LoggerCallback
-from ._background import Background
 from ._extras import require
 from ._trial_info import where
 

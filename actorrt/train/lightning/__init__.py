@@ -9,8 +9,8 @@ In a ``TorchTrainer``'s training function, build the ``pl.Trainer`` with
 Builds on ``lightning.pytorch`` (or, without the ``lightning`` package, on
 ``pytorch_lightning``). Importing this module without either raises
 ``ModuleNotFoundError`` saying to ``pip install 'actorrt[lightning]'``.
-``RayDeepSpeedStrategy`` exists so ported imports resolve; constructing it raises
-``NotImplementedError``.
+``RayFSDPStrategy`` and ``RayDeepSpeedStrategy`` (which needs ``pip install
+'actorrt[deepspeed]'``) shard the model; both need a CUDA GPU per worker.
 """
 
 from ._pl import pl as _pl  # first: a missing Lightning fails here, with the install hint

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 from ._pl import pl
-from ._strategies import RayDDPStrategy, RayFSDPStrategy, RayLightningEnvironment
+from ._strategies import (
+    RayDDPStrategy,
+    RayDeepSpeedStrategy,
+    RayFSDPStrategy,
+    RayLightningEnvironment,
+)
 
-_STRATEGIES = (RayDDPStrategy, RayFSDPStrategy)
+_STRATEGIES = (RayDDPStrategy, RayFSDPStrategy, RayDeepSpeedStrategy)
 
 
 def prepare_trainer(trainer: pl.Trainer) -> pl.Trainer:
     """Check that ``trainer`` runs in the gang, and return it (Ray's ``prepare_trainer``).
 
     Call it in the training function on the ``pl.Trainer`` built with
-    ``strategy=RayDDPStrategy()`` (or ``RayFSDPStrategy()``) and
+    ``strategy=RayDDPStrategy()`` (or ``RayFSDPStrategy()``, ``RayDeepSpeedStrategy()``) and
     ``plugins=[RayLightningEnvironment()]``.
 
     Raises:

@@ -9,9 +9,10 @@ neither launches processes nor starts a process group of its own.
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
 from collections.abc import Mapping
-from typing import Any, NoReturn
+from typing import Any
 
 import torch
 
@@ -99,23 +100,54 @@ class RayFSDPStrategy(_OnTheGang, pl.strategies.FSDPStrategy):
         super().setup_environment()
 
 
-class RayDeepSpeedStrategy:
-    """Ray's ``RayDeepSpeedStrategy``: not available in actorrt.
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported, without importing it."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:  # a finder that refuses it
+        return False
 
-    DeepSpeed needs CUDA and its own launcher environment, which actorrt does not set up
-    or test; docs/porting.md lists it among what does not port. Constructing one raises.
+
+class RayDeepSpeedStrategy(_OnTheGang, pl.strategies.DeepSpeedStrategy):
+    """Lightning's ``DeepSpeedStrategy`` for a Train worker gang (Ray's
+    ``RayDeepSpeedStrategy``).
+
+    Takes ``DeepSpeedStrategy``'s arguments (``stage``, ``offload_optimizer``, ``config``,
+    ...); like ``RayDDPStrategy``, ``process_group_backend`` and ``timeout`` have no effect.
+    DeepSpeed joins the process group ``TorchTrainer`` started.
+
+    Lightning runs its DeepSpeed strategy on CUDA GPUs only (its ``setup_environment``
+    refuses any other accelerator), so each worker needs a GPU
+    (``ScalingConfig(use_gpu=True)``). As in Ray, it may be constructed anywhere; a worker
+    without a GPU raises when ``Trainer.fit`` sets the strategy up, saying why. On CPU,
+    call ``deepspeed.initialize`` in the training function instead (docs/integrations.md).
+
+    Raises:
+        ImportError: deepspeed is not installed (``pip install 'actorrt[deepspeed]'``).
+        ValueError: at setup, this worker has no GPU that CUDA can use.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        _deepspeed_unsupported()
+        if not _installed("deepspeed"):  # Lightning imports it at setup
+            raise ImportError(
+                "RayDeepSpeedStrategy needs deepspeed, which is not installed here: "
+                "pip install 'actorrt[deepspeed]'"
+            )
+        _warn_ignored(type(self).__name__, kwargs)
+        super().__init__(*args, **kwargs)
 
-
-def _deepspeed_unsupported() -> NoReturn:
-    raise NotImplementedError(
-        "RayDeepSpeedStrategy is not supported by actorrt.train.lightning (DeepSpeed is "
-        "neither set up nor tested here; see 'Lightning' in docs/porting.md). Use "
-        "RayDDPStrategy, or RayFSDPStrategy to shard a model that does not fit one device"
-    )
+    def setup_environment(self) -> None:
+        """Refuse a CPU worker with the reason, before Lightning's own refusal."""
+        device = get_device()
+        if device.type != "cuda":
+            raise ValueError(
+                "RayDeepSpeedStrategy needs a CUDA GPU per worker (Lightning's "
+                "DeepSpeedStrategy refuses every accelerator but CUDA), and this worker's "
+                f"device is {device}: run the TorchTrainer with ScalingConfig(use_gpu=True), "
+                "or on CPU call deepspeed.initialize(...) in the training function (see "
+                "'DeepSpeed' in docs/integrations.md), or use RayDDPStrategy"
+            )
+        super().setup_environment()
 
 
 class RayLightningEnvironment(LightningEnvironment):

@@ -7,6 +7,7 @@ import math
 import os
 from dataclasses import dataclass
 
+from .._extras import require
 from ..backend import BackendConfig, WorkerBackend, WorkerSetup
 
 BACKENDS = (None, "gloo", "nccl")
@@ -53,6 +54,7 @@ class TorchBackend(WorkerBackend):
 
     def on_start(self, setup: WorkerSetup) -> None:
         global current_device_index, current_device_indices
+        require("torch", "train", "TorchTrainer's workers")
         import torch
         import torch.distributed as dist
 

@@ -7,12 +7,19 @@ import random
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import torch
-from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DataLoader, DistributedSampler, IterableDataset, RandomSampler
-
+from .._extras import require
 from ..context import get_context
 from . import config as _config
+
+require("torch", "train", "actorrt.train.torch's training-function helpers")
+import torch  # noqa: E402
+from torch.nn.parallel import DistributedDataParallel  # noqa: E402
+from torch.utils.data import (  # noqa: E402
+    DataLoader,
+    DistributedSampler,
+    IterableDataset,
+    RandomSampler,
+)
 
 
 def enable_reproducibility(seed: int = 0) -> None:

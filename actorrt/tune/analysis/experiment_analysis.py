@@ -23,6 +23,7 @@ from .._controller._storage import PROGRESS_FILE, RESULT_FILE, flatten, read_res
 from .._worker._checkpoint_dirs import checkpoint_index
 from ..error import TuneError
 from ..experiment.trial import ERROR, TERMINATED, CheckpointRecord, Trial
+from ..search._library_search import import_library
 
 __all__ = ["ExperimentAnalysis", "best_checkpoint", "load_trial", "metric_values"]
 
@@ -342,7 +343,7 @@ class ExperimentAnalysis:
     @property
     def best_result_df(self) -> Any:
         """The best trial's last result as a one-row data frame."""
-        import pandas  # type: ignore[import-untyped]
+        pandas = import_library("pandas", "ExperimentAnalysis.best_result_df", "tune")
 
         return pandas.DataFrame.from_records([flatten(self.best_result)], index="trial_id")
 
@@ -356,7 +357,7 @@ class ExperimentAnalysis:
     @property
     def results_df(self) -> Any:
         """One row per trial (its last result, flattened), indexed by trial id."""
-        import pandas
+        pandas = import_library("pandas", "ExperimentAnalysis.results_df", "tune")
 
         rows = [flatten(self._last_result(t)) | {"trial_id": t.trial_id} for t in self.trials]
         return pandas.DataFrame.from_records(rows, index="trial_id")
@@ -372,7 +373,7 @@ class ExperimentAnalysis:
     def trial_dataframes(self) -> dict[str, Any]:
         """Every result of each trial, as a data frame, by trial id (read once; see
         :meth:`fetch_trial_dataframes` to read again)."""
-        import pandas
+        pandas = import_library("pandas", "ExperimentAnalysis.trial_dataframes", "tune")
 
         return {
             t.trial_id: pandas.DataFrame(
@@ -386,7 +387,7 @@ class ExperimentAnalysis:
         """One row per trial: its last result, or with ``metric`` and ``mode`` its best
         result; with the config as ``config/<key>`` columns and its ``logdir``. (The
         default metric and mode are not used here, as in Ray.)"""
-        import pandas
+        pandas = import_library("pandas", "ExperimentAnalysis.dataframe()", "tune")
 
         if mode is not None:
             _check_mode(mode)

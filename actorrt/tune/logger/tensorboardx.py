@@ -85,14 +85,14 @@ class TBXLoggerCallback(LoggerCallback):
     it is reported like any callback's failure, and the experiment goes on.
 
     Raises:
-        ImportError: ``tensorboardX`` is not installed.
+        ImportError: ``tensorboardX`` is not installed (``pip install 'actorrt[tune]'``).
     """
 
     def __init__(self) -> None:
         if not importable("tensorboardX"):
             raise ImportError(
                 "TBXLoggerCallback writes TensorBoard files through tensorboardX, which is "
-                "not installed: pip install tensorboardX"
+                "not installed: pip install 'actorrt[tune]'"
             )
         self._queue: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None

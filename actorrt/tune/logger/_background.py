@@ -2,7 +2,8 @@
 
 Tracking clients talk to servers (or write files) and may take long; a Tune callback runs
 on the controller's event loop, where a slow hook delays every trial's report. So the
-callbacks here only queue each call; one daemon thread per callback makes them, in the
+tracking callbacks (``tune.logger.aim``'s, and ``air.integrations``' MLflow, W&B and Comet
+ones) only queue each call; one daemon thread per callback makes them, in the
 order queued. An exception on the thread is raised from the next hook (so Tune reports
 it like any callback's failure) or from :meth:`Background.close`.
 """
