@@ -3,9 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
-EXTRAS ?= dev,tune,train,optuna,plots,lightning,transformers,hyperopt,bayesopt,nevergrad,bohb,pb2,zoopt,ax,mlflow,wandb,xgboost,lightgbm
+EXTRAS ?= dev,dashboard,tune,train,optuna,plots,lightning,transformers,hyperopt,bayesopt,nevergrad,bohb,pb2,zoopt,ax,mlflow,wandb,xgboost,lightgbm
 
-.PHONY: install demo test lint slurm bench bench-check bench-ray clean
+.PHONY: install demo test lint slurm chromium bench bench-check bench-ray clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -43,12 +43,22 @@ slurm:
 	        slurm-wlm munge >/dev/null; } || \
 	    echo "slurm-wlm and munge are not installed: tests/cluster/test_slurm.py will skip"
 
+# tests/dashboard/test_browser.py drives the dashboard in a real headless browser: as root,
+# Debian's chromium and chromium-driver are installed when missing; where they cannot be,
+# those tests say why they skipped.
+chromium:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	    { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	        chromium chromium-driver >/dev/null; } || \
+	    echo "chromium and chromium-driver are not installed: tests/dashboard/test_browser.py will skip"
+
 # The whole suite: the tests not marked solo two at a time (pytest-xdist), then the solo
 # ones (tests/conftest.py lists them: bursts, timings, the machine's own limits) one at a
 # time. PYTEST_ARGS passes options on to both, e.g. PYTEST_ARGS="-x".
 PYTEST_ARGS ?=
 TEST_WORKERS ?= 2
-test: install lint slurm
+test: install lint slurm chromium
 	$(PY) -m pytest -n $(TEST_WORKERS) -m "not solo" $(PYTEST_ARGS)
 	$(PY) -m pytest -m solo $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: PYTEST_ARGS chose none
 
