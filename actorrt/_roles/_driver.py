@@ -108,8 +108,10 @@ class DriverRole:
 
         link = self.link
         token = None if link is None else secret_to_text(link.token)
+        scheduler = self.scheduler
         state = RuntimeState(
             self.host,  # type: ignore[arg-type]
+            lambda: scheduler.deadlocks,
             (lambda: None) if link is None else link.view,
         )
         server = DashboardServer(config, state, cluster_token=token)

@@ -4,11 +4,11 @@ deadlock reports, actors, nodes. Call on the runtime's loop; nothing here change
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._control._status import HolderNames, StatusSource, snapshot
+from .._placement._scheduler import NamedDeadlock
 
 __all__ = ["RuntimeState"]
 
@@ -18,14 +18,20 @@ class RuntimeState:
 
     Args:
         runtime: the runtime (a driver's).
+        deadlocks: returns the deadlocks found and broken, oldest first, named
+            (``_placement._scheduler.NamedDeadlock``).
         head: returns the cluster's head (``address``, ``head_id``, ``heard_s_ago``), or
             ``None`` on a runtime of this machine alone.
     """
 
     def __init__(
-        self, runtime: StatusSource, head: Callable[[], dict[str, Any] | None] = lambda: None
+        self,
+        runtime: StatusSource,
+        deadlocks: Callable[[], Sequence[NamedDeadlock]],
+        head: Callable[[], dict[str, Any] | None],
     ) -> None:
         self.runtime = runtime
+        self.deadlocks = deadlocks
         self.head = head
 
     def summary(self) -> dict[str, Any]:
@@ -37,7 +43,7 @@ class RuntimeState:
             "now": snap["now"],
             "actor_counts": snap["actor_counts"],
             "pending": len(snap["pending"]),
-            "deadlocks": len(getattr(self.runtime.broker, "deadlock_reports", ())),
+            "deadlocks": len(self.deadlocks()),
             "cluster": self.head() is not None,
         }
 
@@ -72,16 +78,13 @@ class RuntimeState:
             "pending": snap["pending"],
             "stalled": [req for req in snap["pending"] if req["stalled"]],
             "graph": edges,
-            "deadlocks": self._deadlocks(names.of),
+            "deadlocks": self._deadlocks(),
         }
 
-    def _deadlocks(self, name: Callable[[Hashable], str]) -> list[dict[str, Any]]:
+    def _deadlocks(self) -> list[dict[str, Any]]:
         out = []
-        broker = self.runtime.broker
-        clock_offset = time.time() - time.monotonic()  # the broker's now is loop time
-        for report in reversed(getattr(broker, "deadlock_reports", ())):
-            involved = [name(h) for h in report.involved]
-            waiter = name(report.waiter)
+        for report in reversed(self.deadlocks()):
+            waiter, involved = report.waiter, list(report.involved)
             if report.kind == "asks":
                 ring = [waiter, *[h for h in involved if h != waiter]]
                 edges = [
@@ -92,10 +95,13 @@ class RuntimeState:
                 edges = [
                     {"from": waiter, "to": h, "kind": "resources"} for h in involved if h != waiter
                 ]
+                if report.parent is not None:
+                    edges.insert(0, {"from": report.parent, "to": waiter, "kind": "spawn"})
             out.append({
-                "at": report.at + clock_offset,
+                "at": report.at,
                 "kind": report.kind,
                 "waiter": waiter,
+                "parent": getattr(report, "parent", None),
                 "involved": involved,
                 "graph": edges,
                 "message": report.message,

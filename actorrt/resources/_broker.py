@@ -398,7 +398,10 @@ class Broker(BrokerMembership):
             return [AskDeadlocked(found.waiter, found.target, DeadlockError(found.message))]
         req = found.victim
         self.deadlock_reports.append(
-            DeadlockReport(self._now, "resources", req.holder, found.holders, found.message)
+            DeadlockReport(
+                self._now, "resources", req.holder, found.holders, found.message,
+                self._parents.get(req.holder),
+            )
         )
         failed, needs_pass = self._fail(req, ResourceDeadlockError(found.message))
         waits = self._queue.waits if req.group is None else req.group.waits

@@ -165,8 +165,9 @@ class DeadlockReport(NamedTuple):
     ``Broker.deadlock_reports``).
 
     ``kind``: ``"resources"`` (``waiter``'s request failed: what it waits for is held by
-    ``involved``, which wait on it in turn) or ``"asks"`` (``involved`` is the cycle of asks,
-    ``waiter`` first). ``at``: the broker's ``now`` then.
+    ``involved``, which wait on it in turn; ``parent``: the waiter's parent, the spawner
+    that awaits it) or ``"asks"`` (``involved`` is the cycle of asks, ``waiter`` first).
+    ``at``: the broker's ``now`` then.
     """
 
     at: float
@@ -174,6 +175,7 @@ class DeadlockReport(NamedTuple):
     waiter: Hashable
     involved: tuple[Hashable, ...]
     message: str
+    parent: Hashable | None = None
 
 
 class AskDeadlocked(NamedTuple):

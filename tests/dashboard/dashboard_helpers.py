@@ -8,6 +8,8 @@ from typing import Any
 
 import aiohttp
 
+import actorrt
+
 
 def trainable(config: dict[str, Any]) -> None:
     """Reports ``score`` ``config["iters"]`` times; prints a line each step; fails when
@@ -45,3 +47,21 @@ def non_loopback_address() -> str | None:
             return None
         ip = str(s.getsockname()[0])
     return None if ip.startswith("127.") or ip == "0.0.0.0" else ip
+
+
+@actorrt.actor
+class Worker:
+    """A worker actor a trial starts without declaring its CPU (as Modin's pool does)."""
+
+    def ping(self) -> str:
+        return "pong"
+
+
+def modin_style(config: dict[str, Any]) -> None:
+    """Holds its trial's CPU, meets the other trial, then asks the cluster for a CPU more:
+    with every CPU held by a trial, the two requests deadlock."""
+    from actorrt import tune
+
+    actorrt.get(config["gate"].meet.options(timeout=60)())
+    worker = actorrt.get(Worker.options(num_cpus=1, placement="cluster").spawn())
+    tune.report({"worker": actorrt.get(worker.ping())})

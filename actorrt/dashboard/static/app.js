@@ -14,7 +14,8 @@ function fmt(v) {
   if (typeof v === "object") return JSON.stringify(v);
   return String(v);
 }
-function res(d) { return Object.entries(d || {}).map(([k, v]) => `${esc(k)}: ${fmt(v)}`).join(", "); }
+function amount(k, v) { return k === "memory" && typeof v === "number" ? (v / 2 ** 30).toFixed(1) + " GiB" : fmt(v); }
+function res(d) { const e = Object.entries(d || {}); return e.length ? e.map(([k, v]) => `${esc(k)}: ${esc(amount(k, v))}`).join(", ") : "none"; }
 async function api(path) {
   const r = await fetch(path, { credentials: "same-origin", cache: "no-store" });
   const body = await r.json();
@@ -104,15 +105,15 @@ async function trial(args) {
     <div class="grid"><div class="card"><h3>Config</h3><pre id="config">${esc(JSON.stringify(t.config, null, 2))}</pre></div>
     <div class="card"><h3>Checkpoints</h3>${t.checkpoints.length ? "<ul>" + t.checkpoints.map(c => `<li><code>${esc(c)}</code></li>`).join("") + "</ul>" : `<p class="muted">none</p>`}
     <h3>Last result</h3><pre>${esc(JSON.stringify(t.last_result, null, 2))}</pre></div></div>
-    <div class="card"><h3>Metric history</h3><div id="history"></div></div>
     ${t.traceback ? `<div class="card"><h3>Error</h3><pre class="error" id="traceback">${esc(t.traceback)}</pre></div>` : ""}
-    <div class="card"><h3>Output (stdout and stderr, live)</h3><pre id="log">${esc(log.text)}</pre></div>`;
+    <div class="grid"><div class="card"><h3>Metric history</h3><div id="history"></div></div>
+    <div class="card"><h3>Output (stdout and stderr, live)</h3><pre id="log">${esc(log.text)}</pre></div></div>`;
   const pre = document.getElementById("log"); pre.scrollTop = pre.scrollHeight;
   const el = document.getElementById("history");
   el.dataset.points = t.history.length;
   if (!t.history.length) { el.innerHTML = `<p class="muted">No results yet.</p>`; return; }
   const cols = t.columns.map((_, i) => t.history.map(r => r[i]));
-  new uPlot({ width: Math.max(400, el.clientWidth || 800), height: 240, scales: { x: { time: false } },
+  new uPlot({ width: Math.max(300, el.clientWidth || 600), height: 240, scales: { x: { time: false } },
     axes: [{ label: "training_iteration" }, {}], series: [{}, ...t.columns.slice(1).map((c, i) => ({ label: c, stroke: ["#4ea1ff", "#1a7f37", "#cf222e", "#8250df"][i % 4] }))] }, cols, el);
 }
 
@@ -121,8 +122,8 @@ async function trial(args) {
 async function resources() {
   const r = await api("/api/resources");
   const nodes = r.nodes.map(n => `<div class="card"><h3>Node ${esc(n.node)} <span class="muted">${esc(n.state)}</span></h3>
-    ${table([["k", "resource"], ["total", "total"], ["used", "used"], ["free", "free"], ["bar", "", x => `<div class="bar"><span style="width:${x.total ? Math.round(100 * x.used / x.total) : 0}%"></span></div>`]],
-      Object.keys(n.total).map(k => ({ k, total: n.total[k], used: n.used[k] || 0, free: n.free[k] || 0 })))}</div>`).join("");
+    ${table([["k", "resource"], ["total", "total"], ["used", "used"], ["free", "free"], ["bar", "", x => `<div class="bar"><span style="width:${x.t ? Math.round(100 * x.u / x.t) : 0}%"></span></div>`]],
+      Object.keys(n.total).map(k => ({ k, total: amount(k, n.total[k]), used: amount(k, n.used[k] || 0), free: amount(k, n.free[k] || 0), u: n.used[k] || 0, t: n.total[k] })))}</div>`).join("");
   const gangs = r.groups.map(g => `<div class="gang" data-group="${esc(g.id)}"><b>${esc(g.holder_name)}</b> <span class="muted">${esc(g.state)}, ${esc(g.strategy)}</span><br>
     ${g.bundles.map((b, i) => `<span class="bundle">bundle ${i}: ${res(b)}${g.free ? ` (free ${res(g.free[i])})` : ""}</span>`).join("")}
     ${g.members.length ? `<div class="muted">in it: ${g.members.map(esc).join(", ")}</div>` : ""}</div>`).join("");
@@ -131,14 +132,17 @@ async function resources() {
     <div class="card"><h3>Who holds what</h3>${table([["class", "class"], ["name", "name"], ["id", "id"], ["resources", "resources", x => res(x.resources)], ["group", "bundle", x => x.group ? esc(x.group[0] + " #" + x.group[1]) : ""]], r.holders)}</div>`;
 }
 
+const EDGE_COLOURS = { resources: "#cf222e", ask: "#8250df", spawn: "#0969da" };
+const EDGE_WORDS = { resources: "waits for resources held by", ask: "awaits an answer from", spawn: "awaits the start of" };
 function graphSvg(edges, id) {
   const names = [...new Set(edges.flatMap(e => [e.from, e.to]))];
   if (!names.length) return `<p class="muted">nobody waits</p>`;
-  const w = 760, h = Math.max(200, 90 * Math.ceil(names.length / 2)), cx = w / 2, cy = h / 2, rad = Math.min(cx, cy) - 40;
+  const w = 1000, h = Math.max(200, 90 * Math.ceil(names.length / 2)), cx = w / 2, cy = h / 2, rad = Math.min(cx, cy) - 40;
   const pos = new Map(names.map((n, i) => [n, [cx + rad * Math.cos(2 * Math.PI * i / names.length - Math.PI / 2), cy + rad * Math.sin(2 * Math.PI * i / names.length - Math.PI / 2)]]));
   const lines = edges.map(e => { const [x1, y1] = pos.get(e.from), [x2, y2] = pos.get(e.to);
-    return `<line x1="${x1}" y1="${y1}" x2="${x2}" y2="${y2}" stroke="${e.kind === "ask" ? "#8250df" : "#cf222e"}" stroke-width="2" marker-end="url(#arrow-${id})"><title>${esc(e.from)} waits for ${esc(e.to)} (${esc(e.kind)})</title></line>`; }).join("");
-  const dots = names.map(n => { const [x, y] = pos.get(n); const label = n.length > 48 ? n.slice(0, 46) + "…" : n;
+    const qx = (x1 + x2) / 2 + (y2 - y1) * 0.15, qy = (y1 + y2) / 2 - (x2 - x1) * 0.15;  // bowed: a pair both ways shows as two
+    return `<path class="edge" d="M${x1},${y1} Q${qx},${qy} ${x2},${y2}" fill="none" stroke="${EDGE_COLOURS[e.kind] || "#57606a"}" stroke-width="2" marker-end="url(#arrow-${id})"><title>${esc(e.from)} ${esc(EDGE_WORDS[e.kind] || e.kind)} ${esc(e.to)}</title></path>`; }).join("");
+  const dots = names.map(n => { const [x, y] = pos.get(n); const label = n.length > 64 ? n.slice(0, 62) + "…" : n;
     return `<g class="node"><circle cx="${x}" cy="${y}" r="7" fill="#1d232a"></circle><text x="${x + 10}" y="${y - 8}" text-anchor="${x > cx + 5 ? "start" : x < cx - 5 ? "end" : "middle"}">${esc(label)}</text></g>`; }).join("");
   return `<svg class="wait-graph" width="${w}" height="${h}" viewBox="0 0 ${w} ${h}"><defs><marker id="arrow-${id}" viewBox="0 0 10 10" refX="18" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#57606a"></path></marker></defs>${lines}${dots}</svg>`;
 }
@@ -149,7 +153,7 @@ async function waits() {
     ${graphSvg(d.graph, "d" + i)}<pre class="error">${esc(d.message)}</pre></div>`).join("");
   main.innerHTML = `<h2>Waits</h2>
     <div class="card"><h3>Wait-for graph now</h3><div id="waits-graph">${graphSvg(r.graph, "now")}</div>
-    <p class="muted"><span style="color:#cf222e">red</span>: waits for resources held by · <span style="color:#8250df">violet</span>: awaits an answer from</p></div>
+    <p class="muted">${Object.keys(EDGE_WORDS).map(k => `<span style="color:${EDGE_COLOURS[k]}">→</span> ${EDGE_WORDS[k]}`).join(" · ")}</p></div>
     <div class="card"><h3>Pending requests (${r.pending.length}, ${r.stalled.length} stalled)</h3>
     ${table([["holder_name", "requester"], ["kind", "kind"], ["bundles", "asks for", x => x.bundles.map(res).join(" | ")], ["waited_s", "waited s", x => x.waited_s.toFixed(1)], ["stalled", "stalled", x => x.stalled ? `<b class="status-error">stalled</b>` : ""], ["reason", "why it waits"]], r.pending)}</div>
     <h3>Deadlock reports (${r.deadlocks.length})</h3><div id="deadlocks">${dl || `<p class="muted">none</p>`}</div>`;
