@@ -172,3 +172,19 @@ async def test_the_command_serves_an_experiment_folder(tmp_path: Any) -> None:
         capture_output=True, text=True, timeout=60,
     )
     assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+async def test_the_default_port_taken_moves_to_the_next_free_one() -> None:
+    with socket.socket() as taken:
+        try:
+            taken.bind(("127.0.0.1", 8265))
+            taken.listen()
+        except OSError:
+            pass  # 8265 is in use already: the same case
+        async with actorrt.Runtime(num_cpus=1, dashboard=True) as rt:
+            url = rt.dashboard_url
+            assert url is not None
+            port = int(url.rsplit(":", 1)[1].rstrip("/"))
+            assert 8265 < port < 8265 + 100, url
+            status, _ = await get(url + "api/summary")
+            assert status == 200
