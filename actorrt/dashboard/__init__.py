@@ -11,6 +11,7 @@ from ._config import DashboardConfig as DashboardConfig
 from ._config import dashboard_config as dashboard_config
 from ._sources import SweepSource as SweepSource
 from ._sources import register_sweep as register_sweep
+from ._sources import serving as serving
 from ._sources import unregister_sweep as unregister_sweep
 
 __all__ = [
@@ -18,5 +19,6 @@ __all__ = [
     "SweepSource",
     "dashboard_config",
     "register_sweep",
+    "serving",
     "unregister_sweep",
 ]

@@ -43,7 +43,8 @@ class _History:
         self.size_seen = -1
 
 
-_cache: dict[str, _History] = {}
+_cache: dict[str, _History] = {}  # by path, oldest first; at most _MAX_CACHED
+_MAX_CACHED = 4096
 _lock = threading.Lock()
 
 
@@ -52,7 +53,10 @@ def read_history(trial_dir: str) -> list[dict[str, Any]]:
     for the next call."""
     path = os.path.join(trial_dir, RESULT_FILE)
     with _lock:
-        hist = _cache.setdefault(path, _History())
+        hist = _cache.pop(path, None) or _History()
+        _cache[path] = hist  # the newest now
+        while len(_cache) > _MAX_CACHED:
+            del _cache[next(iter(_cache))]
         try:
             size = os.path.getsize(path)
         except OSError:

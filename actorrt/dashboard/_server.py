@@ -100,6 +100,7 @@ class DashboardServer:
                     "another port, or port 0 to let the system choose a free one)",
                 ) from exc
         self._runner = runner
+        _sources.server_started()
         self.port = runner.addresses[0][1]
         self.url = self._url()
         shown = self.url
@@ -125,6 +126,7 @@ class DashboardServer:
         self._closing.set()
         runner, self._runner = self._runner, None
         if runner is not None:
+            _sources.server_closed()
             await runner.cleanup()
 
     # ------------------------------------------------------------------ guard

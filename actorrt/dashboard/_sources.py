@@ -17,6 +17,9 @@ __all__ = [
     "MAX_SWEEPS",
     "SweepSource",
     "register_sweep",
+    "server_closed",
+    "server_started",
+    "serving",
     "sweeps",
     "unregister_sweep",
 ]
@@ -71,6 +74,23 @@ class SweepSource(Protocol):
 
 _sweeps: dict[str, SweepSource] = {}
 _numbers = itertools.count(1)
+_serving = 0  # dashboards this process serves now
+
+
+def serving() -> bool:
+    """Whether this process serves a dashboard now: a sweep library registers its sweeps
+    only then (so a process without one keeps no sweep's trials)."""
+    return _serving > 0
+
+
+def server_started() -> None:
+    global _serving
+    _serving += 1
+
+
+def server_closed() -> None:
+    global _serving
+    _serving = max(0, _serving - 1)
 
 
 def register_sweep(source: SweepSource) -> str:

@@ -1,11 +1,12 @@
 """An experiment's trials as the dashboard shows them: a ``SweepSource`` over the
-controller's own trials while ``fit()`` runs, their last state once it ends."""
+controller's own trials while ``fit()`` runs, their last state once it ends. Registered
+only where this process serves a dashboard."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from actorrt.dashboard import register_sweep
+from actorrt.dashboard import register_sweep, serving
 
 if TYPE_CHECKING:
     from ..experiment.trial import Trial
@@ -24,7 +25,7 @@ class LiveSweep:
         self.path = controller.storage.path
         self.metric = controller.tune_config.metric
         self.mode = controller.tune_config.mode
-        self.key = register_sweep(self)
+        self.key = register_sweep(self) if serving() else None
 
     @property
     def running(self) -> bool:
@@ -32,9 +33,9 @@ class LiveSweep:
 
     def ended(self) -> None:
         """The run ended: keep its trials' last state, not the controller."""
-        if self._controller is not None:
+        if self._controller is not None and self.key is not None:
             self._final = [_row(t) for t in self._controller.trials]
-            self._controller = None
+        self._controller = None
 
     async def trials(self) -> list[dict[str, Any]]:
         if self._controller is None:
