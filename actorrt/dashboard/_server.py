@@ -22,7 +22,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
+try:
+    from aiohttp import web
+except ImportError as exc:  # the extra is not installed
+    raise ImportError(
+        "the dashboard needs aiohttp: pip install 'actorrt[dashboard]'"
+    ) from exc
 
 from . import _files, _sources, _sweeps
 from ._config import DEFAULT_PORT, DashboardConfig, is_loopback
