@@ -134,6 +134,22 @@ async def test_a_running_sweep_is_watched_live(browser: Any, shots: Path, tmp_pa
             )
             assert best is not None and best.endswith(tuple("0123456789"))
             await screenshot(browser, shots, "sweep-done")
+            # Sorted by a click on a column's header (twice: descending), filtered by typing.
+            header = await asyncio.to_thread(
+                browser.find_element, "css selector", "th[data-key=latest]"
+            )
+            await asyncio.to_thread(header.click)
+            scores = script(browser, """return [...document.querySelectorAll(
+                '#trials tbody td.latest')].map(td => +td.textContent)""")
+            await until(scores, lambda v: v == sorted(v) and len(v) == 5, 30)
+            header = await asyncio.to_thread(
+                browser.find_element, "css selector", "th[data-key=latest]"
+            )
+            await asyncio.to_thread(header.click)
+            await until(scores, lambda v: v == sorted(v, reverse=True) and len(v) == 5, 30)
+            box = await asyncio.to_thread(browser.find_element, "id", "filter")
+            await asyncio.to_thread(box.send_keys, "cannot go on")
+            await until(script(browser, ROWS), lambda rs: [s for _, s in rs] == ["error"], 30)
         finally:
             fit.cancel()
             await asyncio.gather(fit, return_exceptions=True)
