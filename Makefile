@@ -3,9 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
-EXTRAS ?= dev,tune,train,optuna,plots,lightning,deepspeed,transformers,hyperopt,bayesopt,nevergrad,bohb,pb2,zoopt,ax,mlflow,wandb,comet,aim,xgboost,lightgbm
+EXTRAS ?= dev,dashboard,tune,train,optuna,plots,lightning,deepspeed,transformers,hyperopt,bayesopt,nevergrad,bohb,pb2,zoopt,ax,mlflow,wandb,comet,aim,xgboost,lightgbm
 
-.PHONY: install demo test lint slurm deepspeed-ops bench bench-check bench-ray clean
+.PHONY: install demo test lint slurm chromium deepspeed-ops bench bench-check bench-ray clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -50,12 +50,22 @@ deepspeed-ops: install
 	DS_ACCELERATOR=cpu $(PY) -c "from deepspeed.accelerator import get_accelerator; \
 	    get_accelerator().create_op_builder('ShareMemCommBuilder').load()" >/dev/null
 
+# tests/dashboard/test_browser.py drives the dashboard in a real headless browser: as root,
+# Debian's chromium and chromium-driver are installed when missing; where they cannot be,
+# those tests say why they skipped.
+chromium:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	    { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	        chromium chromium-driver >/dev/null; } || \
+	    echo "chromium and chromium-driver are not installed: tests/dashboard/test_browser.py will skip"
+
 # The whole suite: the tests not marked solo two at a time (pytest-xdist), then the solo
 # ones (tests/conftest.py lists them: bursts, timings, the machine's own limits) one at a
 # time. PYTEST_ARGS passes options on to both, e.g. PYTEST_ARGS="-x".
 PYTEST_ARGS ?=
 TEST_WORKERS ?= 2
-test: install lint slurm deepspeed-ops
+test: install lint slurm chromium deepspeed-ops
 	$(PY) -m pytest -n $(TEST_WORKERS) -m "not solo" $(PYTEST_ARGS)
 	$(PY) -m pytest -m solo $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: PYTEST_ARGS chose none
 

@@ -18,6 +18,8 @@ graph has no cycle. docs/architecture.md draws the layers and the path of a call
 3. placement: ``_placement``: the scheduler that owns the broker, the worker pool and
    worker main, process actors, proxies, the router and the dispatch of messages.
 4. control: ``_control``: status snapshots, the status socket, runtime discovery.
+   4.5. dashboard: ``actorrt.dashboard``: the web view's server, its JSON views and page,
+   and the registry where a sweep library shows its sweeps.
 5. api: ``_runtime`` (the composition root: it picks its role, ``_roles``, and wires the
    layers), ``_runtime_api``, ``_sync``, ``_wait``, ``_tasks`` (with ``_task_lanes`` and
    ``_task_streams``), ``_actor_pool``, ``_objects``, ``_lookup``, ``_ray_init``,

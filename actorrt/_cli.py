@@ -30,7 +30,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import _cli_cluster
+from . import _cli_cluster, _cli_dashboard
 from ._cli_format import render_results, render_status, results_json
 from ._control import _discovery
 from ._control._server import fetch_status
@@ -78,6 +78,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cli_cluster.stop(namespace)
         if command == "status":
             return _status(namespace)
+        if command == "dashboard":
+            try:
+                return _cli_dashboard.dashboard(namespace)
+            except _cli_dashboard.DashboardArgumentError as exc:
+                raise CliError(str(exc), code=2) from None
+            except OSError as exc:  # the port is in use, say
+                raise CliError(str(exc)) from None
         return _results(namespace)
     except CliError as exc:
         print(f"actorrt {command}: error: {exc}", file=sys.stderr)
@@ -97,6 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_status(commands)
     _add_results(commands)
     _cli_cluster.add_cluster_commands(commands)
+    _cli_dashboard.add_dashboard_command(commands)
     commands.add_parser(
         "demo",
         add_help=False,

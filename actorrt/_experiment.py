@@ -47,6 +47,7 @@ from typing import Any
 from ._error_summary import ErrorSummary, summarise_error
 from ._errors import ActorrtError
 from ._shared._storage_path import check_experiment_dir
+from .dashboard._sources import AUTO_FIELDS
 from .tune._controller._storage import flatten
 
 __all__ = [
@@ -59,16 +60,6 @@ __all__ = [
     "metric_candidates",
     "read_experiment",
 ]
-
-#: Fields Tune adds to every result; never candidates for "the" metric.
-AUTO_FIELDS = frozenset(
-    {
-        "training_iteration", "time_this_iter_s", "time_total_s", "time_since_restore",
-        "iterations_since_restore", "timestamp", "pid", "trial_id", "date", "hostname",
-        "done", "checkpoint_dir_name", "node_ip", "experiment_id", "experiment_tag",
-        "should_checkpoint",
-    }
-)  # fmt: skip
 
 JOURNAL_FILE = "experiment_state.jsonl"
 _JOURNAL_STATUS = {"TERMINATED": "terminated", "ERROR": "error"}

@@ -2,10 +2,11 @@
 
 Each Ray argument is one of: used (``address`` of an actorrt cluster's head, ``num_cpus``,
 ``num_gpus``, ``resources``, ``ignore_reinit_error``, ``logging_level``,
-``runtime_env={"env_vars": ...}``, ``_memory``), refused with a clear error where going on
+``runtime_env={"env_vars": ...}``, ``_memory``, ``include_dashboard``, ``dashboard_host``,
+``dashboard_port``), refused with a clear error where going on
 would mislead (a Ray Client ``ray://`` address), or
 ignored with one warning line naming all the ignored ones (they have no meaning for a
-runtime without an object store or a dashboard). An argument that is neither Ray's
+runtime without an object store). An argument that is neither Ray's
 nor actorrt's is a ``TypeError``, as any unknown keyword argument is.
 """
 
@@ -28,9 +29,6 @@ RUNTIME_ARGS = frozenset(
 # Ray's init arguments that mean nothing here, each with the reason the warning gives.
 IGNORED = {
     "local_mode": "trials and actors still run in worker processes",
-    "include_dashboard": "there is no dashboard; `actorrt status` shows a runtime",
-    "dashboard_host": "there is no dashboard",
-    "dashboard_port": "there is no dashboard",
     "configure_logging": "actorrt never configures logging; it logs to 'actorrt'",
     "logging_format": "actorrt never configures logging",
     "logging_config": "actorrt never configures logging",
@@ -106,6 +104,9 @@ def ray_init_args(address: Any, kwargs: dict[str, Any]) -> tuple[dict[str, Any],
     level = rest.pop("logging_level", None)
     if level is not None:
         logging.getLogger("actorrt").setLevel(level)
+    dashboard = _dashboard(rest)
+    if dashboard is not None:
+        runtime["dashboard"] = dashboard
     runtime_env = rest.pop("runtime_env", None)
     ignored = [f"{k} ({IGNORED[k]})" for k in rest if k in IGNORED]
     if runtime_env is not None:
@@ -122,6 +123,26 @@ def ray_init_args(address: Any, kwargs: dict[str, Any]) -> tuple[dict[str, Any],
             stacklevel=3,
         )
     return runtime, reinit_ok
+
+
+def _dashboard(rest: dict[str, Any]) -> dict[str, Any] | None:
+    """Ray's dashboard arguments as ``Runtime(dashboard=...)``: started with
+    ``include_dashboard=True``, or when ``dashboard_host``/``dashboard_port`` are given and
+    ``include_dashboard`` is not ``False`` (Ray's default ``None`` starts it wherever its
+    packages are installed; here it is asked for)."""
+    include = rest.pop("include_dashboard", None)
+    host = rest.pop("dashboard_host", None)
+    port = rest.pop("dashboard_port", None)
+    if include is not None and not isinstance(include, bool):
+        raise TypeError(f"actorrt.init(include_dashboard=...) must be a bool, got {include!r}")
+    if include is False or (include is None and host is None and port is None):
+        return None
+    config: dict[str, Any] = {}
+    if host is not None:
+        config["host"] = host
+    if port is not None:
+        config["port"] = port
+    return config
 
 
 def _worker_env(

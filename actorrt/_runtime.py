@@ -37,6 +37,7 @@ from ._roles._driver import DriverRole
 from ._roles._role import Role, SpawnRequest, within_spawn_timeout
 from ._roles._worker import WorkerRole
 from ._runtime_role import RoleDelegation
+from .dashboard import DashboardConfig, dashboard_config
 from .resources import NodeInventory, detect_local_node
 
 if TYPE_CHECKING:
@@ -73,6 +74,10 @@ class Runtime(RoleDelegation):
             read from ``ACTORRT_CLUSTER_TOKEN``, the file ``ACTORRT_CLUSTER_TOKEN_FILE``
             names, or this machine's cluster directory. ``None`` (default): this machine
             alone.
+        dashboard: serve the dashboard, a read-only web view of this runtime and its sweeps
+            (docs/dashboard.md): ``True`` (at ``http://127.0.0.1:8265/``), a dict of
+            ``host``, ``port``, ``token``, or an ``actorrt.dashboard.DashboardConfig``.
+            Its URL is printed when it starts. Needs the ``dashboard`` extra (aiohttp).
 
     While it runs, the runtime can be inspected from another shell with ``actorrt status``:
     entering it opens a status socket and registers it in a per-user directory, and
@@ -96,7 +101,9 @@ class Runtime(RoleDelegation):
         shutdown_timeout: float = 10.0,
         worker_env: dict[str, str] | None = None,
         address: str | None = None,
+        dashboard: bool | dict[str, Any] | DashboardConfig | None = None,
     ) -> None:
+        self._dashboard = dashboard_config(dashboard)
         self._cluster_address = cluster_address(address)
         if self._cluster_address is not None and any(
             value is not None for value in (num_cpus, num_gpus, memory, resources)
@@ -153,6 +160,12 @@ class Runtime(RoleDelegation):
             raise RuntimeError("this Runtime has not been entered with `async with`")
         return self._loop
 
+    @property
+    def dashboard_url(self) -> str | None:
+        """The dashboard's URL (with its token where it needs one), or ``None``."""
+        server = getattr(self._role_, "dashboard", None)
+        return server.url if server is not None else None
+
     async def __aenter__(self) -> Runtime:
         if self._entered:
             raise RuntimeError("a Runtime can be entered once; create a new one")
@@ -169,9 +182,14 @@ class Runtime(RoleDelegation):
                 from ._cluster._link import join_cluster
 
                 link = await join_cluster(self._cluster_address, self.runtime_id)
-                role = DriverRole(self, None, self.discoverable, cluster=link)
+                role = DriverRole(
+                    self, None, self.discoverable, cluster=link, dashboard=self._dashboard
+                )
             else:
-                role = DriverRole(self, self._node or detect_local_node(), self.discoverable)
+                role = DriverRole(
+                    self, self._node or detect_local_node(), self.discoverable,
+                    dashboard=self._dashboard,
+                )
             self._role_ = role
             await role.start()
         except BaseException:  # a bad environment, or cancelled: this runtime never ran

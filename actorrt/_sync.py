@@ -84,7 +84,8 @@ def init(
     ``num_cpus``, ``num_gpus``, ``resources`` are used; ``ignore_reinit_error=True``
     returns the running runtime instead of raising; ``logging_level`` sets the
     ``"actorrt"`` logger's level; ``runtime_env={"env_vars": {...}}`` sets the worker
-    processes' environment; the others (``local_mode``, ``include_dashboard``,
+    processes' environment; ``include_dashboard=True`` (with ``dashboard_host``,
+    ``dashboard_port``) serves the dashboard (docs/dashboard.md); the others (``local_mode``,
     ``log_to_driver``, ``namespace``, ``configure_logging``, ...) are ignored with one
     warning naming them. ``shutdown()`` (also registered to run at exit) stops the runtime.
 

@@ -58,6 +58,12 @@ SPECS: dict[tuple[str, str], Spec] = {
         "Tune 100 x 10 again, warm worker pool (s; floor: a warm process pool)", "module"),
     ("tune_overhead", "1000 trials x 10 reports"): Spec(
         "Tune 1,000 trials x 10 reports (s)", "module"),
+    ("dashboard", "sweeps with the dashboard polled 1/s"): Spec(
+        "Tune 3 x (100 trials x 10 reports) with the dashboard open, polled 1/s (s; "
+        "baseline: no dashboard)"),
+    ("dashboard", "time without / time with the dashboard, per pair of turns"): Spec(
+        "Tune with the dashboard open: time without / time with, per pair of turns (x)",
+        "module"),
     ("deadlock", "Modin-style deadlock: time to ResourceDeadlockError"): Spec(
         "Modin-style deadlock: last worker request to ResourceDeadlockError (s)", "§4",
         "deadlock error"),

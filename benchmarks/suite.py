@@ -5,9 +5,9 @@
                                [--ray-python PATH] [--ray-reps N] [--ray-wait S] [--out DIR]
 
 Sections, in order (``--only`` picks some): core, wire, actors (``benchmarks.processes`` and
-``benchmarks.broker``), broker_sim, tune (``benchmarks.tune_overhead --large``), deadlock,
-train, scaling, cluster (three nodes in network namespaces, or on loopback where they cannot
-be made). Each benchmark module runs as a subprocess in a session of its own, under a
+``benchmarks.broker``), broker_sim, tune (``benchmarks.tune_overhead --large``), dashboard,
+deadlock, train, scaling, cluster (three nodes in network namespaces, or on loopback where
+they cannot be made). Each benchmark module runs as a subprocess in a session of its own, under a
 hard time bound, with its results pointed at a scratch folder; the suite reads its JSON,
 pools the samples of its turns, and writes:
 
@@ -94,6 +94,8 @@ SECTIONS = [
     Section("tune", [Module("tune_overhead", ["--large"], ["--trials", "10", "--reports", "3"])],
             reps=3, timeout=900, ray="tune", ray_args=["--trials", "100", "--reports", "10"],
             ray_quick=["--trials", "10", "--reports", "3"], ray_reps=1, ray_timeout=900),
+    Section("dashboard", [Module("dashboard", [], ["--trials", "10", "--reports", "3"])],
+            reps=3, timeout=900),
     Section("deadlock", [Module("deadlock", [], ["--trials", "2"])], reps=3, timeout=600,
             ray="deadlock", ray_quick=["--deadlock-trials", "2"], ray_reps=1),
     Section("train", [Module("train_overhead", ["--rounds", "2"], ["--quick"])], reps=3,

@@ -239,6 +239,19 @@ class ClusterLink:
             self._keep_alive(), name="actorrt:head-link"
         )
 
+    def view(self) -> dict[str, Any]:
+        """The head and the nodes this driver reached, as plain data (for the dashboard)."""
+        heard = self._heard if self._udp is None else max(self._heard, self._udp.heard)
+        return {
+            "address": f"{self.address[0]}:{self.address[1]}",
+            "head_id": self.head_id,
+            "heard_s_ago": round(time.monotonic() - heard, 3) if heard else None,
+            "agents": [
+                {"node": a.node_id, "host": a.host, "lost": getattr(a, "lost", None)}
+                for a in self.agents.values()
+            ],
+        }
+
     async def _keep_alive(self) -> None:
         watch = LoopWatch(self._beat, self._lost_after / 2)
         head = self._head

@@ -20,7 +20,7 @@ from .._placement._scheduler import DRIVER
 from ..resources import UNIT, Broker, PendingRequest
 from ._discovery import process_start_time
 
-__all__ = ["STATUS_FORMAT", "StatusSource", "actor_state", "snapshot"]
+__all__ = ["STATUS_FORMAT", "HolderNames", "StatusSource", "actor_state", "snapshot"]
 
 
 class StatusSource(Protocol):
@@ -58,7 +58,7 @@ STATUS_FORMAT = 1  # bumped when a field changes meaning; new fields may appear 
 def snapshot(runtime: StatusSource) -> dict[str, Any]:
     """Everything ``actorrt status`` shows about ``runtime``; call on the runtime's loop."""
     broker = runtime.broker
-    names = _Names(runtime)
+    names = HolderNames(runtime)
     actors = _actors(runtime, names)
     total = broker.total()
     available = broker.available()
@@ -93,7 +93,7 @@ def snapshot(runtime: StatusSource) -> dict[str, Any]:
     }
 
 
-class _Names:
+class HolderNames:
     """Holder ids as people read them."""
 
     def __init__(self, runtime: StatusSource) -> None:
@@ -139,7 +139,7 @@ def _frozen(target: Any) -> str | None:
     return liveness.describe() if liveness is not None else None
 
 
-def _actors(runtime: StatusSource, names: _Names) -> list[dict[str, Any]]:
+def _actors(runtime: StatusSource, names: HolderNames) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     pid = os.getpid()
     for actor_id, target in list(runtime.actors().items()):
@@ -195,7 +195,7 @@ def _group_of(target: Any) -> list[Any] | None:
 
 
 def _groups(
-    runtime: StatusSource, names: _Names, actors: list[dict[str, Any]]
+    runtime: StatusSource, names: HolderNames, actors: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     broker = runtime.broker
     members: dict[str, list[str]] = {}
@@ -235,7 +235,7 @@ def _groups(
     return out
 
 
-def _pending(runtime: StatusSource, names: _Names) -> list[dict[str, Any]]:
+def _pending(runtime: StatusSource, names: HolderNames) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for req in runtime.pending_requests():
         out.append(

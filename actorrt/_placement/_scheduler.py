@@ -19,8 +19,10 @@ import asyncio
 import itertools
 import logging
 import re
+import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from .._core._context import PlacementInfo
 from .._core._handle import EDGE_DELAY
@@ -45,12 +47,25 @@ DEADLOCK_DELAY = 0.15
 logger = logging.getLogger("actorrt")
 
 DRIVER = "driver"
+DEADLOCKS_KEPT = 32  # named deadlock reports kept for the dashboard
 
 # A word of a broker message that may be an actor id: not part of ``key=value`` (an id the
 # message already describes), nor of a longer word.
 # An actor id (``Runtime.new_id``: the runtime's 8 hex digits, a dash, a number): only
 # these are looked up, not every word of a report (a report is some 80 words).
 _TOKEN = re.compile(r"(?<![\w=-])[0-9a-f]{8}-\d+(?![\w-])")
+
+
+class NamedDeadlock(NamedTuple):
+    """A deadlock the broker broke (``resources.DeadlockReport``), its holders named as
+    users know them; ``at`` is wall-clock time."""
+
+    at: float
+    kind: str
+    waiter: str
+    involved: tuple[str, ...]
+    message: str
+    parent: str | None
 
 
 class SchedulerHost(Protocol):
@@ -147,6 +162,9 @@ class Scheduler:
         self._ids = itertools.count(1)
         self._clock = BrokerClock(self.loop, self.broker, self._dispatch)
         self._on_waiting: list[Callable[[], None]] = []
+        # The last deadlocks the broker broke, their holders named while they still live
+        # (for the dashboard), newest last.
+        self.deadlocks: deque[NamedDeadlock] = deque(maxlen=DEADLOCKS_KEPT)
 
     def on_waiting(self, listener: Callable[[], None]) -> None:
         """Call ``listener()`` whenever a request made here has to wait for its grant (so
@@ -327,6 +345,7 @@ class Scheduler:
 
     def _dispatch(self, events: list[Event]) -> list[asyncio.Future[Any]]:
         """Act on the broker's events; returns the deaths of the actors it revoked."""
+        self._name_deadlocks()
         deaths: list[asyncio.Future[Any]] = []
         described: dict[str, str | None] = {}  # names looked up for this batch's messages
         for event in events:
@@ -371,6 +390,23 @@ class Scheduler:
         logger.warning("the grant %s of %s ended: node %s was lost", event.request_id,
                        self._describe(event.holder), event.node)
         return self.host.revoked(event.holder, "node lost")
+
+    def _name_deadlocks(self) -> None:
+        """Take the broker's new deadlock reports, naming their holders now (the victim's
+        actor may end as soon as its error arrives)."""
+        found = getattr(self.broker, "deadlock_reports", None)  # a cluster's: the head's
+        while found:
+            report = found.popleft()
+            self.deadlocks.append(
+                NamedDeadlock(
+                    time.time() - (self.loop.time() - report.at),
+                    report.kind,
+                    self._describe(report.waiter),
+                    tuple(self._describe(h) for h in report.involved),
+                    self._words(report.message),
+                    None if report.parent is None else self._describe(report.parent),
+                )
+            )
 
     def _describe(self, actor_id: Hashable) -> str:
         """A holder as users know it: ``Class(id=..., name=...)``, or the driver program."""

@@ -1,9 +1,10 @@
 """The driver role: the user's program's runtime, which owns the resources.
 
 It owns the scheduler (the bridge to the resource broker, over the node this process
-detected), the worker pool (through ``runtime.workers``) and the status socket that
-``actorrt status`` reads, and serves the worker processes it started: their spawns, their
-placement groups and their wait edges arrive over their connections.
+detected), the worker pool (through ``runtime.workers``), the status socket that
+``actorrt status`` reads and, when asked for, the dashboard; and it serves the worker
+processes it started: their spawns, their placement groups and their wait edges arrive over
+their connections.
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ from .._core._ref import ActorRef
 from .._core._waits import WaitGraph
 from .._errors import ActorNotFoundError, DeathReason
 from .._placement._scheduler import DRIVER, Scheduler
+from .._wire._auth import secret_to_text
 from .._wire._messages import AskDeadlock
+from ..dashboard._config import DashboardConfig
+from ..dashboard._state import RuntimeState
 from ..resources import Broker, NodeInventory, PendingRequest, Resources, parse_bundles
 from ._granting import GrantedSpawns
 from ._role import RuntimeHost, SpawnRequest, within_spawn_timeout
@@ -28,6 +32,7 @@ from ._role import RuntimeHost, SpawnRequest, within_spawn_timeout
 if TYPE_CHECKING:
     from .._cluster._link import ClusterLink
     from .._core._actor import ActorClass
+    from ..dashboard._server import DashboardServer
 
 A = TypeVar("A")
 
@@ -41,6 +46,7 @@ class DriverRole:
         node: NodeInventory | None,
         discoverable: bool,
         cluster: ClusterLink | None = None,
+        dashboard: DashboardConfig | None = None,
     ) -> None:
         self.host = host
         self.loop = host.loop
@@ -61,6 +67,8 @@ class DriverRole:
         # Waiters in workers that await asks, and the connection that reported them.
         self._edge_conns: dict[Any, tuple[Any, set[Any]]] = {}
         self._status_server: StatusServer | None = None
+        self._dashboard_config = dashboard
+        self.dashboard: DashboardServer | None = None
 
     # ------------------------------------------------------------ the Role interface
 
@@ -86,8 +94,33 @@ class DriverRole:
             except BaseException:  # cancelled while opening: this runtime never ran
                 self.scheduler.close()
                 raise
+        if self._dashboard_config is not None:
+            try:
+                self.dashboard = await self._start_dashboard(self._dashboard_config)
+            except BaseException:  # a busy port, or cancelled: this runtime never ran
+                if self._status_server is not None:
+                    await self._status_server.close()
+                self.scheduler.close()
+                raise
+
+    async def _start_dashboard(self, config: DashboardConfig) -> DashboardServer:
+        from ..dashboard._server import DashboardServer  # only a runtime that shows one
+
+        link = self.link
+        token = None if link is None else secret_to_text(link.token)
+        scheduler = self.scheduler
+        state = RuntimeState(
+            self.host,  # type: ignore[arg-type]
+            lambda: scheduler.deadlocks,
+            (lambda: None) if link is None else link.view,
+        )
+        server = DashboardServer(config, state, cluster_token=token)
+        await server.start()
+        return server
 
     async def close(self) -> None:
+        if self.dashboard is not None:
+            await self.dashboard.close()
         if self._status_server is not None:
             await self._status_server.close()
         self.scheduler.close()

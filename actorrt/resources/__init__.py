@@ -17,6 +17,7 @@ from actorrt._errors import ResourceError as ResourceError
 from ._broker import Broker as Broker
 from ._events import AskDeadlocked as AskDeadlocked
 from ._events import BundlePlacement as BundlePlacement
+from ._events import DeadlockReport as DeadlockReport
 from ._events import Event as Event
 from ._events import Failed as Failed
 from ._events import Granted as Granted
@@ -50,6 +51,7 @@ __all__ = [
     "AskDeadlocked",
     "Broker",
     "BundlePlacement",
+    "DeadlockReport",
     "Event",
     "Failed",
     "FakeGpu",

@@ -36,7 +36,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from actorrt._errors import DeadlockError, ResourceDeadlockError
 
 from ._deadlock import AskCycle, Found, Stale, check
-from ._events import AskDeadlocked, Event
+from ._events import AskDeadlocked, DeadlockReport, Event
 from ._membership import BrokerMembership
 from ._node import NodeInventory
 from ._placement import PlacementStrategy
@@ -392,8 +392,17 @@ class Broker(BrokerMembership):
                 h.version += 1
                 self._holder_waiters.get(found.target, set()).discard(found.waiter)
                 self._drop_if_idle(h)
+            self.deadlock_reports.append(
+                DeadlockReport(self._now, "asks", found.waiter, found.cycle, found.message)
+            )
             return [AskDeadlocked(found.waiter, found.target, DeadlockError(found.message))]
         req = found.victim
+        self.deadlock_reports.append(
+            DeadlockReport(
+                self._now, "resources", req.holder, found.holders, found.message,
+                self._parents.get(req.holder),
+            )
+        )
         failed, needs_pass = self._fail(req, ResourceDeadlockError(found.message))
         waits = self._queue.waits if req.group is None else req.group.waits
         waits.progressed(self._now)

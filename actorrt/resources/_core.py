@@ -13,7 +13,7 @@ from collections.abc import Generator, Hashable, Iterable, Mapping, Sequence
 from actorrt._errors import ResourceError
 
 from ._deadlock import Found
-from ._events import BundlePlacement, Event, Failed, Granted, GroupTarget, Revoked
+from ._events import BundlePlacement, DeadlockReport, Event, Failed, Granted, GroupTarget, Revoked
 from ._feasibility import check_cluster, check_in_group
 from ._node import NodeInventory
 from ._placement import Placed, PlacementStrategy, Shape, parse_bundles, parse_strategy
@@ -26,6 +26,7 @@ __all__ = ["BrokerCore"]
 
 _PACK = PlacementStrategy.PACK
 _MAX_DEPTH = 1000  # bound on parent chains (guards against a cycle in caller-given parents)
+DEADLOCK_REPORTS = 32  # deadlock reports kept for views
 
 
 class BrokerCore:
@@ -62,6 +63,8 @@ class BrokerCore:
         self._parents: dict[Hashable, Hashable] = {}
         self._child_ids: dict[Hashable, set[Hashable]] = {}  # the reverse of _parents
         self._holder_waiters: dict[Hashable, set[Hashable]] = {}
+        # The last deadlocks found and broken, newest last (for views: the dashboard).
+        self.deadlock_reports: deque[DeadlockReport] = deque(maxlen=DEADLOCK_REPORTS)
         self._shapes: dict[tuple[object, ...], Shape] = {}
         self._feasible: set[tuple[object, ...]] = set()
         self._seq = 0

@@ -160,6 +160,24 @@ class Stalled(NamedTuple):
     blocked_holder: Hashable | None = None
 
 
+class DeadlockReport(NamedTuple):
+    """A deadlock the broker found and broke, kept for views (the last few; see
+    ``Broker.deadlock_reports``).
+
+    ``kind``: ``"resources"`` (``waiter``'s request failed: what it waits for is held by
+    ``involved``, which wait on it in turn; ``parent``: the waiter's parent, the spawner
+    that awaits it) or ``"asks"`` (``involved`` is the cycle of asks, ``waiter`` first).
+    ``at``: the broker's ``now`` then.
+    """
+
+    at: float
+    kind: str
+    waiter: Hashable
+    involved: tuple[Hashable, ...]
+    message: str
+    parent: Hashable | None = None
+
+
 class AskDeadlocked(NamedTuple):
     """``waiter`` awaits an answer from ``target`` that can never come: the asks form a
     cycle of actors that each serve one message at a time. The broker has dropped the edge;

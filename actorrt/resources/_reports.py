@@ -274,6 +274,16 @@ class BrokerReports(BrokerCore):
             free = free + Resources.from_units(r.amounts())
         return _floats(free)
 
+    def node_usage(self) -> list[tuple[Hashable, dict[str, float], dict[str, float], bool]]:
+        """Per node in service or being drained: its id, total and free resources, and
+        whether it is being drained (free here counts what queue reservations hold)."""
+        gone, draining = self._gone, self._draining
+        return [
+            (n.node_id, _floats(n.total_resources()), _floats(n.free_resources()), i in draining)
+            for i, n in enumerate(self._nodes)
+            if i not in gone
+        ]
+
     def grants_of(self, holder: Hashable) -> list[Granted]:
         """What ``holder`` holds now, as the :class:`Granted` events that gave it."""
         h = self._holders.get(holder)

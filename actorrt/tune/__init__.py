@@ -40,7 +40,8 @@ side reaches nothing of the controller side):
    ``._recover``, ``._prepare``, ``._restore``, ``._saved_results``.
 6. The controller, built up as subclasses that each call only down:
    ``_controller._result_checks``, ``._controller_state``, ``._trial_launch``,
-   ``._scheduler_actions``, ``._result_handling``, ``._controller``.
+   ``._scheduler_actions``, ``._result_handling``, ``._dashboard`` (the sweep the dashboard
+   shows), ``._controller``.
 7. Entry points: ``tuner``, ``tune`` (``tune.run``), and this module.
 """
 

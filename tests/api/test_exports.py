@@ -23,7 +23,7 @@ EXPECTED = {
 def test_all_is_exactly_the_public_surface() -> None:
     assert set(actorrt.__all__) == EXPECTED
     public = {name for name in dir(actorrt) if not name.startswith("_")}
-    submodules = {"testing", "resources", "tune", "train", "examples", "air", "util"}
+    submodules = {"testing", "resources", "tune", "train", "examples", "air", "util", "dashboard"}
     assert public - submodules - {"annotations"} == EXPECTED
 
 

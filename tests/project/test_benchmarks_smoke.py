@@ -44,3 +44,13 @@ def test_arrays_benchmark_runs_and_writes_json(tmp_path: Path) -> None:
     assert "driver -> actor, read-only" in out and "actor -> driver" in out
     assert len(data["figures"]) == 3
     assert all(f["baseline_median"] > 0 and f["ratio"] > 0 for f in data["figures"])
+
+
+def test_dashboard_benchmark_runs_and_writes_json(tmp_path: Path) -> None:
+    out, data = run_benchmark(
+        tmp_path, "dashboard", "--trials", "4", "--reports", "2", "--sweeps", "1", "--reps", "1"
+    )
+    assert "dashboard polled 1/s" in out
+    timed, paired = data["figures"]
+    assert timed["median"] > 0 and timed["baseline_median"] > 0
+    assert paired["target_value"] == 0.95 and paired["median"] > 0

@@ -31,6 +31,7 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
     (3, "placement", ("actorrt._placement",)),
     (4, "control", ("actorrt._control",)),
     (4, "cluster", ("actorrt._cluster",)),
+    (4.5, "dashboard", ("actorrt.dashboard",)),
     (
         5,
         "api",
@@ -127,6 +128,7 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
             "actorrt.tune._controller._trial_launch",
             "actorrt.tune._controller._scheduler_actions",
             "actorrt.tune._controller._result_handling",
+            "actorrt.tune._controller._dashboard",
             "actorrt.tune._controller._controller",
         ),
     ),
@@ -211,6 +213,7 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
             "actorrt.testing",
             "actorrt._cli",
             "actorrt._cli_format",
+            "actorrt._cli_dashboard",
             "actorrt._cli_cluster",
             "actorrt._experiment",
             "actorrt._error_summary",
@@ -380,10 +383,11 @@ def test_the_checker_sees_what_it_must() -> None:
 # the one SIGTERM mechanism that ``actorrt.run``, ``actorrt.init`` and ``Tuner.fit`` share;
 # ``_owned`` the one check that a folder is this user's alone, shared with the runtime's
 # discovery; ``_wire._pickling`` the one pickler, which keeps the file names of user code;
-# ``_notebook`` the one test of a Jupyter kernel's cell, where blocking calls may wait).
+# ``_notebook`` the one test of a Jupyter kernel's cell, where blocking calls may wait;
+# ``dashboard`` the registry where a sweep shows itself on the dashboard).
 LIBRARY_BASE = (
     "actorrt", "actorrt.resources", "actorrt._shared", "actorrt._ray_names", "actorrt._sigterm",
-    "actorrt._owned", "actorrt._wire._pickling", "actorrt._notebook",
+    "actorrt._owned", "actorrt._wire._pickling", "actorrt._notebook", "actorrt.dashboard",
 )
 
 

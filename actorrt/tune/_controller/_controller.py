@@ -35,6 +35,7 @@ from .._worker._workdir import chdir_enabled
 from ..result_grid import ResultGrid
 from ..schedulers.resource_changing_scheduler import ResourceChangingScheduler
 from ._bus import ReportBusActor
+from ._dashboard import LiveSweep
 from ._prepare import trainable_name
 from ._restore import rebuild_trials, replay_scheduler, restore_searcher
 from ._result_handling import ResultHandler
@@ -71,6 +72,7 @@ class TuneController(ResultHandler):
         # the run's waits on trials are never taken for the bus's own.
         self._context = contextvars.copy_context()
         self.bus = await ReportBusActor.options(process=False).spawn(self)
+        sweep = LiveSweep(self)
         timers: list[asyncio.TimerHandle] = []
         status_task: asyncio.Task[None] | None = None
         stopper_task: asyncio.Task[None] | None = None
@@ -125,6 +127,7 @@ class TuneController(ResultHandler):
             elif self._aborted and self.run_config.verbose >= 1:
                 print(f"[tune] the experiment ended: {self.stop_reason}", file=sys.stderr,
                       flush=True)
+            sweep.ended()
             self.callbacks.experiment_end(self.trials)
         self._raise_fatal()  # on_experiment_end raised
         self.progress.final(self.trials, self.storage.path)
