@@ -115,7 +115,7 @@ class Result:
             ImportError: pyarrow is not installed (``path`` is a plain local folder).
         """
         try:
-            from pyarrow import fs  # type: ignore[import-not-found,unused-ignore]
+            from pyarrow import fs  # type: ignore[import-not-found,import-untyped,unused-ignore]
         except ImportError:
             raise ImportError(
                 "Result.filesystem is a pyarrow filesystem and pyarrow is not installed "
