@@ -39,10 +39,6 @@ _ACTORRT = {
 }
 
 _TUNE = {
-    "register_trainable": "there is no trainable registry: pass the function or class itself",
-    "register_env": "there is no environment registry (RLlib is not provided)",
-    "run_experiments": "use tune.run(trainable, ...) or tune.Tuner",
-    "Experiment": "use tune.run(trainable, ...) or tune.Tuner",
     "ResumeConfig": "use Tuner.restore(path, trainable, resume_errored=..., "
                     "restart_errored=...)",
     "create_searcher": "build the searcher directly (tune.search.optuna.OptunaSearch, ...)",
@@ -110,14 +106,16 @@ _MODULE_HINTS = {
                                 "are provided (actorrt.tune.integration.xgboost, "
                                 ".lightgbm); for others call tune.report from your own "
                                 "callback; Lightning is actorrt.train.lightning",
-    "actorrt.tune.registry": "there is no trainable registry: pass the function or class",
     "actorrt.tune.execution": "Tune's execution internals are not public (the controller is "
                               "actorrt.tune._controller); PlacementGroupFactory is in "
                               "actorrt.tune.execution.placement_groups",
     "actorrt.tune.impl": "Ray's Tuner internals: actorrt.tune.tuner.Tuner is the whole API",
     "actorrt.tune.cli": "use `actorrt results PATH` (docs/cli.md)",
-    "actorrt.train.v2": "actorrt.train is Ray Train V2's API at its public paths "
-                        "(ray.train, ray.train.torch, ...): import from those",
+    "actorrt.train.v2": "actorrt.train is Ray Train V2's API; of V2's own paths, "
+                        "ray.train.v2.api (callback, config, context, data_parallel_trainer, "
+                        "exceptions, result, reported_checkpoint, train_fn_utils), "
+                        ".torch, .lightning and .xgboost are here: import the rest from "
+                        "ray.train",
     "actorrt.train.tensorflow": "train.tensorflow is not provided",
     "actorrt.train.horovod": "train.horovod is not provided",
     "actorrt.data": "Ray Data is not provided",

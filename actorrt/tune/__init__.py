@@ -67,9 +67,12 @@ if _typing.TYPE_CHECKING:
     from .context import report as report
     from .error import TuneError as TuneError
     from .execution.placement_groups import PlacementGroupFactory as PlacementGroupFactory
+    from .experiment.experiment import Experiment as Experiment
     from .progress_reporter import CLIReporter as CLIReporter
     from .progress_reporter import JupyterNotebookReporter as JupyterNotebookReporter
     from .progress_reporter import ProgressReporter as ProgressReporter
+    from .registry import register_env as register_env
+    from .registry import register_trainable as register_trainable
     from .result_grid import Result as Result
     from .result_grid import ResultGrid as ResultGrid
     from .schedulers.trial_scheduler import TrialScheduler as TrialScheduler
@@ -92,6 +95,7 @@ if _typing.TYPE_CHECKING:
     from .trainable.trainable import Trainable as Trainable
     from .trainable.util import with_parameters as with_parameters
     from .tune import run as run
+    from .tune import run_experiments as run_experiments
     from .tune_config import RunConfig as RunConfig
     from .tune_config import SyncConfig as SyncConfig
     from .tune_config import TuneConfig as TuneConfig
@@ -103,6 +107,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointConfig",
     "Domain",
+    "Experiment",
     "ExperimentAnalysis",
     "FailureConfig",
     "JupyterNotebookReporter",
@@ -133,8 +138,11 @@ __all__ = [
     "quniform",
     "randint",
     "randn",
+    "register_env",
+    "register_trainable",
     "report",
     "run",
+    "run_experiments",
     "sample_from",
     "uniform",
     "with_parameters",
@@ -144,7 +152,7 @@ __all__ = [
 # Ray's public submodules, imported on first use.
 _SUBMODULES = frozenset({
     "analysis", "callback", "context", "error", "execution", "experiment", "logger",
-    "progress_reporter", "result", "result_grid", "schedulers", "search", "stopper",
+    "progress_reporter", "registry", "result", "result_grid", "schedulers", "search", "stopper",
     "trainable", "tune", "tune_config", "tuner", "utils"
 })
 # Where each public name is defined, by module, imported on first use (see the docstring).
@@ -155,6 +163,7 @@ _DEFINED_IN = {
     ".callback": ("Callback",),
     ".context": ("StopTrial", "TuneContext", "get_checkpoint", "get_context", "report"),
     ".error": ("TuneError",),
+    ".registry": ("register_env", "register_trainable"),
     ".execution.placement_groups": ("PlacementGroupFactory",),
     ".progress_reporter": ("CLIReporter", "JupyterNotebookReporter", "ProgressReporter"),
     ".result_grid": ("Result", "ResultGrid"),
@@ -167,7 +176,8 @@ _DEFINED_IN = {
     ".stopper.stopper": ("Stopper",),
     ".trainable.trainable": ("Trainable",),
     ".trainable.util": ("with_parameters",),
-    ".tune": ("run",),
+    ".tune": ("run", "run_experiments"),
+    ".experiment.experiment": ("Experiment",),
     ".tune_config": ("RunConfig", "SyncConfig", "TuneConfig"),
     ".tuner": ("Tuner",),
     ".._shared._checkpoint": ("Checkpoint",),

@@ -21,7 +21,9 @@ from .._shared._deprecation import RayDeprecationWarning
 from ._controller._prepare import DEFAULT_STORAGE
 from .analysis.experiment_analysis import ExperimentAnalysis
 from .error import TuneError
+from .experiment.experiment import Experiment
 from .experiment.trial import ERROR
+from .registry import resolve
 from .trainable._resources import with_resources
 from .trainable.trainable import Trainable
 from .tune_config import CheckpointConfig, FailureConfig, RunConfig, TuneConfig
@@ -83,15 +85,11 @@ def _checkpoint_config(
 
 
 def _trainable(run_or_experiment: Any, resources_per_trial: Any) -> Any:
-    if isinstance(run_or_experiment, str):
-        raise ValueError(
-            f"tune.run({run_or_experiment!r}): actorrt has no trainable registry "
-            "(tune.register_trainable); pass the function or Trainable class itself"
-        )
+    run_or_experiment = resolve(run_or_experiment)
     if not (callable(run_or_experiment) or inspect.isclass(run_or_experiment)):
         raise ValueError(
-            "tune.run() takes a function trainable or a tune.Trainable subclass; "
-            f"Experiment objects and lists of them are not supported, got {run_or_experiment!r}"
+            "tune.run() takes a function trainable, a tune.Trainable subclass, a registered "
+            f"trainable's name or a tune.Experiment, got {run_or_experiment!r}"
         )
     if resources_per_trial is None:
         return run_or_experiment
@@ -99,7 +97,7 @@ def _trainable(run_or_experiment: Any, resources_per_trial: Any) -> Any:
 
 
 def run(  # Ray's signature, argument for argument
-    run_or_experiment: Callable[..., Any] | type[Trainable] | str,
+    run_or_experiment: Callable[..., Any] | type[Trainable] | str | Experiment | list[Experiment],
     *,
     name: str | None = None,
     metric: str | None = None,
@@ -163,6 +161,27 @@ def run(  # Ray's signature, argument for argument
             ``Experiment``, ``restore=``, ``storage_filesystem``, a remote ``resume``),
             or a bad value.
     """
+    if isinstance(run_or_experiment, list):
+        if len(run_or_experiment) != 1:
+            raise ValueError(
+                f"tune.run() takes one Experiment in a list here, got {len(run_or_experiment)}; "
+                "run them with tune.run_experiments (one after another)"
+            )
+        run_or_experiment = run_or_experiment[0]
+    if isinstance(run_or_experiment, Experiment):  # its own settings, as in Ray
+        spec = run_or_experiment.spec
+        name = run_or_experiment.name or name
+        run_or_experiment = spec["run"]
+        stop, time_budget_s, config = spec["stop"], spec["time_budget_s"], spec["config"]
+        resources_per_trial, num_samples = spec["resources_per_trial"], spec["num_samples"]
+        storage_path = spec["storage_path"] or storage_path
+        storage_filesystem, sync_config = spec["storage_filesystem"], spec["sync_config"]
+        checkpoint_config = spec["checkpoint_config"] or checkpoint_config
+        trial_name_creator = spec["trial_name_creator"] or trial_name_creator
+        trial_dirname_creator = spec["trial_dirname_creator"] or trial_dirname_creator
+        log_to_file, export_formats = spec["log_to_file"], spec["export_formats"]
+        max_failures, restore = spec["max_failures"], spec["restore"]
+        callbacks = spec["callbacks"] if spec["callbacks"] is not None else callbacks
     if chdir_to_trial_dir is not None:
         raise DeprecationWarning(
             "tune.run(chdir_to_trial_dir=...) is deprecated in Ray and not supported; set "
@@ -300,3 +319,50 @@ def _resumed(
         resume_errored=errored,
         restart_errored=restart,
     )
+
+
+def run_experiments(
+    experiments: Experiment | dict[str, dict[str, Any]] | list[Experiment],
+    scheduler: Any = None,
+    server_port: int | None = None,
+    verbose: int = 2,
+    progress_reporter: Any = None,
+    resume: bool | str | None = False,
+    reuse_actors: bool | None = None,
+    raise_on_failed_trial: bool = True,
+    concurrent: bool = True,
+    callbacks: Sequence[Any] | None = None,
+) -> list[Any]:
+    """Run experiments (Ray's ``tune.run_experiments``); return every trial of them.
+
+    ``experiments`` is an ``Experiment``, a list of them, or a dict of specs by name (each
+    as ``Experiment.from_json`` takes it). Ray runs several at once in one controller;
+    here they run one after another, in order, and a warning says so when there are
+    several and ``concurrent`` is true.
+    """
+    if isinstance(experiments, dict):
+        listed = [Experiment.from_json(name, spec) for name, spec in experiments.items()]
+    elif isinstance(experiments, Experiment):
+        listed = [experiments]
+    elif isinstance(experiments, list) and all(isinstance(e, Experiment) for e in experiments):
+        listed = list(experiments)
+    else:
+        raise TypeError(
+            "run_experiments() takes an Experiment, a list of them or a dict of specs by "
+            f"name, got {type(experiments).__name__}: {experiments!r}"
+        )
+    if concurrent and len(listed) > 1:
+        warnings.warn(
+            f"run_experiments(): the {len(listed)} experiments run one after another here, "
+            "not at the same time as in Ray",
+            stacklevel=2,
+        )
+    trials: list[Any] = []
+    for experiment in listed:
+        analysis = run(
+            experiment, scheduler=scheduler, server_port=server_port, verbose=verbose,
+            progress_reporter=progress_reporter, resume=resume, reuse_actors=reuse_actors,
+            raise_on_failed_trial=raise_on_failed_trial, callbacks=callbacks,
+        )
+        trials.extend(analysis.trials)
+    return trials

@@ -20,6 +20,7 @@ from .callback import check_callbacks
 from .progress_reporter import ProgressReporter
 from .schedulers.trial_scheduler import TrialScheduler
 from .search.concurrency_limiter import ConcurrencyLimiter
+from .search.search_generator import SearchGenerator
 from .search.searcher import Searcher
 
 __all__ = ["CheckpointConfig", "FailureConfig", "RunConfig", "SyncConfig", "TuneConfig"]
@@ -122,6 +123,8 @@ class TuneConfig:
             )
         if self.time_budget_s is not None and not self.time_budget_s > 0:
             raise ValueError(f"time_budget_s must be positive, got {self.time_budget_s!r}")
+        if isinstance(self.search_alg, SearchGenerator):  # Ray's wrapper: its searcher runs
+            self.search_alg = self.search_alg.searcher
         if self.search_alg is not None and not isinstance(self.search_alg, Searcher):
             raise ValueError(f"search_alg must be a tune Searcher, got {self.search_alg!r}")
         if self.scheduler is not None and not isinstance(self.scheduler, TrialScheduler):

@@ -22,6 +22,7 @@ from ._controller._controller import TuneController
 from ._controller._prepare import check_picklable, prepare_experiment, trainable_name
 from ._controller._progress import cell_view
 from ._controller._restore import RestoredExperiment, ResumeOptions, can_restore, load_experiment
+from .registry import resolve
 from .result_grid import ResultGrid
 from .trainable._resources import FROM_TRAINER_ATTR, is_function_trainable, with_resources
 from .trainable.trainable import Trainable
@@ -52,7 +53,9 @@ def _sigterm_interrupts() -> Iterator[OrderlySigterm]:
 def _from_trainer(trainable: Any) -> Any:
     """A Train trainer (``Tuner(trainer)``, as in Ray) as a function trainable declared with
     its scaling config, so each trial's driver and workers are one gang; anything else as
-    it is. Recognised by its methods: this package does not import ``actorrt.train``."""
+    it is; a name given to ``tune.register_trainable``, as what it names. Recognised by its
+    methods: this package does not import ``actorrt.train``."""
+    trainable = resolve(trainable)
     if inspect.isclass(trainable):
         return trainable
     as_trainable = getattr(trainable, "as_trainable", None)

@@ -61,6 +61,7 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
         "tune.types",
         (
             "actorrt.tune.error",
+            "actorrt.tune.registry",
             "actorrt.tune.result",
             "actorrt.tune.execution",
             "actorrt.tune.experiment",
@@ -139,6 +140,7 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
         "train.types",
         (
             "actorrt.train._unsupported",
+            "actorrt.train.constants",
             "actorrt.train._extras",
             "actorrt.train.error",
             "actorrt.train.backend",
@@ -199,6 +201,8 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
             "=actorrt.train.lightgbm",
         ),
     ),
+    # Ray Train V2's own paths: the same objects, above the public faces they import.
+    (7.5, "train.v2", ("actorrt.train.v2",)),
     (7.0, "util", ("actorrt.util",)),
     (
         8,

@@ -22,7 +22,7 @@ def test_all_is_exactly_the_public_surface() -> None:
     public = {n for n in dir(train) if not n.startswith("_")}
     # the integrations once imported, and the modules at Ray's paths
     subpackages = {"torch", "lightning", "huggingface", "collective", "xgboost", "lightgbm"} | {
-        "backend", "context", "data_parallel_trainer", "error",
+        "backend", "constants", "context", "data_parallel_trainer", "error", "v2",
     }
     assert public - {"annotations"} - subpackages == set(train.__all__)
     assert set(train_torch.__all__) == {

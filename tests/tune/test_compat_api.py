@@ -125,7 +125,6 @@ def test_init_takes_rays_arguments(tmp_path: Any, monkeypatch: pytest.MonkeyPatc
     [
         (ray, "remote", "@actorrt.actor"),
         (ray, "timeline", "no timeline"),
-        (tune, "register_trainable", "registry"),
         (train, "DataConfig", "Ray Data"),
         (ray, "no_such_ray_name", "does not have it"),
         (tune, "no_such_tune_name", "does not have it"),

@@ -123,7 +123,7 @@ def test_tune_run_samples_until_stopped_with_num_samples_minus_one(tmp_path: Any
 def test_tune_run_refuses_what_it_cannot_honour(tmp_path: Any) -> None:
     with pytest.raises(TypeError, match="no_such_argument"):
         tune.run(trainable, no_such_argument=1)  # type: ignore[call-arg]
-    with pytest.raises(ValueError, match="registry"):
+    with pytest.raises(ValueError, match="no trainable is registered as"):
         tune.run("PPO")
     with pytest.raises(ValueError, match="restore"):
         tune.run(trainable, restore="/some/checkpoint")

@@ -277,7 +277,6 @@ def test_result_constants_name_the_fields(ray_start_2_cpus: None, tmp_path: Any)
     ("module", "hint"),
     [
         ("actorrt.tune.integration.pytorch_lightning", "tune.report"),
-        ("actorrt.tune.registry", "registry"),
         ("actorrt.data", "Ray Data"),
         ("actorrt.tune.no_such_module", "ray.tune.no_such_module"),
     ],
@@ -288,7 +287,7 @@ def test_a_ray_module_actorrt_lacks_says_so(module: str, hint: str) -> None:
     assert hint in str(caught.value) and "docs/porting.md" in str(caught.value)
     # `from actorrt.tune import <missing name>` stays Python's plain ImportError.
     with pytest.raises(ImportError, match="cannot import name"):
-        from actorrt.tune import register_trainable  # noqa: F401
+        from actorrt.tune import register_actor  # noqa: F401
 
 
 def test_a_file_uri_storage_path_is_the_local_folder(tmp_path: Path) -> None:

@@ -355,7 +355,7 @@ def test_a_trial_has_rays_status_constants_and_string(tmp_path: Path) -> None:
         run_config=tune.RunConfig(storage_path=str(tmp_path), callbacks=[Names()], verbose=0),
     ).fit()
     [(text, trainable, status, terminated)] = seen
-    assert trainable == "improves" and text.startswith("improves_") and text != "custom"
+    assert trainable == "improves" and text == "custom"  # Ray: the custom name
     assert status == terminated == "TERMINATED"
 
 

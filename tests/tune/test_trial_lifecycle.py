@@ -12,7 +12,7 @@ from actorrt.tune.experiment.trial import CheckpointRecord
 
 
 def make_trial() -> Trial:
-    return Trial("abc_00000", "f_abc_00000", {"x": 1}, None, "/tmp/nowhere")
+    return Trial("f", config={"x": 1}, trial_id="abc_00000")
 
 
 def test_states_are_rays_strings():
@@ -22,7 +22,7 @@ def test_states_are_rays_strings():
         "PENDING", "RUNNING", "PAUSED", "TERMINATED", "ERROR"
     ]
     assert f"{trial.status}" == "PENDING"
-    assert repr(trial) == "Trial(f_abc_00000, PENDING)"
+    assert repr(trial) == str(trial) == "f_abc_00000"  # Ray's repr is its name
 
 
 def test_set_status_takes_only_steps_of_the_lifecycle():
@@ -89,3 +89,19 @@ def test_callbacks_see_each_trial_step_through_the_lifecycle(tmp_path):
             ("complete", "TERMINATED"),
         ]
         assert all(isinstance(status, TrialState) for _, status in steps)
+
+
+def test_a_trial_is_built_with_rays_constructor():
+    trial = Trial("__fake", config={"a": 1}, stub=True)
+    assert len(trial.trial_id) == 8 and int(trial.trial_id, 16) >= 0
+    assert str(trial) == f"__fake_{trial.trial_id}" and trial.trainable_name == "__fake"
+    assert trial.config == {"a": 1} and trial.status == Trial.PENDING
+    named = Trial("f", trial_id="x1", trial_name_creator=lambda t: f"mine-{t.trial_id}")
+    assert str(named) == "mine-x1" and named.trainable_name == "f"
+    env = Trial("PPO", config={"env": "CartPole"}, trial_id="x2")
+    assert str(env) == "PPO_CartPole_x2"  # Ray puts the config's env in the name
+    assert Trial("f", placement_group_factory={"CPU": 2}).placement_group_factory.bundles == [
+        {"CPU": 2.0}
+    ]
+    with pytest.raises(TypeError, match="unexpected keyword argument.*resources_per_trial"):
+        Trial("f", resources_per_trial={"cpu": 1})

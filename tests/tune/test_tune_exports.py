@@ -14,11 +14,12 @@ EXPECTED = {
     # Ray's everyday names added for ported scripts
     "CLIReporter", "ExperimentAnalysis", "JupyterNotebookReporter", "ProgressReporter",
     "Stopper", "SyncConfig", "TuneError", "qlograndint", "run", "with_parameters",
+    "Experiment", "register_env", "register_trainable", "run_experiments",
 }
 # Ray's submodules (the layout is Ray's: tests/tune/test_ray_surface.py lists every path).
 SUBMODULES = {
     "analysis", "callback", "context", "error", "examples", "execution", "experiment",
-    "integration", "logger", "progress_reporter", "result", "result_grid", "schedulers",
+    "integration", "logger", "progress_reporter", "registry", "result", "result_grid", "schedulers",
     "search", "stopper", "trainable", "tune", "tune_config", "tuner", "utils",
 }
 

@@ -133,7 +133,7 @@ async def test_verbose_1_in_a_pipe_prints_plain_lines_the_table_the_best_and_the
 
 
 def _trial(name: str, status: str, config: dict[str, Any], **result: Any) -> Trial:
-    trial = Trial(name, name, config, None, "")
+    trial = Trial(config=config, trial_id=name, trial_name=name)
     trial.status = status
     trial.last_result = dict(result)
     return trial

@@ -119,7 +119,7 @@ def test_placement_group_factory() -> None:
 
 
 def test_tuner_refuses_what_is_not_a_trainable() -> None:
-    with pytest.raises(ValueError, match="function trainable"):
+    with pytest.raises(ValueError, match="no trainable is registered as .my_trainable."):
         tune.Tuner("my_trainable")
     with pytest.raises(ValueError, match="param_space"):
         tune.Tuner(train, param_space=[1, 2])  # type: ignore[arg-type]

@@ -35,7 +35,14 @@ import actorrt
 
 from ..._shared._storage_path import check_experiment_dir, ensure_experiment_dir
 from .._worker._checkpoint_dirs import next_checkpoint_index
-from ..experiment.trial import ERROR, PENDING, TERMINATED, CheckpointRecord, Trial
+from ..experiment.trial import (
+    ERROR,
+    PENDING,
+    TERMINATED,
+    CheckpointRecord,
+    Trial,
+    trainable_name_of,
+)
 from ..search.sample import Domain
 from ..search.searcher import Searcher, resume_search
 from ..tune_config import RunConfig, TuneConfig
@@ -377,7 +384,10 @@ def rebuild_trials(restored: RestoredExperiment, storage: ExperimentStorage) -> 
     for record in restored.journal.trials:
         path = os.path.join(storage.path, record.dirname)
         ensure_experiment_dir(path, "the trial folder")
-        trial = Trial(record.trial_id, record.trial_name, record.config, None, path)
+        trial = Trial(
+            trainable_name_of(record.trial_name, record.trial_id), config=record.config,
+            trial_id=record.trial_id, trial_name=record.trial_name, path=path,
+        )
         for name in (RESULT_FILE, PROGRESS_FILE):
             _trim_torn(os.path.join(path, name), record)
         kept = _kept_checkpoints(path, record)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from ..experiment.trial import ERROR, RUNNING, CheckpointRecord, Trial
+from ..experiment.trial import ERROR, RUNNING, CheckpointRecord, Trial, trainable_name_of
 from ..result_grid import ResultGrid, grid_of
 from ._restore import RestoredExperiment, _error, _last_result
 
@@ -19,7 +19,10 @@ def saved_results(restored: RestoredExperiment) -> ResultGrid:
     trials = []
     for record in restored.journal.trials:
         path = os.path.join(restored.path, record.dirname)
-        trial = Trial(record.trial_id, record.trial_name, record.config, None, path)
+        trial = Trial(
+            trainable_name_of(record.trial_name, record.trial_id), config=record.config,
+            trial_id=record.trial_id, trial_name=record.trial_name, path=path,
+        )
         trial.status = record.status or RUNNING
         trial.checkpoints = [
             CheckpointRecord(os.path.join(path, c.dirname), c.score, c.iteration, c.time_total_s)

@@ -87,8 +87,7 @@ class TrialLauncher(ControllerState):
 
     def _start(self, trial_id: str, config: dict[str, Any]) -> None:
         config = in_space_order(config, self.param_space)
-        name = f"{trainable_name(self.trainable)}_{trial_id}"
-        trial = Trial(trial_id, name, config, None, "")
+        trial = Trial(trainable_name(self.trainable), config=config, trial_id=trial_id)
         creator = self.tune_config.trial_name_creator
         if creator is not None:
             trial.trial_name = self._user_name("trial_name_creator", creator, trial)

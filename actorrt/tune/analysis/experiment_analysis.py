@@ -22,7 +22,7 @@ from .._controller._experiment_state import HEADER_FILE, JOURNAL_FILE
 from .._controller._storage import PROGRESS_FILE, RESULT_FILE, flatten, read_results
 from .._worker._checkpoint_dirs import checkpoint_index
 from ..error import TuneError
-from ..experiment.trial import ERROR, TERMINATED, CheckpointRecord, Trial
+from ..experiment.trial import ERROR, TERMINATED, CheckpointRecord, Trial, trainable_name_of
 from ..search._library_search import import_library
 
 __all__ = ["ExperimentAnalysis", "best_checkpoint", "load_trial", "metric_values"]
@@ -119,7 +119,11 @@ def load_trial(trial_dir: str) -> Trial:
     results = trial_results(trial_dir)
     last = results[-1] if results else {}
     last.pop("config", None)
-    trial = Trial(str(last.get("trial_id", entry)), entry, config, None, trial_dir)
+    trial_id = str(last.get("trial_id", entry))
+    trial = Trial(
+        trainable_name_of(entry, trial_id), config=config, trial_id=trial_id,
+        trial_name=entry, path=trial_dir,
+    )
     trial.last_result = last
     error_file = os.path.join(trial_dir, "error.txt")
     trial.status = TERMINATED

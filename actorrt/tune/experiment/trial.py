@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import shutil
+import uuid
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from ..._shared._checkpoint import Checkpoint
@@ -12,7 +14,10 @@ from .._worker._checkpoint_dirs import checkpoint_index
 from ..execution.placement_groups import PlacementGroupFactory
 from ._lifecycle import AttemptEnd, TrialState, check_transition
 
-__all__ = ["ERROR", "PAUSED", "PENDING", "RUNNING", "TERMINATED", "CheckpointRecord", "Trial"]
+__all__ = [
+    "ERROR", "PAUSED", "PENDING", "RUNNING", "TERMINATED", "CheckpointRecord", "Trial",
+    "trainable_name_of",
+]
 
 PENDING, RUNNING, PAUSED = TrialState.PENDING, TrialState.RUNNING, TrialState.PAUSED
 TERMINATED, ERROR = TrialState.TERMINATED, TrialState.ERROR
@@ -54,22 +59,56 @@ class Trial:
 
     def __init__(
         self,
-        trial_id: str,
-        trial_name: str,
-        config: dict[str, Any],
-        resources: PlacementGroupFactory | None,
-        path: str,
+        trainable_name: str = "",
+        *,
+        config: dict[str, Any] | None = None,
+        trial_id: str | None = None,
+        trial_name: str | None = None,
+        path: str = "",
+        placement_group_factory: PlacementGroupFactory | dict[str, float] | None = None,
+        experiment_tag: str = "",
+        evaluated_params: dict[str, Any] | None = None,
+        stopping_criterion: dict[str, float] | None = None,
+        trial_name_creator: Callable[[Trial], str] | None = None,
+        trial_dirname_creator: Callable[[Trial], str] | None = None,
+        max_failures: int = 0,
+        stub: bool = False,
+        **ray_only: Any,
     ) -> None:
-        self.trial_id = trial_id
-        self.trial_name = trial_name
-        suffix = f"_{trial_id}"
-        # The trainable's name, as Ray's Trial.trainable_name (read off a default name).
-        self.trainable_name = trial_name.removesuffix(suffix) if trial_name.endswith(
-            suffix
-        ) else ""
-        self.config = config
-        self.resources = resources
+        """Ray's constructor: ``Trial(trainable_name, config=..., trial_id=...)``.
+
+        ``trial_name`` and ``path`` are actorrt's (the controller names the trial and
+        its folder); Ray's arguments about storage, syncing and logging
+        (``storage=``, ``sync_config=``, ``log_to_file=``, ...) are taken and kept as
+        attributes, with no effect: the controller decides those things.
+        """
+        unknown = sorted(set(ray_only) - _RAY_ONLY_ARGS)
+        if unknown:
+            raise TypeError(
+                f"Trial() got unexpected keyword argument(s) {', '.join(unknown)}; it "
+                f"takes trainable_name, config, trial_id, trial_name, path, "
+                f"placement_group_factory and Ray's {', '.join(sorted(_RAY_ONLY_ARGS))}"
+            )
+        for name, value in ray_only.items():
+            setattr(self, name.lstrip("_"), value)
+        self.trial_id = trial_id if trial_id is not None else self.generate_id()
+        self.trainable_name = trainable_name
+        self.stub = stub
+        self.config = config if config is not None else {}
+        self.evaluated_params = evaluated_params or {}
+        self.experiment_tag = experiment_tag
+        self.stopping_criterion = stopping_criterion or {}
+        self.max_failures = max_failures
+        if isinstance(placement_group_factory, dict):
+            placement_group_factory = PlacementGroupFactory([placement_group_factory])
+        self.resources = placement_group_factory
         self.path = path
+        self.trial_name = trial_name or _default_name(trainable_name, self.config, self.trial_id)
+        if trial_name_creator is not None:
+            self.trial_name = str(trial_name_creator(self))
+        self.custom_dirname = (
+            str(trial_dirname_creator(self)) if trial_dirname_creator is not None else None
+        )
         self._status = PENDING
         self.last_result: dict[str, Any] = {}
         self.num_results = 0
@@ -171,13 +210,16 @@ class Trial:
             raise ValueError(f"trial {donor.trial_id} has no checkpoint to restart from")
         self.restart_with = (config, donor.checkpoints[-1])
 
-    def __str__(self) -> str:
-        if not self.trainable_name:
-            return self.trial_name
-        return f"{self.trainable_name}_{self.trial_id}"
+    @staticmethod
+    def generate_id() -> str:
+        """A new trial id (Ray's: eight hex digits)."""
+        return uuid.uuid4().hex[:8]
 
-    def __repr__(self) -> str:
-        return f"Trial({self.trial_name}, {self.status})"
+    def __str__(self) -> str:
+        """Its name, as Ray's: the one ``trial_name_creator`` gave, else the default."""
+        return self.trial_name
+
+    __repr__ = __str__
 
 
 def _state(value: str) -> TrialState:
@@ -187,3 +229,27 @@ def _state(value: str) -> TrialState:
     except ValueError:
         allowed = ", ".join(s.value for s in TrialState)
         raise ValueError(f"trial status must be one of {allowed}; got {value!r}") from None
+
+
+# Ray's Trial() arguments about storage, syncing and logging: kept, with no effect here.
+_RAY_ONLY_ARGS = frozenset({
+    "storage", "experiment_path", "experiment_dir_name", "sync_config", "checkpoint_config",
+    "export_formats", "restore_path", "log_to_file", "_setup_default_resource", "local_dir",
+})
+
+
+def _default_name(trainable_name: str, config: dict[str, Any], trial_id: str) -> str:
+    """A trial's name when nothing names it, as Ray's: ``<trainable name>_<trial id>``,
+    with the config's ``env`` between them where it has one."""
+    if not trainable_name:
+        return trial_id
+    env = config.get("env")
+    if env is not None:
+        trainable_name += f"_{env.__name__ if isinstance(env, type) else env}"
+    return f"{trainable_name}_{trial_id}".replace("/", "_")
+
+
+def trainable_name_of(trial_name: str, trial_id: str) -> str:
+    """The trainable's name read off a default trial name (``""`` for a custom one)."""
+    suffix = f"_{trial_id}"
+    return trial_name.removesuffix(suffix) if trial_name.endswith(suffix) else ""

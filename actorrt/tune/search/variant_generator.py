@@ -11,6 +11,7 @@ last grid in the space varying fastest) and, for each grid point, draws every do
 from __future__ import annotations
 
 import itertools
+import logging
 import random
 from collections.abc import Iterator
 from typing import Any
@@ -21,6 +22,8 @@ from .sample import Categorical, Domain, Function, SampleConfig, grid_search
 Path = tuple[Any, ...]
 
 __all__ = ["count_grid_points", "generate_variants", "grid_search", "resolve_variants"]
+
+logger = logging.getLogger("actorrt.tune.search")
 
 _SAMPLE_FROM_ROUNDS = 10
 

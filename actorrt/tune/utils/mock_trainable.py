@@ -7,9 +7,12 @@ import math
 import os
 from typing import Any
 
+from ..registry import register_trainable
 from ..trainable.trainable import Trainable
 
-__all__ = ["MyTrainableClass"]
+__all__ = ["MOCK_TRAINABLE_NAME", "MyTrainableClass", "register_mock_trainable"]
+
+MOCK_TRAINABLE_NAME = "mock_trainable"
 
 
 class MyTrainableClass(Trainable):
@@ -39,3 +42,8 @@ class MyTrainableClass(Trainable):
             raise TypeError(f"MyTrainableClass restores from a file path, got {checkpoint!r}")
         with open(checkpoint) as f:
             self.timestep = int(json.load(f)["timestep"])
+
+
+def register_mock_trainable() -> None:
+    """Register :class:`MyTrainableClass` as ``"mock_trainable"`` (Ray's helper)."""
+    register_trainable(MOCK_TRAINABLE_NAME, MyTrainableClass)

@@ -1,0 +1,5 @@
+"""Ray's ``ray.train.v2.api.callback``: ``UserCallback``, the hooks of a run."""
+
+from ... import UserCallback as UserCallback
+
+__all__ = ["UserCallback"]
