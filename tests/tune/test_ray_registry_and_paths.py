@@ -96,7 +96,8 @@ def test_ray_2x_and_train_v2_paths_hold_the_same_objects() -> None:
     assert logger.name.startswith("actorrt.tune")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        with pytest.raises(ModuleNotFoundError, match=r"ray\.train\.v2\.api\.report_config.*porting"):
+        absent = r"ray\.train\.v2\.api\.report_config.*porting"
+        with pytest.raises(ModuleNotFoundError, match=absent):
             import actorrt.train.v2.api.report_config  # noqa: F401
     from actorrt.train.v2.api.callback import UserCallback
 
