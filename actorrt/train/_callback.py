@@ -5,6 +5,7 @@ calling process (the driver) after each report and after workers fail, with the 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,3 +79,21 @@ def user_callbacks(callbacks: Any) -> list[UserCallback]:
     """The ``UserCallback`` instances among ``RunConfig(callbacks=...)`` (the others are
     Tune's, for a Tuner)."""
     return [c for c in callbacks or () if isinstance(c, UserCallback)]
+
+
+def for_trial(
+    callbacks: list[UserCallback],
+) -> Callable[[dict[str, Any], str | None], dict[str, Any]] | None:
+    """What an enclosing trial gets of each report: each callback that has a
+    ``metrics_for_trial(metrics, checkpoint_path)`` shapes it in turn; ``None`` when none
+    does."""
+    shapers = [c.metrics_for_trial for c in callbacks if hasattr(c, "metrics_for_trial")]
+    if not shapers:
+        return None
+
+    def shape(metrics: dict[str, Any], checkpoint: str | None) -> dict[str, Any]:
+        for shaper in shapers:
+            metrics = shaper(metrics, checkpoint)
+        return metrics
+
+    return shape

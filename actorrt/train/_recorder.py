@@ -24,8 +24,12 @@ class Recorder:
     def __init__(
         self, book: CheckpointBook, results: IO[str], trial: EnclosingTrial | None,
         after_report: AfterReport | None = None,
+        for_trial: Callable[[dict[str, Any], str | None], dict[str, Any]] | None = None,
     ) -> None:
         self.after_report = after_report  # the run's UserCallbacks, when it has some
+        # What the enclosing trial gets of a report (a callback's say, e.g. Tune's
+        # TuneReportCallback adds the checkpoint's path); the metrics as they are otherwise.
+        self.for_trial = for_trial
         self.history: list[dict[str, Any]] = []
         self.book = book
         self.results = results
@@ -54,6 +58,7 @@ class Recorder:
         if self.after_report is not None:
             stored = Checkpoint(checkpoint) if checkpoint is not None else None
             await self.after_report(list(every or [metrics]), stored)
-        if self.trial is not None and not await self.trial.report_async(metrics, checkpoint):
+        to_trial = self.for_trial(metrics, checkpoint) if self.for_trial else metrics
+        if self.trial is not None and not await self.trial.report_async(to_trial, checkpoint):
             self.stopped = True
         return not self.stopped

@@ -37,7 +37,7 @@ from actorrt._notebook import must_await
 
 from .._shared._checkpoint import Checkpoint
 from .._shared._trial_hook import EnclosingTrial, enclosing_trial
-from ._callback import TrainRunContext, UserCallback, user_callbacks
+from ._callback import TrainRunContext, UserCallback, for_trial, user_callbacks
 from ._checkpoint_book import CheckpointBook
 from ._data import check_datasets, split_datasets
 from ._gang import Gang, GangFailed
@@ -265,7 +265,9 @@ class DataParallelTrainer:
         for callback in callbacks:
             await asyncio.to_thread(callback.before_run, run_context=run_context)
         with open(run_dir / RESULTS_FILE, "a", buffering=1) as results:  # noqa: ASYNC230
-            on_report = Recorder(book, results, trial, after_report if callbacks else None)
+            on_report = Recorder(
+                book, results, trial, after_report if callbacks else None, for_trial(callbacks)
+            )
             while not on_report.stopped:
                 on_report.attempt_started(book.start_attempt())
                 latest = book.latest
