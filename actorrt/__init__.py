@@ -15,15 +15,15 @@ graph has no cycle. docs/architecture.md draws the layers and the path of a call
    handles, options, context, placement-group handles; it reaches the running runtime
    through a protocol (``_core._current``), never by importing it, and never imports the
    wire.
-3. placement: ``_placement``: the scheduler that owns the broker, the worker pool and
+3. processes: ``_processes``: the scheduler that owns the broker, the worker pool and
    worker main, process actors, proxies, the router and the dispatch of messages.
 4. control: ``_control``: status snapshots, the status socket, runtime discovery.
    4.5. dashboard: ``actorrt.dashboard``: the web view's server, its JSON views and page,
    and the registry where a sweep library shows its sweeps.
-5. api: ``_runtime`` (the composition root: it picks its role, ``_roles``, and wires the
-   layers), ``_runtime_api``, ``_sync``, ``_wait``, ``_tasks`` (with ``_task_lanes`` and
-   ``_task_streams``), ``_actor_pool``, ``_objects``, ``_lookup``, ``_ray_init``,
-   ``_ray_names``, ``_sigterm`` and this module.
+5. api: ``_runtime`` (``_runtime._root``, the composition root: it picks its role,
+   ``_roles``, and wires the layers; ``_api``, ``_sync``, ``_wait``, ``_tasks`` with
+   ``_task_lanes`` and ``_task_streams``, ``_actor_pool``, ``_objects``, ``_lookup``,
+   ``_ray_init``), ``_ray_names``, ``_sigterm`` and this module.
 6. shared: ``_shared``: what the libraries share (one ``Checkpoint``, the enclosing-trial
    hook), built only on the names exported here.
 7. libraries: ``actorrt.tune``, ``actorrt.train``: built only on the names exported here
@@ -32,7 +32,7 @@ graph has no cycle. docs/architecture.md draws the layers and the path of a call
    util: ``actorrt.util``: Ray's ``ray.util`` names (``ActorPool``), built on ``_actor_pool``
    (api layer) and the names exported here.
 8. applications: ``actorrt.air``, ``actorrt.tune.integration`` (callbacks over both
-   libraries), ``actorrt.examples``, ``actorrt.testing``, the CLI.
+   libraries), ``actorrt.examples``, ``actorrt.testing``, the CLI (``_cli``).
 """
 
 from . import _moved
@@ -75,23 +75,23 @@ from ._errors import RuntimeAlreadyRunningError as RuntimeAlreadyRunningError
 from ._errors import RuntimeClosedError as RuntimeClosedError
 from ._errors import RuntimeStateError as RuntimeStateError
 from ._errors import WireError as WireError
-from ._lookup import get_actor as get_actor
-from ._objects import ObjectRef as ObjectRef
-from ._objects import put as put
-from ._runtime import Runtime as Runtime
-from ._runtime_api import available_resources as available_resources
-from ._runtime_api import cluster_resources as cluster_resources
-from ._runtime_api import get_gpu_ids as get_gpu_ids
-from ._runtime_api import pending_requests as pending_requests
-from ._runtime_api import run as run
-from ._sync import get as get
-from ._sync import init as init
-from ._sync import is_initialized as is_initialized
-from ._sync import shutdown as shutdown
-from ._task_streams import TaskStream as TaskStream
-from ._tasks import TaskFunction as TaskFunction
-from ._tasks import task as task
-from ._wait import wait as wait
+from ._runtime._api import available_resources as available_resources
+from ._runtime._api import cluster_resources as cluster_resources
+from ._runtime._api import get_gpu_ids as get_gpu_ids
+from ._runtime._api import pending_requests as pending_requests
+from ._runtime._api import run as run
+from ._runtime._lookup import get_actor as get_actor
+from ._runtime._objects import ObjectRef as ObjectRef
+from ._runtime._objects import put as put
+from ._runtime._root import Runtime as Runtime
+from ._runtime._sync import get as get
+from ._runtime._sync import init as init
+from ._runtime._sync import is_initialized as is_initialized
+from ._runtime._sync import shutdown as shutdown
+from ._runtime._task_streams import TaskStream as TaskStream
+from ._runtime._tasks import TaskFunction as TaskFunction
+from ._runtime._tasks import task as task
+from ._runtime._wait import wait as wait
 
 __version__ = "0.1.0.dev0"
 

@@ -1,7 +1,7 @@
-"""``python -m actorrt``: the ``actorrt`` command (see ``actorrt._cli``)."""
+"""``python -m actorrt``: the ``actorrt`` command (see ``actorrt._cli._main``)."""
 
 import sys
 
-from ._cli import main
+from ._cli._main import main
 
 sys.exit(main())

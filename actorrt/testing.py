@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from ._runtime import Runtime
+from ._runtime._root import Runtime
 
 
 def pytest_configure(config: pytest.Config) -> None:

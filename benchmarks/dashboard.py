@@ -35,7 +35,7 @@ import urllib.request
 from typing import Any
 
 import actorrt
-from actorrt._runtime import current_runtime
+from actorrt._runtime._root import current_runtime
 
 from ._common import Figure, exit_for, report
 from .tune_overhead import sweep

@@ -357,7 +357,7 @@ async def runtime_scale(n: int) -> tuple[float, float, float, float]:
     CPU too, which makes all of them a deadlock. Returns (longest loop stall ms while the
     check runs, ms to the report, longest loop stall ms while every waiter's stall warning is
     emitted, ms from their due time to the last warning)."""
-    from actorrt._runtime import current_runtime
+    from actorrt._runtime._root import current_runtime
 
     broker = current_runtime().grants.broker
     warned = _Count("is stalled")

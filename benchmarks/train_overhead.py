@@ -47,7 +47,7 @@ from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
 import actorrt  # noqa: E402
 from actorrt import train  # noqa: E402
-from actorrt._placement._worker_main import set_scheduling_policy  # noqa: E402
+from actorrt._processes._worker_main import set_scheduling_policy  # noqa: E402
 from actorrt.train.torch import TorchConfig, TorchTrainer  # noqa: E402
 
 from ._common import Figure, exit_for, report  # noqa: E402

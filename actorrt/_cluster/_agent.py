@@ -28,8 +28,8 @@ import time
 from typing import Any
 
 from .._errors import AuthenticationError, ProtocolVersionError
-from .._placement._pool import WorkerPool
-from .._placement._worker_process import WorkerKey, WorkerProcess
+from .._processes._pool import WorkerPool
+from .._processes._worker_process import WorkerKey, WorkerProcess
 from .._wire import _tls
 from .._wire._connection import Connection, ConnectionLostError
 from .._wire._dispatcher import Dispatcher, notification, request
@@ -111,7 +111,7 @@ class NodeAgent:
         self._server: WireServer | None = None
         self._head_conn: Connection | None = None
         self._closed = False
-        self._forks = WorkerPool("", "", {"runtime_class": "actorrt._runtime:Runtime"})
+        self._forks = WorkerPool("", "", {"runtime_class": "actorrt._runtime._root:Runtime"})
         self.joined = asyncio.Event()  # set while this node is a member
         self.dispatcher = Dispatcher(
             "a node agent",

@@ -31,7 +31,7 @@ from collections.abc import Hashable
 from typing import Any
 
 from .._core._handle import EDGE_DELAY
-from .._placement._scheduler import DEADLOCK_DELAY, BrokerClock
+from .._processes._scheduler import DEADLOCK_DELAY, BrokerClock
 from .._wire import _tls
 from .._wire._connection import Connection, ConnectionLostError
 from .._wire._dispatcher import Dispatcher, notification, request

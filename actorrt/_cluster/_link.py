@@ -34,7 +34,7 @@ from .._errors import (
     HeadLostError,
     ProtocolVersionError,
 )
-from .._placement._remote_worker import RemoteWorkerProcess
+from .._processes._remote_worker import RemoteWorkerProcess
 from .._wire import _tls
 from .._wire._connection import Connection, ConnectionLostError
 from .._wire._dispatcher import Dispatcher, notification

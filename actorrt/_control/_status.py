@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from .._core._waits import WaitGraph
-from .._placement._scheduler import DRIVER
+from .._processes._scheduler import DRIVER
 from ..resources import UNIT, Broker, PendingRequest
 from ._discovery import process_start_time
 

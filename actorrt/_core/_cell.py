@@ -41,7 +41,7 @@ class ActorCell(Supervised, MailboxServing):
     """Everything the runtime knows about one actor that runs in this process.
 
     Refs point here for actors of this process; for actors elsewhere they point to a
-    proxy with the same sending and lifecycle methods (``actorrt._placement._proxies``).
+    proxy with the same sending and lifecycle methods (``actorrt._processes._proxies``).
     """
 
     # Refs take their fast path only for inline cells (proxies route every call themselves).

@@ -3,7 +3,7 @@
 The core (refs, cells, ``ActorClass.spawn``, placement-group handles) never imports the
 runtime: it reaches the one running in this process through this registry, typed by the
 :class:`RuntimeServices` protocol, which names every service the core asks of a runtime.
-``actorrt._runtime.Runtime`` registers itself here when it is entered and leaves when it
+``actorrt._runtime._root.Runtime`` registers itself here when it is entered and leaves when it
 shuts down; one runtime runs per process at a time.
 """
 

@@ -42,7 +42,7 @@ T = TypeVar("T")
 # An actor's wait on an ask becomes a wait edge only once it has lasted this long: most asks
 # are answered sooner, and an edge costs a message to the owning runtime when the waiter is
 # in a worker process. The runtime's deadlock check runs this much sooner after an edge
-# (``actorrt._placement._scheduler``), so a deadlock is reported as soon as before.
+# (``actorrt._processes._scheduler``), so a deadlock is reported as soon as before.
 EDGE_DELAY = 0.01
 
 

@@ -204,7 +204,7 @@ def death_text(
 
 class ActorServices(Protocol):
     """What an actor's lifecycle asks of the runtime that runs it (the core never imports
-    the runtime; ``actorrt._runtime.Runtime`` is one of these)."""
+    the runtime; ``actorrt._runtime._root.Runtime`` is one of these)."""
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:

@@ -20,7 +20,7 @@ from ._streams import DEFAULT_BATCH, Stream, check_batch, is_stream
 
 class RefTarget(Target, Protocol):
     """What a ref sends through: an inline actor's cell, or a proxy for an actor elsewhere
-    (``actorrt._placement._proxies``). Refs read the mailbox of an inline one directly, for
+    (``actorrt._processes._proxies``). Refs read the mailbox of an inline one directly, for
     speed (``inline`` is ``True`` only for cells)."""
 
     cls_name: str

@@ -2,7 +2,7 @@
 
 :class:`Supervised` is the base of both kinds of actor: :class:`~actorrt._core._cell.ActorCell`
 (an inline actor, or the actor inside a worker process, serving its mailbox on the loop) and
-``actorrt._placement._process_actor.ProcessActor`` (the owner's side of a worker-process
+``actorrt._processes._process_actor.ProcessActor`` (the owner's side of a worker-process
 actor, serving over the worker's connection). It owns the lifecycle (the states of
 :mod:`actorrt._core._lifecycle`, changed only by :meth:`Supervised._to`), the restart policy,
 stop, kill, the end of children and the death error. A kind supplies how one incarnation is

@@ -1,6 +1,6 @@
 """A runtime's role: what a runtime does besides running its own actors.
 
-:class:`~actorrt._runtime.Runtime` is the composition root. When it is entered it builds one
+:class:`~actorrt._runtime._root.Runtime` is the composition root. When it is entered it builds one
 role and delegates to it every call whose answer depends on where the runtime runs (the
 :class:`~actorrt._roles._role.Role` interface: spawn an actor that needs resources or a
 process, reserve / await / remove a placement group, look a name up, read resource views):

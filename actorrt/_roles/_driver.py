@@ -20,7 +20,7 @@ from .._core._context import PlacementInfo
 from .._core._ref import ActorRef
 from .._core._waits import WaitGraph
 from .._errors import ActorNotFoundError, DeathReason
-from .._placement._scheduler import DRIVER, Scheduler
+from .._processes._scheduler import DRIVER, Scheduler
 from .._wire._auth import secret_to_text
 from .._wire._messages import AskDeadlock
 from ..dashboard._config import DashboardConfig

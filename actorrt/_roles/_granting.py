@@ -17,7 +17,7 @@ from .._core._cell import ActorCell
 from .._core._options import ActorOptions
 from .._core._ref import ActorRef
 from .._core._spawn_progress import waiting_for
-from .._placement._scheduler import Scheduler, gpu_ids
+from .._processes._scheduler import Scheduler, gpu_ids
 from ..resources import Granted, GroupTarget
 from ._role import RuntimeHost, SpawnRequest
 

@@ -11,13 +11,13 @@ from .._core._placement_group import PlacementService
 from .._core._ref import ActorRef
 from .._core._spawn_progress import tracked
 from .._core._waits import WaitGraph
-from .._placement._services import WorkerRequests
+from .._processes._services import WorkerRequests
 from ..resources import PendingRequest
 
 if TYPE_CHECKING:
     from .._core._actor import ActorClass
-    from .._placement._router import Workers
-    from .._placement._scheduler import Scheduler
+    from .._processes._router import Workers
+    from .._processes._scheduler import Scheduler
 
 A = TypeVar("A")
 

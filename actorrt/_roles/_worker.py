@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from .._core._context import PlacementInfo
 from .._core._ref import ActorRef
 from .._core._waits import bounded_by_awaiter
-from .._placement._scheduler import DRIVER
+from .._processes._scheduler import DRIVER
 from .._wire._connection import Connection
 from .._wire._messages import GroupReady, GroupRemove, ReserveGroup
 from ..resources import Resources

@@ -4,7 +4,7 @@ A ref inside a message travels as the codec's ref extension record (code 4), who
 is the msgpack array ``[runtime, worker, actor id, class name, methods, name]``
 (:func:`encode_ref`). ``runtime`` and ``worker`` are the ref's :class:`RefAddress`: the process
 that hosts the actor. The router of the receiving process resolves it
-(``actorrt._placement._router``). Part of the protocol of :mod:`actorrt._wire._messages`:
+(``actorrt._processes._router``). Part of the protocol of :mod:`actorrt._wire._messages`:
 a change here takes a new ``PROTOCOL_VERSION``.
 """
 

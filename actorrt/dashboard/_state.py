@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._control._status import HolderNames, StatusSource, snapshot
-from .._placement._scheduler import NamedDeadlock
+from .._processes._scheduler import NamedDeadlock
 
 __all__ = ["RuntimeState"]
 

@@ -1,6 +1,6 @@
 """``actorrt.util.actor_pool.ActorPool``, at Ray's path (``ray.util.actor_pool``)."""
 
-from .._actor_pool import ActorPool as ActorPool
+from .._runtime._actor_pool import ActorPool as ActorPool
 
 __all__ = ["ActorPool"]
 

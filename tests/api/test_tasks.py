@@ -98,7 +98,7 @@ def test_an_idle_runner_gives_its_grant_back_to_a_waiting_request(
     facade, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Runners stay warm for a minute here, so only a request's wait can make them go sooner.
-    monkeypatch.setattr("actorrt._task_lanes.IDLE_SECONDS", 60.0)
+    monkeypatch.setattr("actorrt._runtime._task_lanes.IDLE_SECONDS", 60.0)
     # 4 CPUs, two of them held by two warm runners (two calls at once: two runners).
     assert len(set(actorrt.get([runner_id(0), runner_id(1)]))) == 2
     # A call needing 3 CPUs waits: the idle runners give theirs back at once.

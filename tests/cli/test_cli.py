@@ -22,8 +22,8 @@ import pytest
 
 import actorrt
 from actorrt import _cli
+from actorrt._cli._experiment import JOURNAL_FILE, read_experiment, summarise_error
 from actorrt._control._server import _discovery, fetch_status
-from actorrt._experiment import JOURNAL_FILE, read_experiment, summarise_error
 from actorrt._wire._auth import AuthenticationError, new_secret
 from actorrt._wire._messages import Status
 from actorrt._wire._transport import connect_unix
@@ -532,7 +532,7 @@ def test_help_of_every_command(env: dict[str, str], capsys: pytest.CaptureFixtur
     assert demo.returncode == 0, demo.stderr
     assert "actorrt.examples.digits" in demo.stdout
     as_module = subprocess.run(
-        [sys.executable, "-m", "actorrt._cli", "results", "--help"],
+        [sys.executable, "-m", "actorrt._cli._main", "results", "--help"],
         env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert as_module.returncode == 0 and "--mode" in as_module.stdout

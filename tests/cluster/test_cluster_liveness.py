@@ -24,7 +24,7 @@ from conftest import eventually
 
 import actorrt
 from actorrt import tune
-from actorrt._cli_cluster import cluster_status
+from actorrt._cli._cluster import cluster_status
 
 from ._cluster import Cluster
 from .netns import make_network, netns_skip_reason

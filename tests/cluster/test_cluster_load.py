@@ -18,7 +18,7 @@ import pytest
 from conftest import eventually
 
 import actorrt
-from actorrt._cli_cluster import cluster_status
+from actorrt._cli._cluster import cluster_status
 
 from ._cluster import Cluster, cluster_on_hosts
 

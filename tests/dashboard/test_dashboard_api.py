@@ -16,7 +16,7 @@ from dashboard_helpers import get, non_loopback_address, trainable
 
 import actorrt
 from actorrt import tune
-from actorrt._ray_init import ray_init_args
+from actorrt._runtime._ray_init import ray_init_args
 
 
 async def test_the_runtime_pages_answer_json_and_nothing_but_get() -> None:

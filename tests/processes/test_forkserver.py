@@ -14,7 +14,7 @@ import pytest
 from conftest import child_processes, eventually, proc_state, wait_until
 
 import actorrt
-from actorrt._placement import _forkserver
+from actorrt._processes import _forkserver
 
 
 @actorrt.actor(process=True)
@@ -75,7 +75,7 @@ async def test_workers_are_forked_by_a_single_threaded_template(
         facts = await ref.facts()
         assert facts["ppid"] == server  # forked by it
         assert facts["pgid"] == facts["pid"]  # in its own process group
-        assert facts["main"] == "actorrt._placement._worker_main"
+        assert facts["main"] == "actorrt._processes._worker_main"
     # Its children run threads of their own; the template never has one, fork after fork.
     assert threads_of(server) == 1
     more = await Probe.options(num_cpus=0.5).spawn()

@@ -19,7 +19,7 @@ from conftest import eventually, proc_state
 
 import actorrt
 from actorrt._control._server import _discovery
-from actorrt._placement import _liveness
+from actorrt._processes import _liveness
 
 CLI = os.path.join(os.path.dirname(sys.executable), "actorrt")
 

@@ -73,7 +73,7 @@ async def test_a_worker_is_a_worker_main_in_its_own_group(
     assert parent_of(facts["ppid"]) == os.getpid()
     assert facts["pid"] != os.getpid()
     assert facts["pgid"] == facts["pid"]  # its own process group
-    assert facts["main"] == "actorrt._placement._worker_main"  # the worker's main, as __main__
+    assert facts["main"] == "actorrt._processes._worker_main"  # the worker's main, as __main__
     assert facts["thread"] != "MainThread"  # sync methods run off the worker's loop
     assert facts["cuda"] == ""  # no GPU granted, none visible
     assert (await ref.loop_kind()).startswith("uvloop")

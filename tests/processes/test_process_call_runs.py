@@ -14,8 +14,8 @@ import pytest
 
 from actorrt import ActorDiedError
 from actorrt._core._mailbox import Mailbox
-from actorrt._placement._dispatch import Host
-from actorrt._placement._proxies import WireReply
+from actorrt._processes._dispatch import Host
+from actorrt._processes._proxies import WireReply
 from actorrt._wire._codec import FLAG_MESSAGE, FLAG_TUPLES
 from actorrt._wire._frames import NOTIFY, REQUEST
 from actorrt._wire._messages import Call, MalformedMessage, Tell, tag_of

@@ -141,7 +141,7 @@ def test_a_worker_output_pipe_is_closed_once_and_only_by_its_owner(loop_kind: st
     # thread's file). Under either loop the descriptor must end closed, by one owner.
     import uvloop
 
-    from actorrt._placement._worker_process import _pipe_reader
+    from actorrt._processes._worker_process import _pipe_reader
 
     async def run() -> None:
         r, w = os.pipe()

@@ -172,7 +172,7 @@ async def test_a_worker_of_another_release_fails_to_start_and_the_spawn_says_why
     both versions, instead of anything being decoded."""
     import shutil
 
-    from actorrt._placement import _bootstrap
+    from actorrt._processes import _bootstrap
 
     copy = tmp_path / "other-release"
     shutil.copytree(

@@ -9,10 +9,10 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._core._context import RunningActor, current_cell, running_actor
-from ._core._handle import AskHandle
-from ._core._wait_edges import WaitEdges, waiting_actor_task
-from ._core._waits import bounded_by_awaiter
+from .._core._context import RunningActor, current_cell, running_actor
+from .._core._handle import AskHandle
+from .._core._wait_edges import WaitEdges, waiting_actor_task
+from .._core._waits import bounded_by_awaiter
 from ._sync import may_block
 
 __all__ = ["wait"]

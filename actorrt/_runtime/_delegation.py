@@ -1,16 +1,16 @@
 """What a runtime delegates to its role, as methods of the runtime (see ``actorrt._roles``).
 
-Mixed into :class:`~actorrt._runtime.Runtime`: the placement service, resource views and the
+Mixed into :class:`~actorrt._runtime._root.Runtime`: the placement service, resource views and the
 owner side come from the role the runtime built when it was entered, with no branch on
 where it runs.
 """
 
 from __future__ import annotations
 
-from ._core._placement_group import PlacementService
-from ._placement._scheduler import Scheduler
-from ._roles._role import OwnerSide, ResourceViews, Role
-from .resources import Broker, PendingRequest
+from .._core._placement_group import PlacementService
+from .._processes._scheduler import Scheduler
+from .._roles._role import OwnerSide, ResourceViews, Role
+from ..resources import Broker, PendingRequest
 
 
 class RoleDelegation:

@@ -1,6 +1,6 @@
 """``actorrt dashboard [EXPERIMENT_FOLDER]``: the dashboard of an experiment folder.
 
-It serves the folder's sweep, read from its files (``actorrt._experiment``, in a thread,
+It serves the folder's sweep, read from its files (``actorrt._cli._experiment``, in a thread,
 each request), while the experiment runs or after it ended; no runtime is started, so the
 runtime pages (resources, waits, actors, nodes) are empty: those come from the program's
 own dashboard (``actorrt.init(include_dashboard=True)``).
@@ -13,9 +13,9 @@ import asyncio
 import os
 from typing import Any
 
-from ._errors import ActorrtError
+from .._errors import ActorrtError
+from ..dashboard import DashboardConfig, register_sweep
 from ._experiment import NotAnExperimentError, TrialSummary, read_experiment
-from .dashboard import DashboardConfig, register_sweep
 
 __all__ = ["DashboardArgumentError", "FolderSweep", "add_dashboard_command", "dashboard"]
 
@@ -84,7 +84,7 @@ def dashboard(args: argparse.Namespace) -> int:
 
 
 async def _serve(config: DashboardConfig) -> None:
-    from .dashboard._server import DashboardServer
+    from ..dashboard._server import DashboardServer
 
     server = DashboardServer(config, None)
     await server.start()

@@ -17,7 +17,7 @@ between two slices, so that many workers never hold the loop up for long.
 A worker found frozen is reported once per episode (a warning naming the actor and the pid;
 an info line when it answers again), shown by ``actorrt status`` (state ``unresponsive``),
 and its actor is told
-(:meth:`~actorrt._placement._process_actor.ProcessActor.frozen`): a stop waiting on a
+(:meth:`~actorrt._processes._process_actor.ProcessActor.frozen`): a stop waiting on a
 stopped worker escalates to a kill. The checks run only while the runtime has workers.
 
 This module does not know the pool: :class:`LivenessWatch` is given a callable that lists

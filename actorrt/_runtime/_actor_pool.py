@@ -24,8 +24,8 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
-from ._core._handle import AskHandle
-from ._errors import ActorDiedError, ConnectionLostError
+from .._core._handle import AskHandle
+from .._errors import ActorDiedError, ConnectionLostError
 from ._sync import may_block
 
 __all__ = ["ActorPool"]

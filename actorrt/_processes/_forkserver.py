@@ -2,9 +2,9 @@
 
 A fresh interpreter takes a good part of a second to import actorrt's worker side. So the
 pool starts one template process per runtime, the first time it needs a worker: a fresh
-interpreter started the plain way (:mod:`actorrt._placement._bootstrap`), which imports the
+interpreter started the plain way (:mod:`actorrt._processes._bootstrap`), which imports the
 worker side once, and the modules named in ``ACTORRT_WORKER_PRELOAD``, and then forks a
-worker on each request (:mod:`actorrt._placement._forkserver_main`). It never has a thread
+worker on each request (:mod:`actorrt._processes._forkserver_main`). It never has a thread
 or an event loop when it forks; each child makes its own uvloop loop.
 
 The template is the parent of the workers it forks, reaps them and reports each exit code

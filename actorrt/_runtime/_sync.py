@@ -20,14 +20,14 @@ from typing import Any, TypeVar
 
 import uvloop
 
-from ._core._context import current_cell, running_actor
-from ._core._handle import AskHandle, ThreadWait
-from ._errors import AskTimeoutError, RuntimeAlreadyRunningError
-from ._notebook import must_await
+from .._core._context import current_cell, running_actor
+from .._core._handle import AskHandle, ThreadWait
+from .._errors import AskTimeoutError, RuntimeAlreadyRunningError
+from .._notebook import must_await
+from .._sigterm import DEFAULT_GRACE, SIGTERM_EXIT_STATUS, OrderlySigterm, check_grace
 from ._objects import ObjectRef
 from ._ray_init import ray_init_args
-from ._runtime import Runtime, current_runtime
-from ._sigterm import DEFAULT_GRACE, SIGTERM_EXIT_STATUS, OrderlySigterm, check_grace
+from ._root import Runtime, current_runtime
 
 T = TypeVar("T")
 

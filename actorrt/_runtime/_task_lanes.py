@@ -15,10 +15,10 @@ import collections
 import weakref
 from typing import Any, Final
 
-from ._core._actor import ActorClass
-from ._core._options import ActorOptions
-from ._errors import DeathReason
-from ._runtime import current_runtime
+from .._core._actor import ActorClass
+from .._core._options import ActorOptions
+from .._errors import DeathReason
+from ._root import current_runtime
 
 # Ends of a worker that are worth a second run: the process went, not the function failed.
 RETRIED = frozenset({DeathReason.PROCESS_DIED, DeathReason.NODE_LOST})

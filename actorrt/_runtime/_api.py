@@ -9,12 +9,12 @@ import os
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
-from ._core._context import current_cell
-from ._placement._scheduler import gpu_ids
-from ._roles._role import ResourceViews
-from ._runtime import Runtime, current_runtime
-from ._sigterm import DEFAULT_GRACE, SIGTERM_EXIT_STATUS, OrderlySigterm, check_grace
-from .resources import PendingRequest
+from .._core._context import current_cell
+from .._processes._scheduler import gpu_ids
+from .._roles._role import ResourceViews
+from .._sigterm import DEFAULT_GRACE, SIGTERM_EXIT_STATUS, OrderlySigterm, check_grace
+from ..resources import PendingRequest
+from ._root import Runtime, current_runtime
 
 try:
     from asyncio import _get_running_loop as _running_loop

@@ -20,7 +20,7 @@ Decoding resolves the address (:meth:`Workers.decode_ref`):
   there): a relay over that worker's connection, which the owner also uses to route calls
   other workers make to it (:meth:`Workers.resolve`);
 - an actor of this process or of a worker that has ended, or of another runtime: a
-  :class:`~actorrt._placement._proxies.DeadTarget` whose calls say so (for another runtime:
+  :class:`~actorrt._processes._proxies.DeadTarget` whose calls say so (for another runtime:
   that its runtime is gone).
 
 In cluster mode workers on other nodes connect to this runtime over TCP (TLS, the cluster's

@@ -23,25 +23,25 @@ from collections.abc import Coroutine, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from ._cluster._files import cluster_address
-from ._core import _current
-from ._core._cell import ActorCell
-from ._core._context import current_cell
-from ._core._options import ActorOptions
-from ._core._ref import ActorRef
-from ._core._spawn_progress import waiting_for
-from ._core._waits import WaitGraph
-from ._errors import ActorDiedError, ActorNotFoundError, DeathReason, RuntimeClosedError
-from ._placement._router import Workers
-from ._roles._driver import DriverRole
-from ._roles._role import Role, SpawnRequest, within_spawn_timeout
-from ._roles._worker import WorkerRole
-from ._runtime_role import RoleDelegation
-from .dashboard import DashboardConfig, dashboard_config
-from .resources import NodeInventory, detect_local_node
+from .._cluster._files import cluster_address
+from .._core import _current
+from .._core._cell import ActorCell
+from .._core._context import current_cell
+from .._core._options import ActorOptions
+from .._core._ref import ActorRef
+from .._core._spawn_progress import waiting_for
+from .._core._waits import WaitGraph
+from .._errors import ActorDiedError, ActorNotFoundError, DeathReason, RuntimeClosedError
+from .._processes._router import Workers
+from .._roles._driver import DriverRole
+from .._roles._role import Role, SpawnRequest, within_spawn_timeout
+from .._roles._worker import WorkerRole
+from ..dashboard import DashboardConfig, dashboard_config
+from ..resources import NodeInventory, detect_local_node
+from ._delegation import RoleDelegation
 
 if TYPE_CHECKING:
-    from ._core._actor import ActorClass
+    from .._core._actor import ActorClass
 
 logger = logging.getLogger("actorrt")
 
@@ -148,7 +148,7 @@ class Runtime(RoleDelegation):
 
     def serve_as_worker(self) -> None:
         """Before entering: this runtime is a worker process's, reaching its owner over the
-        connection its main attaches (``actorrt._placement._worker_main``)."""
+        connection its main attaches (``actorrt._processes._worker_main``)."""
         if self._entered:
             raise RuntimeError("a runtime's role is chosen before it is entered")
         self._is_worker = True
@@ -179,7 +179,7 @@ class Runtime(RoleDelegation):
                 role = WorkerRole(self)
             elif self._cluster_address is not None:
                 # Only a program that joins a cluster loads its link (and TLS).
-                from ._cluster._link import join_cluster
+                from .._cluster._link import join_cluster
 
                 link = await join_cluster(self._cluster_address, self.runtime_id)
                 role = DriverRole(

@@ -21,8 +21,8 @@ START_FAILED = 3
 # owner died, or the connection broke): never a signal, which would read as a kill.
 RUNTIME_LOST = 4
 
-WORKER_MAIN = "actorrt._placement._worker_main"
-FORKSERVER_MAIN = "actorrt._placement._forkserver_main"
+WORKER_MAIN = "actorrt._processes._worker_main"
+FORKSERVER_MAIN = "actorrt._processes._forkserver_main"
 
 BOOTSTRAP = """\
 import sys

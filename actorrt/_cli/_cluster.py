@@ -34,7 +34,7 @@ from typing import Any
 
 import uvloop
 
-from ._cluster._files import (
+from .._cluster._files import (
     DEFAULT_PORT,
     ClusterConfigError,
     cluster_address,
@@ -42,11 +42,11 @@ from ._cluster._files import (
     read_token,
     running_head,
 )
-from ._cluster._serve import NodeOptions, serve_head, serve_node
-from ._errors import ActorrtError
-from ._wire import _tls
-from ._wire._messages import ClusterStatus
-from ._wire._transport import connect_tcp
+from .._cluster._serve import NodeOptions, serve_head, serve_node
+from .._errors import ActorrtError
+from .._wire import _tls
+from .._wire._messages import ClusterStatus
+from .._wire._transport import connect_tcp
 
 __all__ = [
     "add_cluster_commands", "cluster_status", "head_started_here", "render_cluster", "start",

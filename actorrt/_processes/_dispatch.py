@@ -4,7 +4,7 @@ Both ends use this: the owning runtime (messages from its workers) and each work
 from its owner). Every message is a typed class of :mod:`actorrt._wire._messages`; the table
 in :class:`Host` routes each class to its handler (``docs/wire.md`` has the message table:
 direction, fields, reply). A handler finds its actor through the router
-(:meth:`~actorrt._placement._router.Workers.resolve`): one of this process's actors, or a proxy
+(:meth:`~actorrt._processes._router.Workers.resolve`): one of this process's actors, or a proxy
 on the connection that reaches it.
 """
 

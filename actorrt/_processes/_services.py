@@ -1,12 +1,12 @@
-"""What the placement layer asks of the runtime that composes it.
+"""What the processes layer asks of the runtime that composes it.
 
 The placement layer (dispatch, router, proxies, process actors, pool, worker main) never
-imports ``actorrt._runtime``: the runtime sits above it. It reaches the runtime through the
+imports ``actorrt._runtime._root``: the runtime sits above it. It reaches the runtime through the
 :class:`PlacementServices` protocol, which names every service it uses (and, for the router
 and the broker bridge that the runtime holds, the parts of them that other placement
 modules use: :class:`RouterServices`, :class:`WaitReports`), and a worker process
 builds its runtime through a :class:`WorkerRuntimeFactory` it is given by name (the class of
-its owner's runtime; see :mod:`actorrt._placement._worker_main`). ``actorrt._runtime.Runtime``
+its owner's runtime; see :mod:`actorrt._processes._worker_main`). ``actorrt._runtime._root.Runtime``
 satisfies both; mypy checks it where the runtime hands itself to the router.
 """
 
@@ -34,7 +34,7 @@ GrantInfo = tuple[dict[str, float], Any] | None
 
 
 class RouterServices(Protocol):
-    """The router (``actorrt._placement._router.Workers``), as process actors and the worker
+    """The router (``actorrt._processes._router.Workers``), as process actors and the worker
     main use it."""
 
     @property
@@ -74,7 +74,7 @@ class RouterServices(Protocol):
 
 
 class WaitReports(Protocol):
-    """The broker bridge (``actorrt._placement._scheduler.Grants``), as dispatch uses it."""
+    """The broker bridge (``actorrt._processes._scheduler.Grants``), as dispatch uses it."""
 
     def blocked_on_holder(
         self, waiter: Hashable, target: Hashable, blocked: bool, serial: bool | None = None
@@ -118,7 +118,7 @@ class WorkerRequests(Protocol):
 
 
 class PlacementServices(Protocol):
-    """The runtime's services that the placement layer uses."""
+    """The runtime's services that the processes layer uses."""
 
     @property
     def owner(self) -> WorkerRequests:

@@ -44,11 +44,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._errors import ActorrtError
+from .._shared._storage_path import check_experiment_dir
+from ..dashboard._sources import AUTO_FIELDS
+from ..tune._controller._storage import flatten
 from ._error_summary import ErrorSummary, summarise_error
-from ._errors import ActorrtError
-from ._shared._storage_path import check_experiment_dir
-from .dashboard._sources import AUTO_FIELDS
-from .tune._controller._storage import flatten
 
 __all__ = [
     "AUTO_FIELDS",

@@ -1,8 +1,8 @@
 """Text output of the ``actorrt`` command: tables, amounts, the status and results reports.
 
-Pure functions from data to text: the commands in ``actorrt._cli`` gather the data
-(``actorrt._control._status`` snapshots, ``actorrt._experiment`` summaries) and print what these
-return, so the layout is tested without a terminal.
+Pure functions from data to text: the commands in ``actorrt._cli._main`` gather the data
+(``actorrt._control._status`` snapshots, ``actorrt._cli._experiment`` summaries) and print
+what these return, so the layout is tested without a terminal.
 """
 
 from __future__ import annotations

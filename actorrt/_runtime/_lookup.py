@@ -13,8 +13,8 @@ import warnings
 from collections.abc import Generator
 from typing import Any
 
-from ._core._ref import ActorRef
-from ._runtime import current_runtime
+from .._core._ref import ActorRef
+from ._root import current_runtime
 
 __all__ = ["ActorLookup", "get_actor"]
 

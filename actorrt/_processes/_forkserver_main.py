@@ -1,6 +1,6 @@
 """The fork server's process: a template that forks worker processes on request.
 
-Started once per runtime by :class:`~actorrt._placement._forkserver.ForkServer` the plain way
+Started once per runtime by :class:`~actorrt._processes._forkserver.ForkServer` the plain way
 (``python -P -c BOOTSTRAP``: ``PR_SET_PDEATHSIG``, ``actorrt`` imported from its owner's
 folder). Its stdin is its control socket (``SOCK_SEQPACKET``: one message per datagram,
 file descriptors attached with ``SCM_RIGHTS``). It reads its boot message (the owner's
@@ -19,7 +19,7 @@ thread: a fork copies only the forking thread, so a lock another thread held wou
 held for ever in the child. When its control socket closes (its owner closed it or died),
 it exits, and the children it still has die with it.
 
-The child becomes a worker exactly as a fresh one does (:mod:`actorrt._placement._worker_main`
+The child becomes a worker exactly as a fresh one does (:mod:`actorrt._processes._worker_main`
 runs as ``__main__``, reading its boot line from stdin), after it has put itself in a new
 session and process group, asked to be SIGKILLed when the fork server goes
 (``PR_SET_PDEATHSIG``; a child of a fork server that died meanwhile exits at once), and

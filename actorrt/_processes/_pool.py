@@ -1,9 +1,9 @@
 """Worker processes and their pool, seen from the runtime that owns them.
 
-A worker is forked by the runtime's fork server (:mod:`actorrt._placement._forkserver`), a
+A worker is forked by the runtime's fork server (:mod:`actorrt._processes._forkserver`), a
 template interpreter that has imported actorrt's worker side once, when the fork server can
 give it exactly its environment; otherwise, or when the fork server cannot start, it is a
-fresh interpreter started the plain way (:mod:`actorrt._placement._bootstrap`: ``-P``,
+fresh interpreter started the plain way (:mod:`actorrt._processes._bootstrap`: ``-P``,
 ``PR_SET_PDEATHSIG``, actorrt imported from this process's folder). Either way it is in its
 own process group, is told on its stdin where the runtime's socket is and the runtime's
 secret (stdin, not the environment, so the secret does not leak into the worker's own
@@ -11,7 +11,7 @@ children), connects back, proves it knows the secret, and hosts one resource-bea
 at a time. The parent that its death signal watches is the *thread* that started it (the
 fork server, or the runtime's event-loop thread, which lives as long as the runtime).
 Processes the worker starts are ended by its own watcher (see
-:mod:`actorrt._placement._worker_main`).
+:mod:`actorrt._processes._worker_main`).
 
 Idle workers are pooled by the exact environment they were started with (``WorkerKey``):
 a worker is reused only for an actor whose key matches, never after a crash or a kill, and
@@ -47,7 +47,7 @@ from ._liveness import LivenessWatch
 from ._remote_worker import NodeStarter, RemoteWorkerProcess
 from ._worker_process import THREAD_VARIABLES, WorkerKey, WorkerProcess, describe_exit
 
-__all__ = [  # what the placement layer imports from here
+__all__ = [  # what the processes layer imports from here
     "BOOTSTRAP", "PACKAGE_PARENT", "START_FAILED", "THREAD_VARIABLES", "WorkerKey",
     "WorkerPool", "WorkerProcess", "describe_exit",
 ]

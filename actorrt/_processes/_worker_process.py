@@ -1,8 +1,8 @@
 """One worker process, seen from the runtime that owns it (the pool keeps them: ``_pool``).
 
-A worker is forked by the runtime's fork server (:mod:`actorrt._placement._forkserver`) when
+A worker is forked by the runtime's fork server (:mod:`actorrt._processes._forkserver`) when
 the fork server can give it exactly its environment, or started as a fresh interpreter
-(:mod:`actorrt._placement._bootstrap`). Either way it is in its own process group and told
+(:mod:`actorrt._processes._bootstrap`). Either way it is in its own process group and told
 on its stdin where the runtime's socket is and the runtime's secret (stdin, not the
 environment, so the secret does not leak into the worker's own children). Its stdout and
 stderr reach this process's, each line prefixed with the actor it hosts. When it exits, its

@@ -1,12 +1,12 @@
 """The worker process's main, run by a runtime's pool: in a child of its fork server, or in a
-fresh interpreter (see :mod:`actorrt._placement._bootstrap`).
+fresh interpreter (see :mod:`actorrt._processes._bootstrap`).
 
 It reads one JSON line from stdin (the socket path, the secret, the owner's pid, its own id,
 the owner's ``sys.path``, the owner's runtime id and the import path of the owner's runtime
 class), connects back, and hosts actors until the owner closes the connection. The runtime
 class arrives by name because this layer sits below the runtime and never imports it: the
-worker runs what its owner runs (``actorrt._runtime:Runtime``), built through the
-:class:`~actorrt._placement._services.WorkerRuntimeFactory` protocol.
+worker runs what its owner runs (``actorrt._runtime._root:Runtime``), built through the
+:class:`~actorrt._processes._services.WorkerRuntimeFactory` protocol.
 
 Nothing it runs may outlive the owner:
 
@@ -20,15 +20,15 @@ Nothing it runs may outlive the owner:
 
 Nothing an actor runs may outlive the actor either: the worker is a child subreaper, and when
 its hosted actor ends it kills every process that actor started, double-forked or in a
-session of its own included (:mod:`actorrt._placement._descendants`); a thread the actor
+session of its own included (:mod:`actorrt._processes._descendants`); a thread the actor
 left running cannot be killed, so then the worker tells its owner to retire it.
 
 A worker whose connection to its runtime is lost (the owner died, or the connection broke)
-ends what it started and exits with :data:`~actorrt._placement._bootstrap.RUNTIME_LOST`, so
+ends what it started and exits with :data:`~actorrt._processes._bootstrap.RUNTIME_LOST`, so
 an owner that is still there reports the lost connection, not a kill.
 
 A worker that cannot connect (its runtime gone, its backlog full past the retry time) says
-why on stderr and exits with :data:`~actorrt._placement._bootstrap.START_FAILED`, never with a
+why on stderr and exits with :data:`~actorrt._processes._bootstrap.START_FAILED`, never with a
 signal, so its owner does not mistake the failure for a kill.
 """
 

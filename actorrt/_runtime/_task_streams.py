@@ -20,9 +20,9 @@ import itertools
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from ._core._actor import ActorClass
-from ._core._streams import Stream, check_may_block
-from ._errors import ActorDiedError
+from .._core._actor import ActorClass
+from .._core._streams import Stream, check_may_block
+from .._errors import ActorDiedError
 from ._task_lanes import RETRIED, Lane, hand_on, own, runner_for, stop_quietly
 
 try:

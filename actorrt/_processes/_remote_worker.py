@@ -51,7 +51,7 @@ class NodeStarter(Protocol):
 
 
 class ClusterSide(Protocol):
-    """What the placement layer needs of a driver's link to its cluster."""
+    """What the processes layer needs of a driver's link to its cluster."""
 
     @property
     def host(self) -> str:

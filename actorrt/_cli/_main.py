@@ -30,11 +30,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import _cli_cluster, _cli_dashboard
-from ._cli_format import render_results, render_status, results_json
-from ._control import _discovery
-from ._control._server import fetch_status
-from ._errors import ActorrtError
+from .._control import _discovery
+from .._control._server import fetch_status
+from .._errors import ActorrtError
+from .._wire._auth import AuthenticationError
+from .._wire._codec import RemoteError
+from . import _cluster, _dashboard
 from ._experiment import (
     Experiment,
     NotAnExperimentError,
@@ -42,8 +43,7 @@ from ._experiment import (
     metric_candidates,
     read_experiment,
 )
-from ._wire._auth import AuthenticationError
-from ._wire._codec import RemoteError
+from ._format import render_results, render_status, results_json
 
 __all__ = ["DEMO_MODULE", "CliError", "main"]
 
@@ -73,15 +73,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if command == "demo":
             return _demo(rest)
         if command == "start":
-            return _cli_cluster.start(namespace, args_list)
+            return _cluster.start(namespace, args_list)
         if command == "stop":
-            return _cli_cluster.stop(namespace)
+            return _cluster.stop(namespace)
         if command == "status":
             return _status(namespace)
         if command == "dashboard":
             try:
-                return _cli_dashboard.dashboard(namespace)
-            except _cli_dashboard.DashboardArgumentError as exc:
+                return _dashboard.dashboard(namespace)
+            except _dashboard.DashboardArgumentError as exc:
                 raise CliError(str(exc), code=2) from None
             except OSError as exc:  # the port is in use, say
                 raise CliError(str(exc)) from None
@@ -103,8 +103,8 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_status(commands)
     _add_results(commands)
-    _cli_cluster.add_cluster_commands(commands)
-    _cli_dashboard.add_dashboard_command(commands)
+    _cluster.add_cluster_commands(commands)
+    _dashboard.add_dashboard_command(commands)
     commands.add_parser(
         "demo",
         add_help=False,
@@ -215,13 +215,13 @@ def _width() -> int:
 
 def _cluster_status(args: argparse.Namespace) -> int:
     try:
-        data = _cli_cluster.cluster_status(args.address, args.timeout)
+        data = _cluster.cluster_status(args.address, args.timeout)
     except (ActorrtError, OSError, TimeoutError) as exc:
         raise CliError(f"cannot read the cluster's status at {args.address}: {exc}") from None
     if args.json:
         print(json.dumps(data, indent=2, sort_keys=True))
     else:
-        print(_cli_cluster.render_cluster(data))
+        print(_cluster.render_cluster(data))
     return 0
 
 
@@ -232,7 +232,7 @@ def _status(args: argparse.Namespace) -> int:
         entries = _discovery.list_runtimes()
     except PermissionError as exc:
         raise CliError(str(exc)) from None
-    if not entries and args.pid is None and _cli_cluster.head_started_here():
+    if not entries and args.pid is None and _cluster.head_started_here():
         args.address = "auto"  # no program runs here, but a cluster's head does: show it
         return _cluster_status(args)
     entry = _choose(entries, args.pid)

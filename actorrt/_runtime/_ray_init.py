@@ -18,7 +18,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from ._cluster._files import running_head
+from .._cluster._files import running_head
 
 __all__ = ["RUNTIME_ARGS", "ray_init_args"]
 

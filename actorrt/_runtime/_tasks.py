@@ -21,12 +21,12 @@ import itertools
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
 
-from ._core._actor import ActorClass, actor
-from ._core._context import current_cell, running_actor
-from ._core._handle import AskHandle
-from ._core._options import ActorOptions
-from ._errors import ActorDiedError
-from ._runtime import current_runtime
+from .._core._actor import ActorClass, actor
+from .._core._context import current_cell, running_actor
+from .._core._handle import AskHandle
+from .._core._options import ActorOptions
+from .._errors import ActorDiedError
+from ._root import current_runtime
 from ._task_lanes import RETRIED, hand_on, lane_for, own, runner_for
 from ._task_streams import TaskStream, open_stream
 
