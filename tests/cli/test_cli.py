@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import actorrt
-from actorrt import _cli
+from actorrt._cli import _main as _cli
 from actorrt._cli._experiment import JOURNAL_FILE, read_experiment, summarise_error
 from actorrt._control._server import _discovery, fetch_status
 from actorrt._wire._auth import AuthenticationError, new_secret
