@@ -34,6 +34,7 @@ from ..schedulers.trial_scheduler import FIFOScheduler, TrialScheduler
 from ..search.basic_variant import BasicVariantGenerator
 from ..search.concurrency_limiter import ConcurrencyLimiter
 from ..search.searcher import Searcher
+from ..search.util import set_search_properties_compatibly
 from ..stopper._from_config import to_stopper
 from ..tune_config import RunConfig, TuneConfig, limited_search_alg
 from ._experiment_state import make_header
@@ -148,8 +149,8 @@ class ControllerState:
             searcher = BasicVariantGenerator()
             if config.max_concurrent_trials:
                 searcher = ConcurrencyLimiter(searcher, config.max_concurrent_trials)
-        searcher.set_search_properties(
-            config.metric, config.mode, self.param_space,
+        set_search_properties_compatibly(
+            searcher.set_search_properties, config.metric, config.mode, self.param_space,
             num_samples=config.num_samples, seed=config.seed,
         )
         return searcher

@@ -169,6 +169,8 @@ class LibrarySearcher(Searcher):
         return 1.0 if self._mode == "max" else -1.0
 
     def suggest(self, trial_id: str) -> dict[str, Any] | str | None:
+        if not self._ready and self._space and self._metric and self._mode:
+            self._setup_once()  # built with all it needs (as Ray's: ready without a Tuner)
         if not self._ready:
             raise RuntimeError(
                 f"{self.NAME}.suggest before set_search_properties: give it to a Tuner "

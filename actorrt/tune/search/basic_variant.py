@@ -65,6 +65,11 @@ class BasicVariantGenerator(Searcher):
         self.total_trials = max(self._num_samples, points) * grid
         return True
 
+    @property
+    def total_samples(self) -> int:
+        """How many trials the sweep makes (Ray's name): samples times grid points."""
+        return self.total_trials
+
     def set_max_concurrency(self, max_concurrent: int) -> bool:
         self.max_concurrent = max_concurrent
         return True

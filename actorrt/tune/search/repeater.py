@@ -15,6 +15,7 @@ import math
 from typing import Any
 
 from .searcher import Searcher, WrappingSearcher
+from .util import set_search_properties_compatibly
 
 __all__ = ["TRIAL_INDEX", "Repeater"]
 
@@ -70,7 +71,9 @@ class Repeater(WrappingSearcher):
             )
         if isinstance(samples, int):
             spec = {**spec, "num_samples": -(-samples // self.repeat)}
-        return self.searcher.set_search_properties(metric, mode, config, **spec)
+        return set_search_properties_compatibly(
+            self.searcher.set_search_properties, metric, mode, config, **spec
+        )
 
     def suggest(self, trial_id: str) -> dict[str, Any] | str | None:
         group = self._groups[-1] if self._groups else None

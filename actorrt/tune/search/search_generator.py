@@ -7,6 +7,7 @@ from typing import Any
 
 from .search_algorithm import SearchAlgorithm
 from .searcher import Searcher
+from .util import set_search_properties_compatibly
 
 __all__ = ["SearchGenerator"]
 
@@ -34,7 +35,9 @@ class SearchGenerator(SearchAlgorithm):
 
     def set_search_properties(self, metric: str | None, mode: str | None,
                               config: dict[str, Any], **spec: Any) -> bool:
-        return bool(self.searcher.set_search_properties(metric, mode, config, **spec))
+        return bool(set_search_properties_compatibly(
+            self.searcher.set_search_properties, metric, mode, config, **spec
+        ))
 
     def __repr__(self) -> str:
         return f"SearchGenerator({self.searcher!r})"

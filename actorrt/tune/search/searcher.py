@@ -20,6 +20,7 @@ from typing import Any
 
 import cloudpickle
 
+from .util import set_search_properties_compatibly
 from .variant_generator import resolve_one
 
 __all__ = ["Searcher", "WrappingSearcher", "resume_search"]
@@ -154,7 +155,9 @@ class WrappingSearcher(Searcher):
     def set_search_properties(
         self, metric: str | None, mode: str | None, config: dict[str, Any], **spec: Any
     ) -> bool:
-        return self.searcher.set_search_properties(metric, mode, config, **spec)
+        return set_search_properties_compatibly(
+            self.searcher.set_search_properties, metric, mode, config, **spec
+        )
 
 
 def resume_search(searcher: Searcher, created: int, live: Iterable[str]) -> None:
