@@ -71,6 +71,22 @@ async def until(read: Callable[[], Any], holds: Callable[[Any], bool], within: f
     return value
 
 
+async def act(browser: Any, by: str, value: str, do: Callable[[Any], Any]) -> None:
+    """Find an element and act on it as a user does (a click, typing). The page redraws
+    once a second, so an element found just before a redraw may be gone when acted on:
+    find it again then, as a user's next click would."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    for _ in range(20):
+        element = await asyncio.to_thread(browser.find_element, by, value)
+        try:
+            await asyncio.to_thread(do, element)
+            return
+        except StaleElementReferenceException:
+            continue
+    raise AssertionError(f"{by}={value!r} was redrawn under every one of 20 tries")
+
+
 def script(browser: Any, js: str) -> Callable[[], Any]:
     return lambda: browser.execute_script(js)
 
@@ -135,20 +151,13 @@ async def test_a_running_sweep_is_watched_live(browser: Any, shots: Path, tmp_pa
             assert best is not None and best.endswith(tuple("0123456789"))
             await screenshot(browser, shots, "sweep-done")
             # Sorted by a click on a column's header (twice: descending), filtered by typing.
-            header = await asyncio.to_thread(
-                browser.find_element, "css selector", "th[data-key=latest]"
-            )
-            await asyncio.to_thread(header.click)
+            await act(browser, "css selector", "th[data-key=latest]", lambda e: e.click())
             scores = script(browser, """return [...document.querySelectorAll(
                 '#trials tbody td.latest')].map(td => +td.textContent)""")
             await until(scores, lambda v: v == sorted(v) and len(v) == 5, 30)
-            header = await asyncio.to_thread(
-                browser.find_element, "css selector", "th[data-key=latest]"
-            )
-            await asyncio.to_thread(header.click)
+            await act(browser, "css selector", "th[data-key=latest]", lambda e: e.click())
             await until(scores, lambda v: v == sorted(v, reverse=True) and len(v) == 5, 30)
-            box = await asyncio.to_thread(browser.find_element, "id", "filter")
-            await asyncio.to_thread(box.send_keys, "cannot go on")
+            await act(browser, "id", "filter", lambda e: (e.clear(), e.send_keys("cannot go on")))
             await until(script(browser, ROWS), lambda rs: [s for _, s in rs] == ["error"], 30)
         finally:
             fit.cancel()
