@@ -73,16 +73,20 @@ async def until(read: Callable[[], Any], holds: Callable[[Any], bool], within: f
 
 async def act(browser: Any, by: str, value: str, do: Callable[[Any], Any]) -> None:
     """Find an element and act on it as a user does (a click, typing). The page redraws
-    once a second, so an element found just before a redraw may be gone when acted on:
-    find it again then, as a user's next click would."""
-    from selenium.common.exceptions import StaleElementReferenceException
+    once a second, so an element found just before a redraw may be gone (or not yet
+    usable) when acted on: find it again then, as a user's next click would."""
+    from selenium.common.exceptions import (
+        ElementNotInteractableException,
+        StaleElementReferenceException,
+    )
 
     for _ in range(20):
         element = await asyncio.to_thread(browser.find_element, by, value)
         try:
             await asyncio.to_thread(do, element)
             return
-        except StaleElementReferenceException:
+        except (StaleElementReferenceException, ElementNotInteractableException):
+            await asyncio.sleep(0.05)  # replaced while acted on: the next redraw is done
             continue
     raise AssertionError(f"{by}={value!r} was redrawn under every one of 20 tries")
 
