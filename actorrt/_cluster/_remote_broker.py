@@ -132,7 +132,7 @@ class RemoteBroker:
         except ConnectionLostError as exc:  # ended before anyone noticed: the head is lost
             self.link.head_broken(exc)
             raise self.lost or HeadLostError(f"the cluster's head is lost: {exc}") from exc
-        self._claims[rid] = (str(holder), (specs, str(strategy)))
+        self._claims[rid] = (str(holder), (specs, str(strategy), not isinstance(where, list)))
         reply.add_done_callback(lambda done: self._claimed(rid, str(holder), done))
         return []
 
@@ -257,12 +257,23 @@ class RemoteBroker:
             for node, spec, gpus, group, index in msg.placements
         )
         group = self._in(msg.group)
+        if claim is not None and claim[1][2]:
+            self._draw(placements)
         if group is not None and claim is not None:
-            specs, strategy = claim[1]
+            specs, strategy, _ = claim[1]
             self._groups[group] = GroupInfo(
                 group, holder, tuple(specs or ()), strategy, tuple(p.node_id for p in placements)
             )
         self._deliver([Granted(rid, holder, placements, group)])
+
+    def _draw(self, placements: tuple[BundlePlacement, ...]) -> None:
+        """Takes a grant's bundles off the head's last view of what is free, so that
+        ``available_resources()`` agrees with a grant as soon as it is known here; the
+        head's next view, sent after the grant on the same connection, replaces it."""
+        for placement in placements:
+            for name, amount in placement.resources.to_dict().items():
+                if name in self._available:
+                    self._available[name] = max(0.0, self._available[name] - amount)
 
     def denied(self, msg: Deny) -> None:
         rid = self._in(msg.request_id) or ""
