@@ -7,8 +7,10 @@ to ``r0 = int(max_t * eta**-s)`` (in ``time_attr`` units). A trial reaching its 
 milestone is PAUSED (its actor stops and gives its resources back; it resumes from its
 latest checkpoint). When every live trial of a bracket has reached the milestone, the bracket
 halves: the best ``ceil(n / eta)`` go on (resumed) to the next milestone,
-``int(min(r * eta, max_t - milestone))`` as Ray computes it, and the others stop. A bracket
-whose halvings are done stops its trials at the last milestone.
+``int(min(r * eta, max_t))`` as Ray computes it (so bracket ``s``'s milestones are
+``r0, r0 * eta, ...`` up to ``max_t``), and the others stop. A bracket whose halvings are
+done stops its trials at the last milestone; while one halving is being carried out, a
+trial the halving stops does not start another.
 
 Trainables must report a checkpoint with (at least) each result at a milestone, and load it
 when they start with one (``tune.get_checkpoint()``).
@@ -69,7 +71,7 @@ class _Bracket:
             return list(self.live), []
         self.halves -= 1
         self.n = math.ceil(self.n / self.eta)
-        self.r = int(min(self.r * self.eta, self.max_t - self.milestone))
+        self.r = int(min(self.r * self.eta, self.max_t))
         self.milestone = self.r
         ranked = sorted(self.live, key=lambda t: sign * float(self.live[t][metric]))
         return ranked[-self.n:], ranked[:-self.n]
@@ -210,6 +212,12 @@ class HyperBandScheduler(TrialScheduler):
                     controller.stop_trial(trial)
             for trial_id in good:
                 if not bracket.goes_on(trial_id):
+                    if bracket.finished():  # already at the last milestone: it ends there
+                        bracket.live.pop(trial_id, None)
+                        if trial_id == current:
+                            action = self.STOP
+                        elif bracket.trials[trial_id].status == PAUSED:
+                            controller.stop_trial(bracket.trials[trial_id])
                     continue
                 if trial_id == current:
                     action = self.CONTINUE
