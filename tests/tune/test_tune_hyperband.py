@@ -110,6 +110,64 @@ def test_a_trial_that_ends_early_lets_its_bracket_halve() -> None:
                                  ("stop", "t6")]
 
 
+def test_rays_hyperband_example_shape_max_t_200_with_nine_trials() -> None:
+    # Ray's hyperband example: max_t=200, eta=3. s_max + 1 = round(log 200 / log 3) + 1 = 6;
+    # bracket s=0 takes n0 = 6 trials to r0 = 200, bracket s=1 (n0 = 9, r0 = int(200 / 3)
+    # = 66) gets the other three.
+    sched = HyperBandScheduler(metric="score", mode="max", max_t=200)
+    assert (sched.s_max_1, sched.n0(0), sched.r0(0), sched.n0(1), sched.r0(1)) == (
+        6, 6, 200, 9, 66)
+    ctl = FakeController()
+    trials = [FakeTrial(f"t{i}") for i in range(9)]
+    for trial in trials:
+        sched.on_trial_add(ctl, trial)
+    first, second = trials[:6], trials[6:]
+    # Bracket s=1: below 66 every result goes on; at 66 the first two wait, paused.
+    assert {report(sched, ctl, x, 65, 1.0) for x in second} == {CONTINUE}
+    assert [report(sched, ctl, x, 66, float(i)) for i, x in enumerate(second[:2])] == [
+        PAUSE, PAUSE]
+    # The third one completes the milestone: Ray keeps ceil(n0 / eta) = ceil(9 / 3) = 3,
+    # the bracket's size and not its three live trials, so none is stopped; the next
+    # milestone is int(min(66 * 3, 200)) = 198.
+    assert report(sched, ctl, second[2], 66, 2.0) == CONTINUE
+    assert sorted(ctl.calls) == [("resume", "t6"), ("resume", "t7")]
+    assert sched._of["t6"].milestone == 198 and sched.num_stopped == 0
+    ctl.calls.clear()
+    # No halving is left: at 198 they wait for each other, then all stop there.
+    assert [report(sched, ctl, x, 198, 3.0) for x in second] == [PAUSE, PAUSE, STOP]
+    assert sorted(ctl.calls) == [("stop", "t6"), ("stop", "t7")]
+    ctl.calls.clear()
+    # Bracket s=0 has no halving: its trials run to max_t, wait there, then all stop.
+    assert {report(sched, ctl, x, 199, 1.0) for x in first} == {CONTINUE}
+    assert [report(sched, ctl, x, 200, 1.0) for x in first] == [PAUSE] * 5 + [STOP]
+    assert sorted(ctl.calls) == [("stop", f"t{i}") for i in range(5)]
+
+
+def test_a_trial_leaving_after_a_halving_lets_the_bracket_halve_again_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # max_t=4, eta=2: s_max + 1 = 3; brackets s=0 (3 trials, to 4), s=1 (3 trials, 2 -> 4)
+    # and s=2 (4 trials, milestones 1 -> 2 -> 4).
+    sched = HyperBandScheduler(metric="score", mode="max", max_t=4, reduction_factor=2)
+    ctl = FakeController()
+    trials = [FakeTrial(f"t{i}") for i in range(10)]
+    for trial in trials:
+        sched.on_trial_add(ctl, trial)
+    third = trials[6:]
+    assert [report(sched, ctl, x, 1, float(i)) for i, x in enumerate(third)] == [
+        PAUSE, PAUSE, PAUSE, CONTINUE]  # t8 (resumed) and t9 go on to 2
+    assert sorted(ctl.calls) == [("resume", "t8"), ("stop", "t6"), ("stop", "t7")]
+    ctl.calls.clear()
+    assert report(sched, ctl, trials[9], 2, 9.0) == PAUSE
+    trials[8].status = "ERROR"
+    with caplog.at_level("WARNING", logger="actorrt.tune"):
+        sched.on_trial_error(ctl, trials[8])
+    # Ray's scheduler would leave t9 paused (it processes a bracket on a trial's removal
+    # only before its first halving); here the bracket halves and t9 goes on to 4.
+    assert ctl.calls == [("resume", "t9")]
+    assert "does not process a bracket again" in caplog.text
+
+
 def test_hyperband_for_bohb_waits_for_a_full_bracket_and_reports_budgets() -> None:
     sched = HyperBandForBOHB(metric="score", mode="max", max_t=9, reduction_factor=3)
     ctl = FakeController()
@@ -202,6 +260,24 @@ def config_score(config: dict[str, Any], t: int) -> float:
     return float(config["height"]) * t / (t + 10)
 
 
+async def sweep_nine_heights(tmp_path: Path, max_t: int, **run_config: Any) -> dict[int, int]:
+    """Nine Sigmoid trials under HyperBandScheduler(max_t); each trial's last iteration, by
+    height (checked to have taken each step once: a pause saved it, a resume restored it)."""
+    grid = await tune.Tuner(
+        Sigmoid,
+        param_space={"height": tune.grid_search([10, 20, 30, 40, 50, 60, 70, 80, 90])},
+        tune_config=tune.TuneConfig(
+            metric="score", mode="max", scheduler=HyperBandScheduler(max_t=max_t),
+        ),
+        run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0, **run_config),
+    ).fit_async()
+    assert not grid.errors and len(grid) == 9
+    ended = {r.config["height"]: r.metrics["training_iteration"] for r in grid}
+    for r in grid:
+        assert r.metrics["steps"] == list(range(1, ended[r.config["height"]] + 1))
+    return ended
+
+
 @pytest.mark.actorrt(num_cpus=2)
 async def test_a_class_trainable_paused_by_hyperband_is_saved_and_goes_on_where_it_was(
     actorrt_runtime: actorrt.Runtime, tmp_path: Path
@@ -209,16 +285,17 @@ async def test_a_class_trainable_paused_by_hyperband_is_saved_and_goes_on_where_
     # max_t=9, eta=3, nine trials: bracket s=0 takes three and runs them to 9; s=1 takes
     # five, halves at 3 and runs the best two on to max_t; s=2 takes the last one, which
     # goes 1 -> 3 -> 9 alone. Six of nine reach 9, as under Ray.
-    grid = await tune.Tuner(
-        Sigmoid,
-        param_space={"height": tune.grid_search([10, 20, 30, 40, 50, 60, 70, 80, 90])},
-        tune_config=tune.TuneConfig(
-            metric="score", mode="max", scheduler=HyperBandScheduler(max_t=9),
-        ),
-        run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0),
-    ).fit_async()
-    assert not grid.errors and len(grid) == 9
-    ended = {r.config["height"]: r.metrics["training_iteration"] for r in grid}
+    ended = await sweep_nine_heights(tmp_path, 9)
     assert ended == {10: 9, 20: 9, 30: 9, 40: 3, 50: 3, 60: 3, 70: 9, 80: 9, 90: 9}
-    for r in grid:  # no step taken twice: each pause saved it, each resume restored it
-        assert r.metrics["steps"] == list(range(1, ended[r.config["height"]] + 1))
+
+
+@pytest.mark.actorrt(num_cpus=2)
+async def test_rays_hyperband_example_with_its_stop_criterion_ends_trials_as_ray_does(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Path
+) -> None:
+    # Ray's example passes stop={"training_iteration": max_t} too. max_t=27, eta=3:
+    # s_max + 1 = 4; bracket s=0 takes four trials to 27 (the stop criterion ends them
+    # there), s=1 (n0 = 6, milestone 9) the other five: it halves at 9 keeping
+    # ceil(6 / 3) = 2, which go on to int(min(9 * 3, 27)) = 27. Six of nine reach 27.
+    ended = await sweep_nine_heights(tmp_path, 27, stop={"training_iteration": 27})
+    assert ended == {10: 27, 20: 27, 30: 27, 40: 27, 50: 9, 60: 9, 70: 9, 80: 27, 90: 27}

@@ -18,6 +18,7 @@ when they start with one (``tune.get_checkpoint()``).
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any
 
@@ -25,6 +26,8 @@ from ..experiment.trial import PAUSED, RUNNING
 from .trial_scheduler import TrialScheduler
 
 __all__ = ["HyperBandScheduler"]
+
+logger = logging.getLogger("actorrt.tune")
 
 
 class _Bracket:
@@ -40,6 +43,7 @@ class _Bracket:
         self.eta = eta
         self.halves = s
         self.s = s
+        self.halved = False  # a halving has been carried out (Ray's is_being_processed)
         self.stop_last_trials = stop_last_trials
         self.live: dict[str, Any] = {}  # trial id -> the trial's latest result (or None)
         self.trials: dict[str, Any] = {}  # trial id -> trial, every trial that joined
@@ -67,6 +71,7 @@ class _Bracket:
 
     def halve(self, metric: str, sign: float) -> tuple[list[str], list[str]]:
         """Ray's successive halving: the next milestone, and the good and bad trials."""
+        self.halved = True
         if self.halves == 0 and not self.stop_last_trials:
             return list(self.live), []
         self.halves -= 1
@@ -233,6 +238,15 @@ class HyperBandScheduler(TrialScheduler):
             return
         bracket.live.pop(trial.trial_id)
         if bracket.live and not bracket.finished() and self._metric and self._mode:
+            if bracket.halved and bracket.iteration_done() and not self._processing:
+                logger.warning(
+                    "tune: trial %s left %r after its first halving and the others wait "
+                    "at its milestone: %s halves the bracket so they go on, where Ray's "
+                    "HyperBandScheduler does not process a bracket again when a trial "
+                    "leaves it (its trials would stay paused); see docs/porting.md",
+                    getattr(trial, "trial_name", trial.trial_id), bracket,
+                    type(self).__name__,
+                )
             self._process(controller, bracket, self._sign())
 
     def on_trial_complete(self, controller: Any, trial: Any, result: dict[str, Any]) -> None:
