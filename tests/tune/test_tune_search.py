@@ -12,8 +12,11 @@ from actorrt import tune
 from actorrt.tune.search import BasicVariantGenerator, ConcurrencyLimiter, Searcher
 
 
-def configs(space: dict[str, Any], num_samples: int = 1, seed: int | None = 0) -> list[Any]:
-    searcher = BasicVariantGenerator(random_state=seed)
+def configs(
+    space: dict[str, Any], num_samples: int = 1, seed: int | None = 0, **options: Any
+) -> list[Any]:
+    """Every config a BasicVariantGenerator(random_state=seed, **options) suggests."""
+    searcher = BasicVariantGenerator(random_state=seed, **options)
     searcher.set_search_properties(None, None, space, num_samples=num_samples)
     out = []
     while True:
@@ -170,3 +173,26 @@ def test_a_repeated_limit_warns_once_at_fit_time() -> None:
     assert len(caught) == 1 and "repeats" in str(caught[0].message)
     wrapped = limited_search_alg(BasicVariantGenerator(), 3)
     assert isinstance(wrapped, ConcurrencyLimiter) and wrapped.max_concurrent == 3
+
+
+def test_constant_grid_search_keeps_a_samples_random_values_over_its_grid() -> None:
+    # Ray's BasicVariantGenerator(constant_grid_search=True): a sample's random values are
+    # drawn once and shared by its grid points; a value computed from the grid value
+    # still follows it. The default draws them again for every grid point.
+    space = {
+        "grid": tune.grid_search([1, 2, 3]),
+        "rand": tune.uniform(0, 1000),
+        "by_grid": tune.sample_from(lambda spec: spec.config.grid * 10),
+    }
+    constant = configs(space, 4, seed=1, constant_grid_search=True)
+    assert len(constant) == 12
+    for i in range(0, 12, 3):
+        sample = constant[i:i + 3]
+        assert [c["grid"] for c in sample] == [1, 2, 3]
+        assert [c["by_grid"] for c in sample] == [10, 20, 30]
+        assert len({c["rand"] for c in sample}) == 1
+    assert len({c["rand"] for c in constant}) == 4  # each sample draws its own
+    fresh = configs(space, 4, seed=1)
+    assert len({c["rand"] for c in fresh}) == 12
+    with pytest.raises(TypeError, match="constant_grid_search must be True or False"):
+        BasicVariantGenerator(constant_grid_search="yes")  # type: ignore[arg-type]

@@ -26,6 +26,8 @@ class BasicVariantGenerator(Searcher):
         points_to_evaluate: configs to try first.
         max_concurrent: at most this many live trials (``0``: no limit).
         random_state: a seed (int) or a ``random.Random``, for a reproducible sweep.
+        constant_grid_search: draw a sample's random domains once and keep them for each
+            of its grid points (default: drawn afresh for every grid point), as Ray's.
     """
 
     def __init__(
@@ -33,8 +35,14 @@ class BasicVariantGenerator(Searcher):
         points_to_evaluate: list[dict[str, Any]] | None = None,
         max_concurrent: int = 0,
         random_state: int | random.Random | None = None,
+        constant_grid_search: bool = False,
     ) -> None:
         super().__init__()
+        if not isinstance(constant_grid_search, bool):
+            raise TypeError(
+                f"constant_grid_search must be True or False, got {constant_grid_search!r}"
+            )
+        self.constant_grid_search = constant_grid_search
         if max_concurrent < 0:
             raise ValueError(f"max_concurrent must be >= 0, got {max_concurrent!r}")
         self.points_to_evaluate = list(points_to_evaluate or [])
@@ -84,7 +92,7 @@ class BasicVariantGenerator(Searcher):
                 space = overlay(self._space, self.points_to_evaluate[i])
             else:
                 space = self._space
-            yield from resolve_variants(space, self._rng)
+            yield from resolve_variants(space, self._rng, self.constant_grid_search)
 
     def _start_variants(self) -> Iterator[dict[str, Any]]:
         if self._variants is None:

@@ -166,12 +166,18 @@ def resolve_one(space: dict[str, Any], grid_point: dict[Path, Any], rng: random.
     return config
 
 
-def resolve_variants(space: dict[str, Any], rng: random.Random) -> Iterator[dict[str, Any]]:
-    """The configs of one sample of ``space``: one per grid point, domains drawn fresh."""
+def resolve_variants(
+    space: dict[str, Any], rng: random.Random, constant_grid_search: bool = False
+) -> Iterator[dict[str, Any]]:
+    """The configs of one sample of ``space``: one per grid point, domains drawn fresh for
+    each; with ``constant_grid_search``, drawn once for the sample and kept for every grid
+    point (those that depend on a grid value still differ)."""
     axes = _grid_axes(space)
     paths = [path for path, _ in axes]
+    seed = rng.random() if constant_grid_search else None
     for combo in itertools.product(*(values for _, values in axes)):
-        config = resolve_one(space, dict(zip(paths, combo, strict=True)), rng)
+        draw = rng if seed is None else random.Random(seed)
+        config = resolve_one(space, dict(zip(paths, combo, strict=True)), draw)
         if not isinstance(config, dict):
             raise TypeError(f"param_space must be a dict, got {type(space).__name__}")
         yield config
