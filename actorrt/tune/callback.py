@@ -20,7 +20,10 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import logging
+import os
+import pickle
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -289,9 +292,56 @@ class CallbackList(Callback):
     def on_experiment_end(self, trials: list[Trial], **info: Any) -> None:
         self._each("on_experiment_end", trials=trials, **info)
 
+    # The file save_to_dir writes, "{}" being the session string (Ray's name and form).
+    CKPT_FILE_TMPL = "callback-states-{}.pkl"
+
     def get_state(self) -> dict[str, Any] | None:
-        """Every callback's state, in order: ``{"callback_states": [...]}``."""
-        return {"callback_states": [callback.get_state() for callback in self._callbacks]}
+        """Every callback's state, in order: ``{"callback_states": [...]}``; ``None`` when
+        no callback has any (as in Ray: then nothing is saved)."""
+        states = [callback.get_state() for callback in self._callbacks]
+        if not any(states):
+            return None
+        return {"callback_states": states}
+
+    def save_to_dir(self, checkpoint_dir: str, session_str: str = "default") -> None:
+        """Write :meth:`get_state` to ``checkpoint_dir`` as
+        ``CKPT_FILE_TMPL.format(session_str)`` (pickled, replaced atomically); nothing
+        when no callback has state. Tune does not call this itself (callback state is not
+        saved with an experiment here); it is for driving callbacks by hand, as Ray's."""
+        state = self.get_state()
+        if state is None:
+            return
+        folder = Path(checkpoint_dir)
+        target = folder / self.CKPT_FILE_TMPL.format(session_str)
+        tmp = folder / f"tmp-{target.name}"
+        with open(tmp, "wb") as f:
+            pickle.dump(state, f)
+        os.replace(tmp, target)
+
+    def can_restore(self, checkpoint_dir: str) -> bool:
+        """Whether ``checkpoint_dir`` holds a file :meth:`save_to_dir` wrote."""
+        return bool(self._saved_files(checkpoint_dir))
+
+    def restore_from_dir(self, checkpoint_dir: str) -> None:
+        """Give the callbacks the state in the newest file :meth:`save_to_dir` wrote to
+        ``checkpoint_dir``.
+
+        Raises:
+            RuntimeError: there is no such file there (Ray's error).
+        """
+        files = self._saved_files(checkpoint_dir)
+        if not files:
+            raise RuntimeError(
+                f"Unable to find checkpoint in {checkpoint_dir}: no "
+                f"{self.CKPT_FILE_TMPL.format('*')} file (save_to_dir writes one only when "
+                "a callback has state)"
+            )
+        newest = max(files, key=lambda path: path.stat().st_mtime)
+        with open(newest, "rb") as f:
+            self.set_state(pickle.load(f))
+
+    def _saved_files(self, checkpoint_dir: str) -> list[Path]:
+        return sorted(Path(checkpoint_dir).glob(self.CKPT_FILE_TMPL.format("*")))
 
     def set_state(self, state: dict[str, Any]) -> None:
         """Give each callback its state from :meth:`get_state` (``None`` ones are skipped).

@@ -62,6 +62,46 @@ def test_a_callback_list_calls_every_callback_in_order_in_a_sweep(tmp_path: Any)
         CallbackList([object()])  # type: ignore[list-item]
 
 
+class Counting(Callback):
+    def __init__(self) -> None:
+        self.count = 0
+
+    def on_trial_result(self, iteration: int, trials: Any, trial: Any, result: Any,
+                        **info: Any) -> None:
+        self.count += 1
+
+    def get_state(self) -> dict[str, Any] | None:
+        return {"count": self.count}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.count = state["count"]
+
+
+def test_a_callback_list_saves_its_callbacks_state_to_a_folder_and_restores_it(
+    tmp_path: Any,
+) -> None:
+    # Ray's CallbackList.save_to_dir / can_restore / restore_from_dir: one file named
+    # after CKPT_FILE_TMPL, written only when some callback has state.
+    callbacks = CallbackList([Callback(), Counting()])
+    for i in range(3):
+        callbacks.on_trial_result(iteration=i, trials=[], trial=None, result={})
+    callbacks.save_to_dir(str(tmp_path), session_str="s1")
+    assert [p.name for p in tmp_path.iterdir()] == [CallbackList.CKPT_FILE_TMPL.format("s1")]
+    assert callbacks.can_restore(str(tmp_path))
+    restored = CallbackList([Callback(), Counting()])
+    restored.restore_from_dir(str(tmp_path))
+    assert restored[1].count == 3  # type: ignore[attr-defined]
+
+    stateless = CallbackList([Callback(), Callback()])
+    assert stateless.get_state() is None
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    stateless.save_to_dir(str(empty))
+    assert list(empty.iterdir()) == [] and not stateless.can_restore(str(empty))
+    with pytest.raises(RuntimeError, match="Unable to find checkpoint in .*empty"):
+        stateless.restore_from_dir(str(empty))
+
+
 def test_fetch_trial_dataframes_reads_each_trials_results_again(tmp_path: Any) -> None:
     grid = tune.Tuner(
         scored, param_space={"x": tune.grid_search([1, 2])},
