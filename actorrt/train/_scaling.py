@@ -12,11 +12,11 @@ package's own (``train`` does not import ``tune``); Tune accepts it by its shape
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._shared._deprecation import warn_deprecated
 from ._unsupported import reject
 
 STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
@@ -184,11 +184,11 @@ class ScalingConfig:
         per_worker = normalize_resources(self.resources_per_worker, "resources_per_worker")
         normalize_resources(self.trainer_resources, "trainer_resources")
         if self.trainer_resources is not None:
-            warnings.warn(
+            warn_deprecated(
                 f"ScalingConfig(trainer_resources={dict(self.trainer_resources)!r}): Ray "
-                "Train V2 rejects trainer_resources (its controller takes no resources); "
-                "actorrt reserves it for the Tune trial's driver. See docs/porting.md",
-                UserWarning,
+                "Train V2 rejects trainer_resources (it raises DeprecationWarning there: its "
+                "controller takes no resources); actorrt reserves it for the Tune trial's "
+                "driver. Use resources_per_worker only for a Ray script; see docs/porting.md",
                 stacklevel=3,
             )
         given = self.resources_per_worker is not None
@@ -201,9 +201,10 @@ class ScalingConfig:
             )
         if not self.use_gpu and gpus > 0:
             raise ValueError(
-                f"use_gpu=False but resources_per_worker asks for {gpus:g} GPU per worker "
-                f"({dict(self.resources_per_worker or {})!r}); set use_gpu=True, or remove "
-                "GPU from resources_per_worker"
+                "`use_gpu` is False but `GPU` was found in `resources_per_worker` "
+                f"({dict(self.resources_per_worker or {})!r} asks for {gpus:g} GPU per "
+                "worker). Either set `use_gpu` to True or remove `GPU` from "
+                "`resources_per_worker`"
             )
         if given and not per_worker and not self.use_gpu:
             raise ValueError(

@@ -8,6 +8,7 @@ import pytest
 import actorrt.train as train
 import actorrt.train.torch as train_torch
 from actorrt.train._checkpoint_book import CheckpointBook
+from actorrt.util.annotations import RayDeprecationWarning
 
 
 def test_all_is_exactly_the_public_surface() -> None:
@@ -64,7 +65,7 @@ def test_scaling_config_factory_shape() -> None:
     assert gpu.as_placement_group_factory().strategy == "SPREAD"
     assert gpu.total_resources == {"GPU": 2.0}
 
-    with pytest.warns(UserWarning, match="Ray Train V2 rejects trainer_resources"):
+    with pytest.warns(RayDeprecationWarning, match="Ray Train V2 rejects trainer_resources"):
         custom = train.ScalingConfig(
             num_workers=2,
             use_gpu=True,
@@ -83,7 +84,7 @@ def test_scaling_config_factory_shape() -> None:
     assert train.ScalingConfig(
         num_workers=1, use_gpu=True, resources_per_worker={"CPU": 4}
     ).worker_bundle() == {"CPU": 4.0, "GPU": 1.0}
-    with pytest.warns(UserWarning):
+    with pytest.warns(RayDeprecationWarning):
         empty_head = train.ScalingConfig(num_workers=1, trainer_resources={})
     assert empty_head.as_placement_group_factory().head_bundle_is_empty
     assert empty_head.as_placement_group_factory() == train.PlacementGroupSpec(
@@ -100,7 +101,8 @@ def test_scaling_config_factory_shape() -> None:
         ({"num_workers": True}, TypeError, "num_workers must be an int"),
         ({"num_workers": 1, "use_gpu": "yes"}, TypeError, "use_gpu"),
         ({"num_workers": 1, "resources_per_worker": {"GPU": 1}}, ValueError,
-         "use_gpu=False but resources_per_worker asks for 1 GPU"),
+         r"`use_gpu` is False but `GPU` was found in `resources_per_worker` \({'GPU': 1} "
+         "asks for 1 GPU per worker"),
         ({"num_workers": 1, "use_gpu": True, "resources_per_worker": {"CPU": 1, "GPU": 0}},
          ValueError, "use_gpu=True but resources_per_worker sets GPU to 0"),
         ({"num_workers": 1, "resources_per_worker": {"CPU": -1}}, ValueError,
