@@ -215,6 +215,7 @@ LAYERS: list[tuple[float, str, tuple[str, ...]]] = [
             "actorrt.tune.integration",
             "actorrt.examples",
             "actorrt.tune.examples",
+            "actorrt.train.examples",
             "actorrt.testing",
             "=actorrt._cli",
             "actorrt._cli._main",

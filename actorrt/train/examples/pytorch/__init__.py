@@ -1,0 +1,1 @@
+"""Ray Train's PyTorch examples (``ray.train.examples.pytorch``)."""
