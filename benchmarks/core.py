@@ -10,6 +10,15 @@ Baselines, shaped as docs/benchmarks.md fixes them, on the same loop type (uvloo
   client puts one and awaits its future, N times in turn.
 actorrt: the same shapes through an inline actor: N ``ref.m.tell((i, "x"))`` with a yield
 every 1,000, timed until the actor has processed all; N ``await ref.m((i, "x"))`` in turn.
+
+Scale: ``--scale`` inline echo actors (100,000) against 1,000 in the same run, with the
+process's garbage collector as it is (its default settings): spawns per second, spawning
+them one after another, and asks per second, asking every one of them at once (one
+``asyncio.gather``). The baseline is the same shape at 1,000 actors: an actor's cost should
+not grow with the number of actors alive.
+
+``--check`` exits 1 when inline tell is under 50% of raw tell, inline ask under 60% of raw
+ask, or either scale figure under 1/1.5 of its figure at 1,000 actors.
 """
 
 from __future__ import annotations
@@ -105,11 +114,28 @@ async def actor_ask(n: int) -> float:
     return rate
 
 
+async def spawn_and_ask_all(n: int) -> tuple[float, float]:
+    """``(spawns/s, asks/s)`` of ``n`` inline echo actors: spawned in turn, asked at once."""
+    start = time.perf_counter()
+    refs = [await Echo.spawn() for _ in range(n)]
+    spawned = time.perf_counter()
+    await asyncio.gather(*(ref.echo(i) for i, ref in enumerate(refs)))
+    asked = time.perf_counter()
+    await asyncio.gather(*(ref.stop() for ref in refs))
+    return n / (spawned - start), n / (asked - spawned)
+
+
+SCALE_BASE = 1_000
+SCALE_RATIO = 1 / 1.5  # at --scale actors, each figure within 1.5x of that at SCALE_BASE
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
     parser.add_argument("--n", type=int, default=200_000, help="messages per sample")
     parser.add_argument("--reps", type=int, default=5, help="samples per figure")
+    parser.add_argument("--scale", type=int, default=100_000, help="inline actors at scale")
+    parser.add_argument("--scale-reps", type=int, default=3, help="samples per scale figure")
     args = parser.parse_args()
 
     async def measure() -> list[list[float]]:
@@ -121,13 +147,28 @@ def main() -> None:
             out[3].append(await actor_ask(args.n // 2))
         return out
 
+    async def scale() -> list[list[float]]:
+        out: list[list[float]] = [[], [], [], []]
+        for _ in range(args.scale_reps):
+            for at, n in ((0, SCALE_BASE), (2, args.scale)):
+                spawns, asks = await spawn_and_ask_all(n)
+                out[at].append(spawns)
+                out[at + 1].append(asks)
+        return out
+
     rt, at, ra, aa = actorrt.run(measure)
+    base_spawn, base_ask, big_spawn, big_ask = actorrt.run(scale)
     figures = [
         Figure("inline tell", "msgs/s", at, rt, target_ratio=0.5),
         Figure("inline ask", "round trips/s", aa, ra, target_ratio=0.6),
+        Figure(f"spawn, {args.scale:,} inline actors (vs {SCALE_BASE:,})", "spawns/s",
+               big_spawn, base_spawn, target_ratio=SCALE_RATIO),
+        Figure(f"ask all, {args.scale:,} inline actors (vs {SCALE_BASE:,})", "asks/s",
+               big_ask, base_ask, target_ratio=SCALE_RATIO),
     ]
     ok = report("benchmarks.core: inline actors vs raw asyncio", figures, "core",
-                {"loop": "uvloop", "n": args.n, "reps": args.reps})
+                {"loop": "uvloop", "n": args.n, "reps": args.reps, "scale": args.scale,
+                 "scale_base": SCALE_BASE, "scale_reps": args.scale_reps})
     exit_for(ok, args.check)
 
 

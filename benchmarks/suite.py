@@ -81,7 +81,8 @@ class Section:
 
 
 SECTIONS = [
-    Section("core", [Module("core", ["--n", "100000"], ["--n", "5000"])], reps=5, timeout=300),
+    Section("core", [Module("core", ["--n", "100000"],
+                            ["--n", "5000", "--scale", "10000"])], reps=5, timeout=300),
     Section("wire", [Module("wire", ["--n-seq", "3000", "--n-pipe", "60000"],
                             ["--n-seq", "300", "--n-pipe", "3000"])], reps=5, timeout=300),
     Section("actors", [Module("processes", [], ["--quick"]), Module("broker", [], ["--quick"])],

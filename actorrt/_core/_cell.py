@@ -188,9 +188,10 @@ class ActorCell(Supervised, MailboxServing):
         except Exception as exc:
             raise Crash(exc, "on_start") from exc
 
-    async def _serve(self) -> ActorDiedError | None:
-        await self._serve_mailbox(self.instance)
-        return None  # it took its stop
+    def _serve(self) -> Awaitable[None]:
+        # The serving coroutine itself, awaited by the supervisor: it returns once the actor
+        # took its stop (None). No coroutine of its own, as in _serve_mailbox.
+        return self._serve_mailbox(self.instance)
 
     async def _wind_down(self) -> BaseException | None:
         return await self._call_hook("on_stop")

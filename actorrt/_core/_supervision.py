@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from .._errors import ActorDiedError, DeathReason, RuntimeClosedError
@@ -350,7 +350,10 @@ class Supervised:
     async def _incarnate(self) -> None:
         raise NotImplementedError
 
-    async def _serve(self) -> ActorDiedError | None:
+    def _serve(self) -> Awaitable[ActorDiedError | None]:
+        """What the incarnation's serving awaits: ``None`` once it took its stop (a plain
+        method returning the awaitable, so a kind may hand over its own serving coroutine
+        without one more suspended frame per idle actor)."""
         raise NotImplementedError
 
     async def _wind_down(self) -> BaseException | None:

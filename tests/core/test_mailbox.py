@@ -1,8 +1,10 @@
 """Bounded mailboxes: plain tells raise when full, awaitable sends wait, order holds."""
 
 import asyncio
+import weakref
 
 import pytest
+from conftest import eventually
 
 import actorrt
 
@@ -96,3 +98,26 @@ async def test_a_million_pipelined_tells_stay_bounded(actorrt_runtime: actorrt.R
         except actorrt.MailboxFullError:
             await sink.put.tell_wait(i)
     assert await sink.total() == 1_000_000
+
+
+class _Payload:
+    """An argument and an answer a weak reference can watch."""
+
+
+@actorrt.actor
+class Keeper:
+    def take(self, payload: _Payload) -> _Payload:
+        return payload
+
+
+async def test_an_idle_actor_holds_no_reference_to_its_last_message(
+    actorrt_runtime: actorrt.Runtime,
+) -> None:
+    ref = await Keeper.spawn()
+    payload = _Payload()
+    gone = weakref.ref(payload)
+    assert await ref.take(payload) is payload
+    del payload
+    # Nothing here holds it any more: only the actor's serving loop could.
+    assert await eventually(lambda: gone() is None), "the idle actor kept its last argument"
+    await ref.stop()

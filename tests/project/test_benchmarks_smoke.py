@@ -21,10 +21,17 @@ def run_benchmark(tmp_path: Path, name: str, *args: str) -> tuple[str, dict[str,
 
 
 def test_core_benchmark_runs_and_writes_json(tmp_path: Path) -> None:
-    out, data = run_benchmark(tmp_path, "core", "--n", "2000", "--reps", "1")
+    out, data = run_benchmark(
+        tmp_path, "core", "--n", "2000", "--reps", "1", "--scale", "3000", "--scale-reps", "1"
+    )
     assert "inline tell" in out and "inline ask" in out
     names = {f["name"] for f in data["figures"]}
-    assert names == {"inline tell", "inline ask"}
+    assert names == {
+        "inline tell",
+        "inline ask",
+        "spawn, 3,000 inline actors (vs 1,000)",
+        "ask all, 3,000 inline actors (vs 1,000)",
+    }
     assert all(f["baseline_median"] > 0 and f["ratio"] > 0 for f in data["figures"])
 
 
