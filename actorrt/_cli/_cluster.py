@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import contextlib
 import glob
+import importlib
 import json
 import logging
 import math
@@ -42,9 +43,11 @@ from .._cluster._files import (
     read_token,
     running_head,
 )
-from .._cluster._serve import NodeOptions, serve_head, serve_node
+from .._cluster._head import Head
+from .._cluster._serve import HeadView, NodeOptions, ViewStarter, serve_head, serve_node
 from .._errors import ActorrtError
 from .._wire import _tls
+from .._wire._auth import secret_to_text
 from .._wire._messages import ClusterStatus
 from .._wire._transport import connect_tcp
 
@@ -97,6 +100,21 @@ def add_cluster_commands(commands: Any) -> None:
     start_cmd.add_argument("--tls-cert", metavar="F", help="the head's certificate (PEM)")
     start_cmd.add_argument("--tls-key", metavar="F", help="the head's private key (PEM)")
     start_cmd.add_argument(
+        "--include-dashboard", type=_boolean, nargs="?", const=True, default=False,
+        metavar="BOOL",
+        help="the head serves the cluster's dashboard (--include-dashboard=true, Ray's "
+        "spelling; needs the dashboard extra)",
+    )
+    start_cmd.add_argument(
+        "--dashboard-host", default=None, metavar="HOST",
+        help="the address the dashboard binds (default 127.0.0.1; any other needs the "
+        "cluster token to read it)",
+    )
+    start_cmd.add_argument(
+        "--dashboard-port", type=_port, default=None, metavar="PORT",
+        help="the dashboard's port (default 8265, or the next free one; 0: any free one)",
+    )
+    start_cmd.add_argument(
         "--block", action="store_true", help="run in the foreground until SIGTERM or Ctrl-C"
     )
     stop_cmd = commands.add_parser(
@@ -115,6 +133,15 @@ def _port(text: str) -> int:
     if not 0 <= value < 65536:
         raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got {text!r}")
     return value
+
+
+def _boolean(text: str) -> bool:
+    word = text.strip().lower()
+    if word in ("true", "1", "yes", "on"):
+        return True
+    if word in ("false", "0", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
 def _amount(option: str) -> Any:
@@ -170,6 +197,33 @@ def start(args: argparse.Namespace, argv: list[str]) -> int:
         print(f"actorrt start: error: {' and '.join(misplaced)} are the head's (--head); a "
               "node makes its own certificate", file=sys.stderr)
         return 2
+    dashboard_options = [
+        option for option, given in (
+            ("--include-dashboard", args.include_dashboard),
+            ("--dashboard-host", args.dashboard_host),
+            ("--dashboard-port", args.dashboard_port),
+        ) if given not in (None, False)
+    ]
+    if dashboard_options and not args.head:
+        print(f"actorrt start: error: {', '.join(dashboard_options)}: the dashboard is the "
+              "head's (--head); a node serves none", file=sys.stderr)
+        return 2
+    dashboard = None
+    if args.include_dashboard:
+        try:
+            from ..dashboard import DashboardConfig
+
+            importlib.import_module("actorrt.dashboard._server")  # its extra is installed
+            dashboard = _head_dashboard(DashboardConfig(
+                args.dashboard_host or DashboardConfig.host, args.dashboard_port
+            ))
+        except (ImportError, ValueError, TypeError) as exc:
+            print(f"actorrt start: error: --include-dashboard: {exc}", file=sys.stderr)
+            return 2
+    elif args.dashboard_host is not None or args.dashboard_port is not None:
+        print("actorrt start: error: --dashboard-host and --dashboard-port need "
+              "--include-dashboard=true", file=sys.stderr)
+        return 2
     try:
         options.inventory()  # bad amounts are refused here, not in the background
         if args.address is not None or args.token_file is not None:
@@ -187,7 +241,7 @@ def start(args: argparse.Namespace, argv: list[str]) -> int:
             uvloop.run(serve_head(
                 DEFAULT_PORT if args.port is None else args.port, args.node_ip_address,
                 options, args.tls_cert, args.tls_key, ready=_say_ready,
-                token_file=args.token_file,
+                token_file=args.token_file, dashboard=dashboard,
             ))
         else:
             uvloop.run(serve_node(
@@ -198,6 +252,20 @@ def start(args: argparse.Namespace, argv: list[str]) -> int:
         print(f"actorrt start: error: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def _head_dashboard(config: Any) -> ViewStarter:
+    """What starts the cluster's dashboard on the head, with ``config``."""
+
+    async def start(head: Head, token: bytes) -> HeadView:
+        from ..dashboard._head_state import HeadState
+        from ..dashboard._server import DashboardServer
+
+        server = DashboardServer(config, HeadState(head), cluster_token=secret_to_text(token))
+        await server.start()
+        return server
+
+    return start
 
 
 def _log_to_stderr() -> None:
@@ -222,7 +290,9 @@ def _say_ready(info: dict[str, Any]) -> None:
             f"  token file: {info['token_file']} (copy it to each node; keep it secret)\n"
             f"  join a node:   ACTORRT_CLUSTER_TOKEN_FILE=<token file> actorrt start "
             f"--address {address}\n"
-            f"  in a program:  actorrt.init(address='{address}')",
+            f"  in a program:  actorrt.init(address='{address}')"
+            + (f"\n  dashboard:     {_token_hidden(info['dashboard'])}"
+               if info.get("dashboard") else ""),
             flush=True,
         )
     else:
@@ -231,6 +301,12 @@ def _say_ready(info: dict[str, Any]) -> None:
             f"joined the head at {info['head']}",
             flush=True,
         )
+
+
+def _token_hidden(url: str) -> str:
+    """A dashboard URL as printed: its token (the cluster's) is named, not shown."""
+    base, sep, _ = url.partition("?token=")
+    return f"{base}?token=<the cluster token>" if sep else url
 
 
 def _start_in_background(argv: list[str]) -> int:

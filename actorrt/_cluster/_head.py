@@ -27,6 +27,7 @@ import logging
 import os
 import secrets
 import time
+from collections import deque
 from collections.abc import Hashable
 from typing import Any
 
@@ -74,6 +75,7 @@ __all__ = ["BEAT", "LOST_AFTER", "Head", "placement_wire"]
 logger = logging.getLogger("actorrt")
 
 BEAT = 0.5  # seconds between two "still here" messages, both ways (TCP and UDP: _beats)
+LOST_KEPT = 32  # the nodes lost lately that the dashboard lists
 LOST_AFTER = 2.0  # seconds of silence after which a peer is gone (so reported within 3 s)
 VIEW_DELAY = 0.02  # seconds over which resource views to drivers are coalesced
 CLOSE_GRACE = 5.0  # seconds a dropped peer's connection may take to send its Leave
@@ -127,6 +129,7 @@ class Head:
         )
         self.nodes: dict[str, Peer] = {}
         self.drivers: dict[str, Peer] = {}
+        self._lost_nodes: deque[dict[str, Any]] = deque(maxlen=LOST_KEPT)
         self._peers: dict[Connection, Peer] = {}
         self._server: WireServer | None = None
         self._monitor: asyncio.Task[None] | None = None
@@ -292,6 +295,8 @@ class Head:
             logger.warning("%s is lost: %s", where, reason)
         if peer.kind == "node":
             del self.nodes[peer.id]
+            self._lost_nodes.append({"node": peer.id, "host": peer.info["host"],
+                                     "at": time.time(), "reason": reason, "left": left})
             what = "left" if left else "was lost"
             for driver in list(self.drivers.values()):
                 self._send(driver, NodeDown(peer.id, f"{where} {what}: {reason}"))
@@ -431,15 +436,27 @@ class Head:
     def _status(self, conn: Connection, request_id: int, msg: ClusterStatus) -> None:
         conn.reply(request_id, self.status())
 
+    def now(self) -> float:
+        """The broker's clock."""
+        return self.loop.time()
+
+    def lost_nodes(self) -> list[dict[str, Any]]:
+        """The last nodes that left or were lost (``node``, ``host``, ``at`` wall-clock,
+        ``reason``, ``left``), oldest first; a node that joins again leaves the list."""
+        return [n for n in self._lost_nodes if n["node"] not in self.nodes]
+
     def status(self) -> dict[str, Any]:
         """What ``actorrt status`` shows of the cluster."""
         inventories = {str(n.node_id): n for n in self.broker.nodes}
+        now = time.monotonic()
         nodes = []
         for peer in self.nodes.values():
             inventory = inventories.get(peer.id)
             nodes.append({
                 **peer.info,
                 "joined": peer.joined,
+                "heard_s_ago": round(now - peer.last_seen, 3),
+                "stalled_s": peer.stalled,
                 "available": inventory.free_resources().to_dict() if inventory else {},
             })
         return {
@@ -449,7 +466,8 @@ class Head:
             "now": time.time(),
             "nodes": nodes,
             "drivers": [
-                {"runtime_id": d.id, **d.info, "joined": d.joined}
+                {"runtime_id": d.id, **d.info, "joined": d.joined,
+                 "heard_s_ago": round(now - d.last_seen, 3), "stalled_s": d.stalled}
                 for d in self.drivers.values()
             ],
             "total": self.broker.total(),

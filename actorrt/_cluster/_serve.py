@@ -16,7 +16,8 @@ import os
 import shutil
 import signal
 import socket
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 from .._wire import _tls
 from ..resources import NodeInventory, detect_local_node
@@ -31,6 +32,18 @@ from ._files import (
     write_token,
 )
 from ._head import Head
+
+
+class HeadView(Protocol):
+    """A server that shows the head (the dashboard): where it is, and how it stops."""
+
+    url: str
+
+    async def close(self) -> None: ...
+
+
+#: Starts a view of the head (given the head and the cluster's token) on its loop.
+ViewStarter = Callable[[Head, bytes], Awaitable[HeadView]]
 
 __all__ = ["NodeOptions", "default_ip", "serve_head", "serve_node"]
 
@@ -100,11 +113,14 @@ async def serve_head(
     tls_key: str | None = None,
     ready: Any = None,
     token_file: str | None = None,
+    dashboard: ViewStarter | None = None,
 ) -> None:
     """Run a head, and a node agent for this machine unless ``node`` is ``None``, until
     SIGTERM or SIGINT. ``ready(info)`` is called once both serve. ``token_file``: the
     cluster's token (a Kubernetes Secret, say); by default a new one is made. Either way it
-    is written to this machine's cluster directory, where drivers here find it."""
+    is written to this machine's cluster directory, where drivers here find it.
+    ``dashboard``: starts the cluster's dashboard on the head (its URL is
+    ``info["dashboard"]``); it is closed first when the head stops."""
     ip = ip or default_ip()
     directory = cluster_dir(create=True)
     token = write_token(directory, read_token(token_file) if token_file else None)
@@ -113,7 +129,10 @@ async def serve_head(
     host, bound = await head.start()
     agent = None
     runs = None
+    server = None
     try:
+        if dashboard is not None:
+            server = await dashboard(head, token)
         if node is not None:
             agent = NodeAgent((host, bound), token, node.inventory(), ip, files)
             await agent.start()
@@ -122,6 +141,7 @@ async def serve_head(
         info = {
             "role": "head", "address": f"{host}:{bound}", "pid": os.getpid(),
             "token_file": os.path.join(directory, "token"),
+            "dashboard": None if server is None else server.url,
         }
         head_file = os.path.join(directory, "head.json")
         write_json(head_file, info)
@@ -133,6 +153,8 @@ async def serve_head(
             with contextlib.suppress(OSError):
                 os.unlink(head_file)
     finally:
+        if server is not None:
+            await server.close()
         if agent is not None:
             await agent.close()
         if runs is not None:

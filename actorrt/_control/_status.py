@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from .._core._waits import WaitGraph
@@ -20,7 +20,9 @@ from .._processes._scheduler import DRIVER
 from ..resources import UNIT, Broker, PendingRequest
 from ._discovery import process_start_time
 
-__all__ = ["STATUS_FORMAT", "HolderNames", "StatusSource", "actor_state", "snapshot"]
+__all__ = [
+    "STATUS_FORMAT", "HolderNames", "StatusSource", "actor_state", "pending_view", "snapshot",
+]
 
 
 class StatusSource(Protocol):
@@ -236,24 +238,24 @@ def _groups(
 
 
 def _pending(runtime: StatusSource, names: HolderNames) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for req in runtime.pending_requests():
-        out.append(
-            {
-                "request_id": str(req.request_id),
-                "holder": str(req.holder),
-                "holder_name": names.of(req.holder),
-                "kind": "placement group" if req.strategy is not None else "actor",
-                "bundles": [dict(b) for b in req.bundles],
-                "strategy": req.strategy,
-                "queue": str(req.queue),
-                "waited_s": float(req.waited_s),
-                "short_of": dict(req.short_of),
-                "held_by": [names.of(h) for h in req.held_by],
-                "reserved": bool(req.reserved),
-                "behind": [str(r) for r in req.behind],
-                "stalled": bool(req.stalled),
-                "reason": str(req.reason),  # the runtime names its actors there already
-            }
-        )
-    return out
+    return [pending_view(req, names.of) for req in runtime.pending_requests()]
+
+
+def pending_view(req: PendingRequest, name: Callable[[object], str]) -> dict[str, Any]:
+    """One waiting request as plain data, its holders named by ``name``."""
+    return {
+        "request_id": str(req.request_id),
+        "holder": str(req.holder),
+        "holder_name": name(req.holder),
+        "kind": "placement group" if req.strategy is not None else "actor",
+        "bundles": [dict(b) for b in req.bundles],
+        "strategy": req.strategy,
+        "queue": str(req.queue),
+        "waited_s": float(req.waited_s),
+        "short_of": dict(req.short_of),
+        "held_by": [name(h) for h in req.held_by],
+        "reserved": bool(req.reserved),
+        "behind": [str(r) for r in req.behind],
+        "stalled": bool(req.stalled),
+        "reason": str(req.reason),  # the runtime names its actors there already
+    }

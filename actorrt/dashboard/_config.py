@@ -33,12 +33,11 @@ class DashboardConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.host, str) or not self.host.strip():
             raise ValueError(f"dashboard host must be a non-empty string, got {self.host!r}")
-        if self.port is None:
-            return
-        if isinstance(self.port, bool) or not isinstance(self.port, int):
-            raise TypeError(f"dashboard port must be an int, got {self.port!r}")
-        if not 0 <= self.port <= 65535:
-            raise ValueError(f"dashboard port must be 0..65535, got {self.port}")
+        if self.port is not None:
+            if isinstance(self.port, bool) or not isinstance(self.port, int):
+                raise TypeError(f"dashboard port must be an int, got {self.port!r}")
+            if not 0 <= self.port <= 65535:
+                raise ValueError(f"dashboard port must be 0..65535, got {self.port}")
         if self.token is not None and (not isinstance(self.token, str) or len(self.token) < 8):
             raise ValueError("dashboard token must be a string of at least 8 characters")
 

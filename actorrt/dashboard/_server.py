@@ -31,7 +31,7 @@ except ImportError as exc:  # the extra is not installed
 
 from . import _files, _sources, _sweeps
 from ._config import DEFAULT_PORT, DashboardConfig, is_loopback
-from ._state import RuntimeState
+from ._state import Pages
 
 __all__ = ["DashboardServer"]
 
@@ -58,7 +58,7 @@ class DashboardServer:
     def __init__(
         self,
         config: DashboardConfig,
-        state: RuntimeState | None,
+        state: Pages | None,
         cluster_token: str | None = None,
     ) -> None:
         self.config = config

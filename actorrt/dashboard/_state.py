@@ -5,12 +5,27 @@ deadlock reports, actors, nodes. Call on the runtime's loop; nothing here change
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from .._control._status import HolderNames, StatusSource, snapshot
 from .._processes._scheduler import NamedDeadlock
 
-__all__ = ["RuntimeState"]
+__all__ = ["Pages", "RuntimeState", "deadlock_view", "wait_edges"]
+
+
+class Pages(Protocol):
+    """The runtime pages' data, each a plain dict: a runtime's (:class:`RuntimeState`) or
+    a cluster head's (``_head_state.HeadState``)."""
+
+    def summary(self) -> dict[str, Any]: ...
+
+    def resources(self) -> dict[str, Any]: ...
+
+    def waits(self) -> dict[str, Any]: ...
+
+    def actors(self) -> dict[str, Any]: ...
+
+    def nodes(self) -> dict[str, Any]: ...
 
 
 class RuntimeState:
@@ -66,47 +81,21 @@ class RuntimeState:
     def waits(self) -> dict[str, Any]:
         snap = snapshot(self.runtime)
         names = HolderNames(self.runtime)
-        edges: list[dict[str, str]] = []
-        for req in snap["pending"]:
-            for holder in req["held_by"] or ["(free resources)"]:
-                edges.append({"from": req["holder_name"], "to": holder, "kind": "resources"})
-        for actor in snap["actors"]:
-            for target in actor["waiting_on"]:
-                if target != "resources":
-                    edges.append({"from": names.of(actor["id"]), "to": target, "kind": "ask"})
+        asks = [
+            (names.of(actor["id"]), target)
+            for actor in snap["actors"]
+            for target in actor["waiting_on"]
+            if target != "resources"
+        ]
         return {
             "pending": snap["pending"],
             "stalled": [req for req in snap["pending"] if req["stalled"]],
-            "graph": edges,
-            "deadlocks": self._deadlocks(),
+            "graph": wait_edges(snap["pending"], asks),
+            "deadlocks": [
+                deadlock_view(r.at, r.kind, r.waiter, list(r.involved), r.parent, r.message)
+                for r in reversed(self.deadlocks())
+            ],
         }
-
-    def _deadlocks(self) -> list[dict[str, Any]]:
-        out = []
-        for report in reversed(self.deadlocks()):
-            waiter, involved = report.waiter, list(report.involved)
-            if report.kind == "asks":
-                ring = [waiter, *[h for h in involved if h != waiter]]
-                edges = [
-                    {"from": a, "to": b, "kind": "ask"}
-                    for a, b in zip(ring, ring[1:] + ring[:1], strict=True)
-                ]
-            else:
-                edges = [
-                    {"from": waiter, "to": h, "kind": "resources"} for h in involved if h != waiter
-                ]
-                if report.parent is not None:
-                    edges.insert(0, {"from": report.parent, "to": waiter, "kind": "spawn"})
-            out.append({
-                "at": report.at,
-                "kind": report.kind,
-                "waiter": waiter,
-                "parent": getattr(report, "parent", None),
-                "involved": involved,
-                "graph": edges,
-                "message": report.message,
-            })
-        return out
 
     def _nodes(self) -> list[dict[str, Any]]:
         usage = getattr(self.runtime.broker, "node_usage", None)
@@ -122,6 +111,42 @@ class RuntimeState:
             }
             for node_id, total, free, draining in usage()
         ]
+
+
+def wait_edges(
+    pending: list[dict[str, Any]], asks: list[tuple[str, str]]
+) -> list[dict[str, str]]:
+    """The wait-for graph now: each pending request to the holders of what it lacks (or to
+    "(free resources)"), and each ``(asker, target)`` ask."""
+    edges = [
+        {"from": req["holder_name"], "to": holder, "kind": "resources"}
+        for req in pending
+        for holder in req["held_by"] or ["(free resources)"]
+    ]
+    edges += [{"from": a, "to": b, "kind": "ask"} for a, b in asks]
+    return edges
+
+
+def deadlock_view(
+    at: float, kind: str, waiter: str, involved: list[str], parent: str | None, message: str
+) -> dict[str, Any]:
+    """One deadlock report as the page draws it: ``kind`` ``"asks"`` (a ring of asks,
+    ``waiter`` first) or ``"resources"`` (``waiter`` waits on ``involved``; ``parent``
+    awaits its start)."""
+    if kind == "asks":
+        ring = [waiter, *[h for h in involved if h != waiter]]
+        edges = [
+            {"from": a, "to": b, "kind": "ask"}
+            for a, b in zip(ring, ring[1:] + ring[:1], strict=True)
+        ]
+    else:
+        edges = [{"from": waiter, "to": h, "kind": "resources"} for h in involved if h != waiter]
+        if parent is not None:
+            edges.insert(0, {"from": parent, "to": waiter, "kind": "spawn"})
+    return {
+        "at": at, "kind": kind, "waiter": waiter, "parent": parent, "involved": involved,
+        "graph": edges, "message": message,
+    }
 
 
 def _holders(actors: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -284,6 +284,10 @@ class BrokerReports(BrokerCore):
             if i not in gone
         ]
 
+    def holders(self) -> list[Hashable]:
+        """Every holder that holds a grant now, in the order they first did."""
+        return [hid for hid, h in self._holders.items() if h.grants]
+
     def grants_of(self, holder: Hashable) -> list[Granted]:
         """What ``holder`` holds now, as the :class:`Granted` events that gave it."""
         h = self._holders.get(holder)

@@ -192,3 +192,31 @@ async def test_a_modin_style_deadlock_shows_in_the_waits_view(
         assert "with_resources" in text  # the fix, as the error says it
         await screenshot(browser, shots, "waits")
         await gate.stop()
+
+
+NODE_ROWS = """return [...document.querySelectorAll('#nodes-table tbody tr')].map(
+    r => [r.querySelector('td.node').textContent, r.querySelector('td.state').textContent])"""
+
+
+@pytest.mark.timeout(240)
+async def test_the_heads_nodes_page_shows_the_clusters_nodes(
+    browser: Any, shots: Path, tmp_path: Path
+) -> None:
+    from cluster._cluster import Cluster
+
+    cluster = Cluster(tmp_path)
+    try:
+        cluster.start_head("--num-cpus", "1", "--include-dashboard=true",
+                           "--dashboard-port", "0")
+        cluster.start_node("--num-cpus", "2")
+        assert cluster.head is not None
+        await asyncio.to_thread(browser.get, cluster.head.info["dashboard"] + "#/nodes")
+        rows = await until(script(browser, NODE_ROWS),
+                           lambda rs: [s for _, s in rs] == ["alive", "alive"], 30)
+        assert len({n for n, _ in rows}) == 2
+        await screenshot(browser, shots, "cluster-nodes")
+        await asyncio.to_thread(cluster.nodes[0].kill)
+        await until(script(browser, NODE_ROWS),
+                    lambda rs: sorted(s for _, s in rs) == ["alive", "lost"], 30)
+    finally:
+        cluster.close()

@@ -125,7 +125,7 @@ async function resources() {
     ${table([["k", "resource"], ["total", "total"], ["used", "used"], ["free", "free"], ["bar", "", x => `<div class="bar"><span style="width:${x.t ? Math.round(100 * x.u / x.t) : 0}%"></span></div>`]],
       Object.keys(n.total).map(k => ({ k, total: amount(k, n.total[k]), used: amount(k, n.used[k] || 0), free: amount(k, n.free[k] || 0), u: n.used[k] || 0, t: n.total[k] })))}</div>`).join("");
   const gangs = r.groups.map(g => `<div class="gang" data-group="${esc(g.id)}"><b>${esc(g.holder_name)}</b> <span class="muted">${esc(g.state)}, ${esc(g.strategy)}</span><br>
-    ${g.bundles.map((b, i) => `<span class="bundle">bundle ${i}: ${res(b)}${g.free ? ` (free ${res(g.free[i])})` : ""}</span>`).join("")}
+    ${g.bundles.map((b, i) => `<span class="bundle">bundle ${i}: ${res(b)}${g.free ? ` (free ${res(g.free[i])})` : ""}${g.nodes ? ` on ${esc(g.nodes[i])}` : ""}</span>`).join("")}
     ${g.members.length ? `<div class="muted">in it: ${g.members.map(esc).join(", ")}</div>` : ""}</div>`).join("");
   main.innerHTML = `<h2>Resources</h2><p>total ${res(r.totals.total)} · used ${res(r.totals.used)} · free ${res(r.totals.available)}</p>
     ${nodes}<div class="card"><h3>Gangs (placement groups) and their bundles</h3>${gangs || `<p class="muted">none</p>`}</div>
@@ -169,7 +169,13 @@ async function nodes() {
   const r = await api("/api/nodes");
   const head = r.head ? `<div class="card"><h3>Cluster head ${esc(r.head.address)}</h3><p>id ${esc(r.head.head_id)} · last heartbeat ${fmt(r.head.heard_s_ago)} s ago</p>
     ${table([["node", "node"], ["host", "host"], ["lost", "lost", x => esc(x.lost || "")]], r.head.agents)}</div>` : `<p class="muted">This machine alone (no cluster).</p>`;
-  main.innerHTML = `<h2>Nodes</h2>${head}${table([["node", "node"], ["state", "liveness"], ["total", "total", x => res(x.total)], ["free", "free", x => res(x.free)]], r.nodes)}`;
+  const cluster = r.cluster ? `<div class="card"><h3>Cluster head ${esc(r.cluster.address)}</h3><p>id ${esc(r.cluster.head_id)} · ${r.nodes.filter(n => !n.lost).length} nodes · ${r.cluster.drivers.length} drivers</p>
+    ${table([["runtime_id", "driver"], ["host", "host"], ["pid", "pid"], ["heard_s_ago", "last heartbeat (s ago)", x => x.heard_s_ago.toFixed(1)]], r.cluster.drivers)}</div>` : head;
+  const cols = [["node", "node"], ["state", "liveness", x => `<span class="status-${x.lost ? "error" : "running"}">${esc(x.state)}</span>`]];
+  if (r.cluster) cols.push(["host", "host"], ["heard_s_ago", "last heartbeat (s ago)", x => x.heard_s_ago == null ? "" : x.heard_s_ago.toFixed(1)]);
+  cols.push(["total", "total", x => res(x.total)], ["used", "used", x => res(x.used)], ["free", "free", x => res(x.free)]);
+  if (r.cluster) cols.push(["lost", "why it went", x => esc(x.lost || "")]);
+  main.innerHTML = `<h2>Nodes</h2>${cluster}<div id="nodes-table">${table(cols, r.nodes)}</div>`;
 }
 
 // ---------------------------------------------------------------- wiring
