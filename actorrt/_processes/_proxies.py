@@ -40,10 +40,12 @@ from .._wire._connection import (
     Connection,
     ConnectionLostError,
 )
-from .._wire._messages import Call, CancelCall, Kill, Stop, Tell, WaitStopped, tag_of
+from .._wire._messages import Call, CancelCall, Kill, Ping, Stop, Tell, WaitStopped, tag_of
 from .._wire._refs import RefAddress
+from ._direct import RETRY_AFTER, SWITCH_TRIES
 
 if TYPE_CHECKING:
+    from ._direct import DirectRoutes
     from ._services import PlacementServices
 
 logger = logging.getLogger("actorrt")
@@ -374,10 +376,15 @@ class RelayTarget(RemoteActor):
     connection (the owner routes it on); in the owner, the connection of the worker that
     hosts it.
 
+    In a worker, with ``routes``, the first call also starts the switch to a direct
+    connection to the worker that runs the actor (``_direct``): from then on ``conn`` is
+    that connection, until it closes and ``conn`` is the owner's again.
+
     Args:
         address: where the actor lives (as its ref said).
         via: what ``conn`` leads to, for the error when it goes away (``"the runtime that
             owns"``, ``"the worker process that hosts"``).
+        routes: a worker's direct routes (``None``: always through ``conn``).
     """
 
     def __init__(
@@ -390,13 +397,119 @@ class RelayTarget(RemoteActor):
         methods: frozenset[str],
         name: str | None,
         via: str = "the runtime that owns",
+        routes: DirectRoutes | None = None,
     ) -> None:
         super().__init__(runtime, actor_id, cls_name, methods, name)
         self.conn = conn
         self.address = address
         self._via = via
+        self._relay = conn
+        self._routes = routes if routes is not None and routes.enabled else None
+        self._direct: Connection | None = None
+        self._direct_loss: str | None = None  # why the last direct connection closed
+        self._relayed = 0  # messages sent through the relay: the switch's barrier counts
+        self._switching: asyncio.Task[None] | None = None
+        self._retry_at = 0.0
+
+    # ---------------------------------------------------------- direct calls
+
+    def _through_relay(self) -> None:
+        """A message goes out through the relay: count it, and start the switch if due."""
+        self._relayed += 1
+        routes = self._routes
+        if (
+            routes is not None
+            and self._switching is None
+            and self.loop.time() >= self._retry_at
+            and not self.runtime.closed
+        ):
+            self._switching = self.loop.create_task(self._go_direct(routes))
+
+    async def _go_direct(self, routes: DirectRoutes) -> None:
+        why = "the owner's connection closed"
+        try:
+            for _ in range(SWITCH_TRIES):
+                before = self._relayed
+                located = await routes.locate(self.actor_id)
+                if located is None:
+                    why = "the owner says it cannot be reached directly now"
+                    break
+                worker_id, endpoint = located
+                direct = await routes.connect(str(worker_id), endpoint)
+                if self._relayed == before and not direct.is_closing():
+                    self._use_direct(direct)
+                    logger.debug("calls to %s go directly to worker %s",
+                                 self.describe(), worker_id)
+                    return
+                why = "calls through the owner kept it busy"
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # refused, unreachable, the handshake failed
+            why = f"{type(exc).__name__}: {exc}"
+        finally:
+            self._switching = None
+        self._retry_at = self.loop.time() + RETRY_AFTER
+        logger.debug(
+            "calls to %s go through the owning runtime (no direct connection: %s); trying "
+            "again in %g s", self.describe(), why, RETRY_AFTER,
+        )
+
+    def _use_direct(self, direct: Connection) -> None:
+        assert self._routes is not None
+        self._direct = self.conn = direct
+        self._direct_loss = None
+        self._routes.watch(direct, self._direct_lost)
+
+    def _direct_lost(self, error: ConnectionLostError) -> None:
+        """The direct connection closed: asks pending on it fail as the actor's death (see
+        ``lost``); later calls go through the owner again, and the next one reconnects."""
+        if self._direct is None:
+            return
+        self._direct = None
+        self.conn = self._relay
+        self._direct_loss = error.reason
+        self._retry_at = 0.0
+        logger.debug("the direct connection to %s closed (%s): calls go through the owner",
+                     self.describe(), error.reason)
+
+    def _leave_direct(self) -> None:
+        direct, self._direct = self._direct, None
+        if direct is not None and self._routes is not None:
+            self._routes.unwatch(direct, self._direct_lost)
+        self.conn = self._relay
+        self._retry_at = self.loop.time() + RETRY_AFTER
+
+    def _ask_now(
+        self, conn: Connection, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> AskHandle[Any]:
+        if conn is self._relay:
+            self._through_relay()
+        return super()._ask_now(conn, method, args, kwargs)
+
+    def _submit(
+        self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> asyncio.Future[Any]:
+        if self.conn is self._relay:
+            self._through_relay()
+        return super()._submit(method, args, kwargs)
+
+    def _usable_conn(self) -> Connection | None:
+        conn = self.conn
+        if conn is self._relay:
+            self._through_relay()
+        return conn
+
+    def direct(self) -> bool:
+        """Whether calls go straight to the actor's worker now."""
+        return self._direct is not None
 
     async def lost(self) -> ActorDiedError:
+        if self._direct_loss is not None and not self._relay.is_closing():
+            return ActorDiedError(
+                f"the worker process that hosted {self.describe()} went away (its direct "
+                f"connection closed: {self._direct_loss})",
+                actor=self.describe(), reason=DeathReason.PROCESS_DIED,
+            )  # fmt: skip
         reason = (
             DeathReason.RUNTIME_SHUT_DOWN
             if self.address.worker is None or self._via.startswith("the runtime")
@@ -407,6 +520,15 @@ class RelayTarget(RemoteActor):
         )
 
     async def stop(self, grace: float | None = None) -> ActorDiedError:
+        direct = self._direct
+        if direct is not None:
+            # What went out directly reaches the mailbox before the stop, which the owner
+            # (the actor's supervisor) sends: its worker answers a Ping after those.
+            self._leave_direct()
+            try:
+                await direct.request(Ping())
+            except ConnectionLostError:
+                pass
         return await self._lifecycle(Stop(self.actor_id, grace))
 
     async def kill(self) -> ActorDiedError:
@@ -416,12 +538,11 @@ class RelayTarget(RemoteActor):
         return await self._lifecycle(WaitStopped(self.actor_id))
 
     async def _lifecycle(self, message: Stop | Kill | WaitStopped) -> ActorDiedError:
-        assert self.conn is not None
         try:
             # A stop keeps its place behind calls waiting for room in flight; a kill or a
             # wait overtakes them (a kill fails what is queued anyway).
             urgent = not isinstance(message, Stop)
-            result: ActorDiedError = await self.conn.request(message, urgent=urgent)
+            result: ActorDiedError = await self._relay.request(message, urgent=urgent)
         except ConnectionLostError:
             return await self.lost()
         return result
