@@ -113,6 +113,17 @@ class Caller:
         rate = await actor_sequential(ref, n, "aecho")
         return rate, 1e6 * (time.process_time() - here) / n
 
+    async def raw_tcp(self, host: str, port: int, n: int) -> float:
+        """The raw TCP echo at ``host:port``, sequential, from this worker process: the
+        baseline of the asks this worker makes to an actor on that host."""
+        from . import _tcp_echo
+
+        client = await _tcp_echo.connect(host, port, False)
+        await raw_sequential(client, WARMUP)
+        rate = await raw_sequential(client, n)
+        client.transport.close()
+        return rate
+
     def pid(self) -> int:
         return os.getpid()
 
@@ -122,12 +133,15 @@ def _caller_class() -> Any:
     return importlib.import_module("benchmarks.processes").Caller
 
 
-async def worker_to_worker(ref: Any, n: int, direct: bool) -> tuple[float, float, float]:
-    """Sequential asks from a caller in another worker process to the echo actor ``ref``:
-    directly, or through the owner (``ACTORRT_DIRECT_CALLS=0`` in the caller's worker), as
-    ``(rate, CPU µs per call in the caller, CPU µs per call in the echo's worker)``."""
+async def worker_to_worker(
+    ref: Any, n: int, direct: bool, **options: Any
+) -> tuple[float, float, float]:
+    """Sequential asks from a caller in another worker process (spawned with ``options``)
+    to the echo actor ``ref``: directly, or through the owner (``ACTORRT_DIRECT_CALLS=0`` in
+    the caller's worker), as ``(rate, CPU µs per call in the caller, CPU µs per call in the
+    echo's worker)``."""
     env = {} if direct else {"ACTORRT_DIRECT_CALLS": "0"}
-    caller = await _caller_class().options(worker_env=env).spawn()
+    caller = await _caller_class().options(worker_env=env, **options).spawn()
     peer = await ref.pid()
     there = process_cpu(peer)
     rate, here = await caller.sequential(ref, n)

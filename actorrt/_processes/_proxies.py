@@ -191,6 +191,11 @@ class RemoteActor:
         self, conn: Connection, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> AskHandle[Any]:
         """The hot path, as _submit does it: on the loop, connected, no timeout."""
+        return AskHandle(self._send_now(conn, method, args, kwargs), self, method, None)
+
+    def _send_now(
+        self, conn: Connection, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> asyncio.Future[Any]:
         context = self._contexts.get(method)
         if context is None:
             context = self._contexts[method] = f"the arguments of {self.cls_name}.{method}()"
@@ -199,7 +204,7 @@ class RemoteActor:
         except ConnectionLostError as exc:
             sent = self.loop.create_future()
             sent.set_exception(exc)
-        return AskHandle(sent, self, method, None)
+        return sent
 
     def withdraw(self, answer: asyncio.Future[Any] | concurrent.futures.Future[Any]) -> None:
         """The caller gave up on an ask: forget its reply and tell the far side, which drops
@@ -407,15 +412,21 @@ class RelayTarget(RemoteActor):
         self._routes = routes if routes is not None and routes.enabled else None
         self._direct: Connection | None = None
         self._direct_loss: str | None = None  # why the last direct connection closed
-        self._relayed = 0  # messages sent through the relay: the switch's barrier counts
+        # A switch under way: since its Locate left, asks through the relay not answered yet
+        # and tells through the relay; the direct connection once it waits only for those.
+        self._epoch_open = False
+        self._round = 0
+        self._relay_out = 0
+        self._tells_since = 0
+        self._ready: Connection | None = None
+        self._ready_waiter: asyncio.Future[bool] | None = None
         self._switching: asyncio.Task[None] | None = None
         self._retry_at = 0.0
 
     # ---------------------------------------------------------- direct calls
 
     def _through_relay(self) -> None:
-        """A message goes out through the relay: count it, and start the switch if due."""
-        self._relayed += 1
+        """A message goes out through the relay: start the switch if due."""
         routes = self._routes
         if (
             routes is not None
@@ -425,29 +436,75 @@ class RelayTarget(RemoteActor):
         ):
             self._switching = self.loop.create_task(self._go_direct(routes))
 
+    def _relay_ask(self, answer: asyncio.Future[Any]) -> None:
+        """An ask went out through the relay while a switch is under way: the switch waits
+        for its answer (this callback runs before its caller's, so the caller's next message
+        already takes the direct connection)."""
+        if self._epoch_open:
+            self._relay_out += 1
+            answer.add_done_callback(functools.partial(self._relay_answered, self._round))
+
+    def _relay_answered(self, round_: int, _answer: asyncio.Future[Any]) -> None:
+        if round_ != self._round:
+            return  # an answer of an earlier round, which counted it
+        self._relay_out -= 1
+        ready = self._ready
+        if ready is not None and self._relay_out == 0 and not ready.is_closing():
+            self._switch_now(ready, True)
+
+    def _relay_tell(self) -> None:
+        """A tell went out through the relay while a switch is under way: it has no answer
+        to wait for, so this round of the switch fails and the next waits for a pause."""
+        if self._epoch_open:
+            self._tells_since += 1
+            if self._ready is not None:
+                self._switch_now(None, False)
+
+    def _switch_now(self, direct: Connection | None, ok: bool) -> None:
+        waiter, self._ready = self._ready_waiter, None
+        if direct is not None:
+            self._use_direct(direct)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(ok)
+
     async def _go_direct(self, routes: DirectRoutes) -> None:
         why = "the owner's connection closed"
         try:
             for _ in range(SWITCH_TRIES):
-                before = self._relayed
+                # From this Locate on, what goes through the relay may overtake nothing that
+                # then goes directly: asks are waited for, a tell restarts the round.
+                self._round += 1
+                self._epoch_open, self._relay_out, self._tells_since = True, 0, 0
                 located = await routes.locate(self.actor_id)
                 if located is None:
                     why = "the owner says it cannot be reached directly now"
                     break
                 worker_id, endpoint = located
                 direct = await routes.connect(str(worker_id), endpoint)
-                if self._relayed == before and not direct.is_closing():
-                    self._use_direct(direct)
-                    logger.debug("calls to %s go directly to worker %s",
-                                 self.describe(), worker_id)
-                    return
-                why = "calls through the owner kept it busy"
+                if self._tells_since == 0 and not direct.is_closing():
+                    if self._relay_out == 0:
+                        self._use_direct(direct)
+                    else:  # the last answer through the relay switches
+                        self._ready = direct
+                        self._ready_waiter = self.loop.create_future()
+                        try:
+                            await asyncio.wait_for(asyncio.shield(self._ready_waiter),
+                                                   RETRY_AFTER)
+                        except TimeoutError:
+                            pass
+                    if self._direct is direct:
+                        logger.debug("calls to %s go directly to worker %s",
+                                     self.describe(), worker_id)
+                        return
+                why = "tells through the owner left no pause to switch in"
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # refused, unreachable, the handshake failed
             why = f"{type(exc).__name__}: {exc}"
         finally:
             self._switching = None
+            self._epoch_open = False
+            self._ready = self._ready_waiter = None
         self._retry_at = self.loop.time() + RETRY_AFTER
         logger.debug(
             "calls to %s go through the owning runtime (no direct connection: %s); trying "
@@ -482,21 +539,28 @@ class RelayTarget(RemoteActor):
     def _ask_now(
         self, conn: Connection, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> AskHandle[Any]:
-        if conn is self._relay:
-            self._through_relay()
-        return super()._ask_now(conn, method, args, kwargs)
+        if conn is not self._relay:
+            return super()._ask_now(conn, method, args, kwargs)
+        self._through_relay()
+        sent = self._send_now(conn, method, args, kwargs)
+        self._relay_ask(sent)
+        return AskHandle(sent, self, method, None)
 
     def _submit(
         self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> asyncio.Future[Any]:
-        if self.conn is self._relay:
-            self._through_relay()
-        return super()._submit(method, args, kwargs)
+        if self.conn is not self._relay:
+            return super()._submit(method, args, kwargs)
+        self._through_relay()
+        sent = super()._submit(method, args, kwargs)
+        self._relay_ask(sent)
+        return sent
 
     def _usable_conn(self) -> Connection | None:
         conn = self.conn
         if conn is self._relay:
             self._through_relay()
+            self._relay_tell()
         return conn
 
     def direct(self) -> bool:
