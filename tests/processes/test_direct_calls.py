@@ -82,6 +82,10 @@ class Caller:
         result: list[int] = await ref.received()
         return result
 
+    async def asks_by_name(self, name: str, n: int) -> int:
+        ref = await actorrt.get_actor(name)
+        return await self.asks(ref, n)
+
     async def failing(self, ref: Any) -> str:
         try:
             await ref.fail()
@@ -194,3 +198,13 @@ async def test_a_worker_that_takes_no_direct_calls_is_called_through_the_owner()
         before = rt.relayed()["calls"]
         assert await caller.asks(target, 20) == 20
         assert rt.relayed()["calls"] - before == 20
+
+
+async def test_an_actor_found_by_name_in_a_worker_is_called_directly() -> None:
+    async with actorrt.Runtime(num_cpus=2) as rt:
+        await Target.options(name="the-target").spawn()
+        caller = await Caller.spawn()
+        await until_direct_calls(rt, lambda: caller.asks_by_name("the-target", 5))
+        before = rt.relayed()["calls"]
+        assert await caller.asks_by_name("the-target", 200) == 200
+        assert rt.relayed()["calls"] == before
