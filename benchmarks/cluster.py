@@ -20,6 +20,11 @@ kinds of ask run back to back):
    actor in a worker process of this machine (a local runtime, same run), which a loaded
    machine slows as it slows the cross-node ones; the targets (sequential >= 0.60,
    pipelined >= 0.30, as for the cross-process figures) are checked against the plain echo.
+   Then actor -> actor: a caller actor on host 0 asks the same echo actor's async method
+   sequentially (after a warm-up), through the driver (``ACTORRT_DIRECT_CALLS=0`` in the
+   caller's worker) and directly (worker to worker, TLS and the cluster's token), against the
+   raw TCP echo on host 1 measured from the caller's own worker process on host 0 (target:
+   direct >= 0.60 of it).
 2. A STRICT_SPREAD placement group of 3 x ``{"CPU": 1}`` (one bundle on each node) reserved
    (``ready()``) and removed, per second; baseline: the same three bundles (PACK: one machine
    cannot spread them) on a local runtime of 6 CPUs.
@@ -57,7 +62,7 @@ from . import _tcp_echo
 from ._cluster_hosts import CPUS_PER_NODE, ECHO_HOST, HOSTS, Hosts, pin
 from ._common import ROOT, Figure, chosen_sizes, exit_for, report, sized_parser
 from .broker import pg_rate
-from .processes import _echo_class, ask_rep, with_cpu
+from .processes import _caller_class, _echo_class, ask_rep, with_cpu, worker_to_worker
 from .tune_overhead import sweep
 from .wire import WINDOW, raw_pipelined, raw_sequential
 
@@ -155,6 +160,19 @@ async def loss_seconds(
     raise RuntimeError(f"the ask to an actor on a lost node ({how}) returned")
 
 
+async def actor_to_actor(hosts: Hosts, ref: Any, n_seq: int) -> dict[str, Any]:
+    """Sequential asks from a caller actor on host 0 to the echo actor ``ref`` on host 1:
+    through the driver, directly, and the raw TCP echo on host 1 from the caller's own worker
+    process (the like-for-like floor: the same two hosts)."""
+    on_host0 = {"num_cpus": 0, "resources": {pin(0): 1}}
+    relayed = await worker_to_worker(ref, n_seq, False, **on_host0)
+    direct = await worker_to_worker(ref, n_seq, True, **on_host0)
+    caller = await _caller_class().options(**on_host0).spawn()
+    raw = await caller.raw_tcp(hosts.ip(ECHO_HOST), hosts.echo_ports[False], n_seq)
+    await caller.stop()
+    return {"a2a_relay": relayed, "a2a": direct, "a2a_raw_seq": raw}
+
+
 async def cluster_rep(hosts: Hosts, sizes: dict[str, int], flags: Path) -> dict[str, Any]:
     """One repetition on the cluster, a fresh driver: asks, groups, the sweep, node loss."""
     os.environ["ACTORRT_CLUSTER_TOKEN_FILE"] = hosts.cluster.token_file
@@ -163,6 +181,7 @@ async def cluster_rep(hosts: Hosts, sizes: dict[str, int], flags: Path) -> dict[
                     f"the driver saw {HOSTS} nodes of {CPUS_PER_NODE} CPUs")
         ref = await _echo_class().options(num_cpus=0, resources={pin(ECHO_HOST): 1}).spawn()
         out: dict[str, Any] = await ask_rep(ref, sizes["n_seq"], sizes["n_pipe"])
+        out |= await actor_to_actor(hosts, ref, sizes["n_seq"])
         await ref.stop()
         out["pg"] = await pg_rate(sizes["pgs"], SPREAD, "STRICT_SPREAD", warmup=20)
         out["tune"] = await sweep(sizes["trials"], sizes["reports"], TRIAL)
@@ -215,6 +234,12 @@ def figures_of(s: dict[str, list[Any]], sizes: dict[str, int]) -> list[Figure]:
         Figure("cross-node ask, sequential, async method", "calls/s", s["aseq"], s["raw_seq"]),
         Figure("cross-node calls, pipelined 1000", "calls/s", s["pipe"], s["raw_pipe"],
                target_ratio=PIPE_TARGET),
+        Figure("cross-node actor -> actor ask, sequential", "calls/s", s["a2a"],
+               s["a2a_raw_seq"], target_ratio=SEQ_TARGET),
+        Figure("cross-node actor -> actor ask, sequential, through the driver", "calls/s",
+               s["a2a_relay"], s["a2a_raw_seq"]),
+        Figure("cross-node actor -> actor ask, direct vs through the driver", "calls/s",
+               s["a2a"], s["a2a_relay"]),
         Figure("cross-node calls, pipelined 1000, vs TLS echo", "calls/s", s["pipe"],
                s["tls_pipe"]),
         Figure("cross-node calls, pipelined 1000, vs cross-process", "calls/s", s["pipe"],
@@ -227,6 +252,7 @@ def figures_of(s: dict[str, list[Any]], sizes: dict[str, int]) -> list[Figure]:
         Figure("node loss, link cut: pending ask to ActorDiedError", "s", s["cut"],
                target_value=LOSS_TARGET_S, lower_is_better=True),
         Figure("raw TCP echo, sequential", "req/s", s["raw_seq"]),
+        Figure("raw TCP echo, sequential, host 0 worker to host 1", "req/s", s["a2a_raw_seq"]),
         Figure("raw TCP echo, pipelined window 1000", "req/s", s["raw_pipe"]),
         Figure("raw TLS echo, sequential", "req/s", s["tls_seq"]),
         Figure("raw TLS echo, pipelined window 1000", "req/s", s["tls_pipe"]),

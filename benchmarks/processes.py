@@ -37,8 +37,15 @@ worker), which a shared, loaded machine disturbs far less than wall time. Ray 2.
 on this machine class (docs/benchmarks.md) are printed beside the table for reference and the
 actorrt/Ray ratios go into the JSON.
 
+6. worker -> worker: a ``Caller`` actor in a second worker process asks the echo actor's
+   async method sequentially (after a warm-up, so its calls go over the direct connection
+   between the two workers), and the same with ``ACTORRT_DIRECT_CALLS=0`` in the caller's
+   worker (through the owning runtime, as before direct calls), alternated in each
+   repetition; CPU time per call in the caller and in the echo's worker.
+
 ``--check`` exits 1 when the sequential ask to a sync method is under 60% of raw sequential,
-pipelined calls under 30% of raw pipelined, start+stop under 500 cycles/s, the cold worker
+pipelined calls under 30% of raw pipelined, a direct worker -> worker sequential ask under
+60% of raw sequential, start+stop under 500 cycles/s, the cold worker
 start's median over 30 ms, or the burst through the fork server under twice as fast as the
 same burst of fresh interpreters.
 """
@@ -72,6 +79,7 @@ SIZES = {  # n_seq, n_pipe, cycles, cold, reps
     "quick": {"n_seq": 200, "n_pipe": 2_000, "cycles": 20, "cold": 1, "burst": 10, "reps": 1},
 }
 WARMUP = 200
+W2W_TARGET = 0.60  # worker -> worker sequential asks, of the raw echo's sequential rate
 COLD_START_MS = 30.0  # median of the starts on a new worker process
 BURST_RATIO = 2.0  # a burst through the fork server against one of fresh interpreters
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -90,6 +98,55 @@ class Echo:
 
     def pid(self) -> int:
         return os.getpid()
+
+
+@actorrt.actor(process=True)
+class Caller:
+    """Asks another worker's actor from its own worker process (worker -> worker)."""
+
+    async def sequential(self, ref: Any, n: int, warmup: int = WARMUP) -> tuple[float, float]:
+        """``(calls/s, CPU µs per call of this worker)`` of ``n`` sequential asks to an
+        echo actor's async method (no hand-over to a thread on either side)."""
+        await actor_sequential(ref, warmup, "aecho")
+        await asyncio.sleep(0.05)  # the switch to a direct connection has settled
+        here = time.process_time()
+        rate = await actor_sequential(ref, n, "aecho")
+        return rate, 1e6 * (time.process_time() - here) / n
+
+    async def raw_tcp(self, host: str, port: int, n: int) -> float:
+        """The raw TCP echo at ``host:port``, sequential, from this worker process: the
+        baseline of the asks this worker makes to an actor on that host."""
+        from . import _tcp_echo
+
+        client = await _tcp_echo.connect(host, port, False)
+        await raw_sequential(client, WARMUP)
+        rate = await raw_sequential(client, n)
+        client.transport.close()
+        return rate
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+def _caller_class() -> Any:
+    """``Caller`` as defined in ``benchmarks.processes`` (see :func:`_echo_class`)."""
+    return importlib.import_module("benchmarks.processes").Caller
+
+
+async def worker_to_worker(
+    ref: Any, n: int, direct: bool, **options: Any
+) -> tuple[float, float, float]:
+    """Sequential asks from a caller in another worker process (spawned with ``options``)
+    to the echo actor ``ref``: directly, or through the owner (``ACTORRT_DIRECT_CALLS=0`` in
+    the caller's worker), as ``(rate, CPU µs per call in the caller, CPU µs per call in the
+    echo's worker)``."""
+    env = {} if direct else {"ACTORRT_DIRECT_CALLS": "0"}
+    caller = await _caller_class().options(worker_env=env, **options).spawn()
+    peer = await ref.pid()
+    there = process_cpu(peer)
+    rate, here = await caller.sequential(ref, n)
+    await caller.stop()
+    return rate, here, 1e6 * (process_cpu(peer) - there) / n
 
 
 def _echo_class() -> Any:
@@ -223,6 +280,14 @@ async def ask_rep(ref: Any, n_seq: int, n_pipe: int) -> dict[str, tuple[float, f
     return {"seq": seq, "aseq": aseq, "pipe": pipe}
 
 
+async def worker_rep(ref: Any, n_seq: int) -> dict[str, tuple[float, float, float]]:
+    """Worker -> worker sequential asks to ``ref``, through the owner and directly,
+    alternated (each after a warm-up)."""
+    relayed = await worker_to_worker(ref, n_seq, direct=False)
+    direct = await worker_to_worker(ref, n_seq, direct=True)
+    return {"w2w_relay": relayed, "w2w": direct}
+
+
 async def actor_rep(
     n_seq: int, n_pipe: int, cycles: int, cold: int, burst: int
 ) -> dict[str, Any]:
@@ -233,6 +298,7 @@ async def actor_rep(
     first = (time.perf_counter() - started) * 1000
     pid = await ref.pid()
     asks = await ask_rep(ref, n_seq, n_pipe)
+    asks |= await worker_rep(ref, n_seq)
     await ref.stop()
     cps = await start_stop_cycles(cls, cycles)
     last = await cls.spawn()
@@ -252,7 +318,7 @@ async def actor_rep(
 def measure(
     n_seq: int, n_pipe: int, cycles: int, cold: int, burst: int, reps: int
 ) -> dict[str, Any]:
-    timed = ("raw_seq", "raw_pipe", "seq", "aseq", "pipe")
+    timed = ("raw_seq", "raw_pipe", "seq", "aseq", "pipe", "w2w", "w2w_relay")
     samples: dict[str, list[Any]] = {
         k: [] for k in (*timed, "cycles", "same_worker", "cold", "first", "burst", "plain_burst")
     }
@@ -293,6 +359,14 @@ def main() -> None:
         Figure("process ask, sequential, async method", "calls/s", s["aseq"], s["raw_seq"]),
         Figure("process calls, pipelined 1000", "calls/s", s["pipe"], s["raw_pipe"],
                target_ratio=0.30),
+        # One worker's actor asking another's (an async method): a direct connection
+        # between the two workers, against the raw echo, and the same through the owner.
+        Figure("worker -> worker ask, sequential", "calls/s", s["w2w"], s["raw_seq"],
+               target_ratio=W2W_TARGET),
+        Figure("worker -> worker ask, sequential, through the owner", "calls/s",
+               s["w2w_relay"], s["raw_seq"]),
+        Figure("worker -> worker ask, sequential, direct vs through the owner", "calls/s",
+               s["w2w"], s["w2w_relay"]),
         Figure("start+stop, warm worker", "cycles/s", s["cycles"], target_value=500),
         Figure("cold worker start", "ms", s["cold"], target_value=COLD_START_MS,
                lower_is_better=True),
@@ -314,6 +388,8 @@ def main() -> None:
         "process ask, sequential": "seq",
         "process ask, sequential, async method": "aseq",
         "process calls, pipelined 1000": "pipe",
+        "worker -> worker ask, sequential": "w2w",
+        "worker -> worker ask, sequential, through the owner": "w2w_relay",
         "raw echo, sequential": "raw_seq",
         "raw echo, pipelined window 1000": "raw_pipe",
     }

@@ -34,7 +34,7 @@ LISTED = {"Args", "Arguments", "Attributes", "Raises"}
 SHOWN = {
     "actorrt.Runtime": {
         "loop", "shutdown", "cluster_resources", "available_resources", "pending_requests",
-        "get_actor", "live_actors",
+        "get_actor", "live_actors", "relayed",
     },
 }
 

@@ -5,7 +5,7 @@ import asyncio
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +101,21 @@ async def eventually(condition, within: float = 5.0, interval: float = 0.02) -> 
             return True
         await asyncio.sleep(interval)
     return bool(condition())
+
+
+async def until_direct(
+    runtime: Any, calls: Callable[[], Awaitable[object]], within: float = 30.0
+) -> None:
+    """Run ``calls`` (asks between worker processes) until one round of them passes nothing
+    through the owning runtime (its ``relayed()`` count, what ``actorrt status`` shows)."""
+    deadline = time.monotonic() + within
+    while True:
+        before = runtime.relayed()["calls"]
+        await calls()
+        if runtime.relayed()["calls"] == before:
+            return
+        assert time.monotonic() < deadline, "calls kept going through the owning runtime"
+        await asyncio.sleep(0.05)
 
 
 def no_processes_left_by(what: str) -> Iterator[None]:

@@ -54,6 +54,10 @@ class StatusSource(Protocol):
 
     def pending_requests(self) -> list[PendingRequest]: ...
 
+    def relayed(self) -> dict[str, int]:
+        """Calls and tells passed on between two worker processes, since the start."""
+        ...
+
 STATUS_FORMAT = 1  # bumped when a field changes meaning; new fields may appear at any time
 
 
@@ -92,6 +96,7 @@ def snapshot(runtime: StatusSource) -> dict[str, Any]:
         "pending": _pending(runtime, names),
         "actors": actors,
         "actor_counts": dict(Counter(a["state"] for a in actors)),
+        "relayed": runtime.relayed(),
     }
 
 

@@ -32,7 +32,9 @@ from .._wire._messages import (
     GroupRemove,
     Hello,
     Kill,
+    Locate,
     MalformedMessage,
+    PeerEndpoint,
     Ping,
     ReserveGroup,
     Restarted,
@@ -63,6 +65,9 @@ class Host:
         self._resolve = router.resolve
         self._tasks: set[asyncio.Task[Any]] = set()
         self._spawns: dict[str, asyncio.Task[Any]] = {}  # a worker's spawns, by its token
+        # Calls and tells that arrived here for an actor elsewhere and were passed on (the
+        # owner's relay between two workers): what ``actorrt status`` shows as "relayed".
+        self.relayed = {"calls": 0, "tells": 0}
         self.dispatcher = Dispatcher(
             "an actorrt runtime's worker connection",
             requests=[
@@ -78,6 +83,8 @@ class Host:
                 request(ReserveGroup, self._reserve_group),
                 request(GroupReady, self._group_ready),
                 request(GroupRemove, self._group_remove),
+                request(Locate, self._locate),
+                request(PeerEndpoint, self._peer_endpoint),
             ],
             notifications=[
                 notification(Tell, self._tell),
@@ -89,6 +96,17 @@ class Host:
                 notification(WaitEdge, self._wait_edge),
                 notification(AskDeadlock, self._ask_deadlock),
                 notification(GroupRemove, self._group_remove_notified),
+            ],
+            runs=[request_run(Call, self._call_run)],
+        )
+        # What a worker takes from the other workers of its runtime that connect to it
+        # directly: calls to its actors, and nothing that changes what it hosts.
+        self.peer_dispatcher = Dispatcher(
+            "an actorrt worker's direct connection",
+            requests=[request(Call, self._call), request(Ping, self._ping)],
+            notifications=[
+                notification(Tell, self._tell),
+                notification(CancelCall, self._cancel_call),
             ],
             runs=[request_run(Call, self._call_run)],
         )
@@ -122,6 +140,7 @@ class Host:
             else:
                 mailbox.put_waiting((method, args, kwargs, reply), None)
             return
+        self.relayed["calls"] += 1
         handle = target.ask(method, args, kwargs, None)
         self._answer(conn, request_id, _await(handle))
 
@@ -203,6 +222,7 @@ class Host:
                            actor_id, method)
             return
         if not target.inline:
+            self.relayed["tells"] += 1
             # Passed on to another process: stop reading here until it has gone out there,
             # so flow control reaches from the sender to the far actor.
             try:
@@ -294,6 +314,17 @@ class Host:
             conn.reply(request_id, None)
         else:
             conn.reply_error(request_id, PermissionError(f"unknown worker {msg.worker_id!r}"))
+
+    def _locate(self, conn: Connection, request_id: int, msg: Locate) -> None:
+        found = self.router.locate(msg.actor_id, msg.transport)
+        if found is None:
+            conn.reply(request_id, None)
+            return
+        worker_id, endpoint = found
+        self._answer(conn, request_id, _located(worker_id, endpoint))
+
+    def _peer_endpoint(self, conn: Connection, request_id: int, msg: PeerEndpoint) -> None:
+        self._answer(conn, request_id, self.router.peer_endpoint())
 
     def _ping(self, conn: Connection, request_id: int, msg: Ping) -> None:
         conn.reply(request_id, None)  # the owner's liveness check: this loop runs
@@ -418,6 +449,11 @@ def _relayed(task: asyncio.Task[Any], conn: Connection, target: Any) -> None:
     conn.resume_reading()
     if not task.cancelled() and task.exception() is not None:
         logger.warning("a tell to %s was dropped: %s", target.describe(), task.exception())
+
+
+async def _located(worker_id: str, endpoint: asyncio.Future[Any]) -> list[Any] | None:
+    where = await endpoint
+    return None if where is None else [worker_id, where]
 
 
 async def _await(handle: Any) -> Any:

@@ -40,10 +40,12 @@ from .._wire._connection import (
     Connection,
     ConnectionLostError,
 )
-from .._wire._messages import Call, CancelCall, Kill, Stop, Tell, WaitStopped, tag_of
+from .._wire._messages import Call, CancelCall, Kill, Ping, Stop, Tell, WaitStopped, tag_of
 from .._wire._refs import RefAddress
+from ._direct import RETRY_AFTER, SWITCH_TRIES
 
 if TYPE_CHECKING:
+    from ._direct import DirectRoutes
     from ._services import PlacementServices
 
 logger = logging.getLogger("actorrt")
@@ -189,6 +191,11 @@ class RemoteActor:
         self, conn: Connection, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> AskHandle[Any]:
         """The hot path, as _submit does it: on the loop, connected, no timeout."""
+        return AskHandle(self._send_now(conn, method, args, kwargs), self, method, None)
+
+    def _send_now(
+        self, conn: Connection, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> asyncio.Future[Any]:
         context = self._contexts.get(method)
         if context is None:
             context = self._contexts[method] = f"the arguments of {self.cls_name}.{method}()"
@@ -197,7 +204,7 @@ class RemoteActor:
         except ConnectionLostError as exc:
             sent = self.loop.create_future()
             sent.set_exception(exc)
-        return AskHandle(sent, self, method, None)
+        return sent
 
     def withdraw(self, answer: asyncio.Future[Any] | concurrent.futures.Future[Any]) -> None:
         """The caller gave up on an ask: forget its reply and tell the far side, which drops
@@ -374,10 +381,15 @@ class RelayTarget(RemoteActor):
     connection (the owner routes it on); in the owner, the connection of the worker that
     hosts it.
 
+    In a worker, with ``routes``, the first call also starts the switch to a direct
+    connection to the worker that runs the actor (``_direct``): from then on ``conn`` is
+    that connection, until it closes and ``conn`` is the owner's again.
+
     Args:
         address: where the actor lives (as its ref said).
         via: what ``conn`` leads to, for the error when it goes away (``"the runtime that
             owns"``, ``"the worker process that hosts"``).
+        routes: a worker's direct routes (``None``: always through ``conn``).
     """
 
     def __init__(
@@ -390,13 +402,178 @@ class RelayTarget(RemoteActor):
         methods: frozenset[str],
         name: str | None,
         via: str = "the runtime that owns",
+        routes: DirectRoutes | None = None,
     ) -> None:
         super().__init__(runtime, actor_id, cls_name, methods, name)
         self.conn = conn
         self.address = address
         self._via = via
+        self._relay = conn
+        self._routes = routes if routes is not None and routes.enabled else None
+        self._direct: Connection | None = None
+        self._direct_loss: str | None = None  # why the last direct connection closed
+        # A switch under way: since its Locate left, asks through the relay not answered yet
+        # and tells through the relay; the direct connection once it waits only for those.
+        self._epoch_open = False
+        self._round = 0
+        self._relay_out = 0
+        self._tells_since = 0
+        self._ready: Connection | None = None
+        self._ready_waiter: asyncio.Future[bool] | None = None
+        self._switching: asyncio.Task[None] | None = None
+        self._retry_at = 0.0
+
+    # ---------------------------------------------------------- direct calls
+
+    def _through_relay(self) -> None:
+        """A message goes out through the relay: start the switch if due."""
+        routes = self._routes
+        if (
+            routes is not None
+            and self._switching is None
+            and self.loop.time() >= self._retry_at
+            and not self.runtime.closed
+        ):
+            self._switching = self.loop.create_task(self._go_direct(routes))
+
+    def _relay_ask(self, answer: asyncio.Future[Any]) -> None:
+        """An ask went out through the relay while a switch is under way: the switch waits
+        for its answer (this callback runs before its caller's, so the caller's next message
+        already takes the direct connection)."""
+        if self._epoch_open:
+            self._relay_out += 1
+            answer.add_done_callback(functools.partial(self._relay_answered, self._round))
+
+    def _relay_answered(self, round_: int, _answer: asyncio.Future[Any]) -> None:
+        if round_ != self._round:
+            return  # an answer of an earlier round, which counted it
+        self._relay_out -= 1
+        ready = self._ready
+        if ready is not None and self._relay_out == 0 and not ready.is_closing():
+            self._switch_now(ready, True)
+
+    def _relay_tell(self) -> None:
+        """A tell went out through the relay while a switch is under way: it has no answer
+        to wait for, so this round of the switch fails and the next waits for a pause."""
+        if self._epoch_open:
+            self._tells_since += 1
+            if self._ready is not None:
+                self._switch_now(None, False)
+
+    def _switch_now(self, direct: Connection | None, ok: bool) -> None:
+        waiter, self._ready = self._ready_waiter, None
+        if direct is not None:
+            self._use_direct(direct)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(ok)
+
+    async def _go_direct(self, routes: DirectRoutes) -> None:
+        why = "the owner's connection closed"
+        try:
+            for _ in range(SWITCH_TRIES):
+                # From this Locate on, what goes through the relay may overtake nothing that
+                # then goes directly: asks are waited for, a tell restarts the round.
+                self._round += 1
+                self._epoch_open, self._relay_out, self._tells_since = True, 0, 0
+                located = await routes.locate(self.actor_id)
+                if located is None:
+                    why = "the owner says it cannot be reached directly now"
+                    break
+                worker_id, endpoint = located
+                direct = await routes.connect(str(worker_id), endpoint)
+                if self._tells_since == 0 and not direct.is_closing():
+                    if self._relay_out == 0:
+                        self._use_direct(direct)
+                    else:  # the last answer through the relay switches
+                        self._ready = direct
+                        self._ready_waiter = self.loop.create_future()
+                        try:
+                            await asyncio.wait_for(asyncio.shield(self._ready_waiter),
+                                                   RETRY_AFTER)
+                        except TimeoutError:
+                            pass
+                    if self._direct is direct:
+                        logger.debug("calls to %s go directly to worker %s",
+                                     self.describe(), worker_id)
+                        return
+                why = "tells through the owner left no pause to switch in"
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # refused, unreachable, the handshake failed
+            why = f"{type(exc).__name__}: {exc}"
+        finally:
+            self._switching = None
+            self._epoch_open = False
+            self._ready = self._ready_waiter = None
+        self._retry_at = self.loop.time() + RETRY_AFTER
+        logger.debug(
+            "calls to %s go through the owning runtime (no direct connection: %s); trying "
+            "again in %g s", self.describe(), why, RETRY_AFTER,
+        )
+
+    def _use_direct(self, direct: Connection) -> None:
+        assert self._routes is not None
+        self._direct = self.conn = direct
+        self._direct_loss = None
+        self._routes.watch(direct, self._direct_lost)
+
+    def _direct_lost(self, error: ConnectionLostError) -> None:
+        """The direct connection closed: asks pending on it fail as the actor's death (see
+        ``lost``); later calls go through the owner again, and the next one reconnects."""
+        if self._direct is None:
+            return
+        self._direct = None
+        self.conn = self._relay
+        self._direct_loss = error.reason
+        self._retry_at = 0.0
+        logger.debug("the direct connection to %s closed (%s): calls go through the owner",
+                     self.describe(), error.reason)
+
+    def _leave_direct(self) -> None:
+        direct, self._direct = self._direct, None
+        if direct is not None and self._routes is not None:
+            self._routes.unwatch(direct, self._direct_lost)
+        self.conn = self._relay
+        self._retry_at = self.loop.time() + RETRY_AFTER
+
+    def _ask_now(
+        self, conn: Connection, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> AskHandle[Any]:
+        if conn is not self._relay:
+            return super()._ask_now(conn, method, args, kwargs)
+        self._through_relay()
+        sent = self._send_now(conn, method, args, kwargs)
+        self._relay_ask(sent)
+        return AskHandle(sent, self, method, None)
+
+    def _submit(
+        self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> asyncio.Future[Any]:
+        if self.conn is not self._relay:
+            return super()._submit(method, args, kwargs)
+        self._through_relay()
+        sent = super()._submit(method, args, kwargs)
+        self._relay_ask(sent)
+        return sent
+
+    def _usable_conn(self) -> Connection | None:
+        conn = self.conn
+        if conn is self._relay:
+            self._through_relay()
+            self._relay_tell()
+        return conn
+
+    def direct(self) -> bool:
+        """Whether calls go straight to the actor's worker now."""
+        return self._direct is not None
 
     async def lost(self) -> ActorDiedError:
+        if self._direct_loss is not None and not self._relay.is_closing():
+            return ActorDiedError(
+                f"the worker process that hosted {self.describe()} went away (its direct "
+                f"connection closed: {self._direct_loss})",
+                actor=self.describe(), reason=DeathReason.PROCESS_DIED,
+            )  # fmt: skip
         reason = (
             DeathReason.RUNTIME_SHUT_DOWN
             if self.address.worker is None or self._via.startswith("the runtime")
@@ -407,6 +584,15 @@ class RelayTarget(RemoteActor):
         )
 
     async def stop(self, grace: float | None = None) -> ActorDiedError:
+        direct = self._direct
+        if direct is not None:
+            # What went out directly reaches the mailbox before the stop, which the owner
+            # (the actor's supervisor) sends: its worker answers a Ping after those.
+            self._leave_direct()
+            try:
+                await direct.request(Ping())
+            except ConnectionLostError:
+                pass
         return await self._lifecycle(Stop(self.actor_id, grace))
 
     async def kill(self) -> ActorDiedError:
@@ -416,12 +602,11 @@ class RelayTarget(RemoteActor):
         return await self._lifecycle(WaitStopped(self.actor_id))
 
     async def _lifecycle(self, message: Stop | Kill | WaitStopped) -> ActorDiedError:
-        assert self.conn is not None
         try:
             # A stop keeps its place behind calls waiting for room in flight; a kill or a
             # wait overtakes them (a kill fails what is queued anyway).
             urgent = not isinstance(message, Stop)
-            result: ActorDiedError = await self.conn.request(message, urgent=urgent)
+            result: ActorDiedError = await self._relay.request(message, urgent=urgent)
         except ConnectionLostError:
             return await self.lost()
         return result

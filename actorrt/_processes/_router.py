@@ -25,6 +25,10 @@ Decoding resolves the address (:meth:`Workers.decode_ref`):
 
 In cluster mode workers on other nodes connect to this runtime over TCP (TLS, the cluster's
 token) and are served as local ones: an actor's calls go straight to the node that runs it.
+
+A worker's calls to a process actor in another worker start through the owner and then go
+straight to that worker once a direct connection is made (:mod:`._direct`; the owner's side
+is :meth:`Workers.locate`).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from .._wire._dispatcher import Dispatcher
 from .._wire._messages import (
     Died,
     GetActor,
+    PeerEndpoint,
     Restarted,
     Retire,
     SpawnCancel,
@@ -59,6 +64,7 @@ from .._wire._refs import decode_ref as decode_wire_ref
 from .._wire._refs import encode_ref as encode_wire_ref
 from .._wire._transport import WireServer, make_private_dir, serve_tcp, serve_unix
 from ._descendants import end_descendants
+from ._direct import DirectRoutes, PeerSide
 from ._dispatch import Host
 from ._pool import THREAD_VARIABLES, WorkerKey, WorkerPool
 from ._process_actor import ProcessActor
@@ -100,6 +106,8 @@ class Workers:
         # back over TCP (TLS), proving they know the cluster's token.
         self.cluster: ClusterSide | None = None
         self._tcp: WireServer | None = None
+        # In a worker: its listener for, and connections to, other workers (``_direct``).
+        self.direct: DirectRoutes | None = None
 
     # ----------------------------------------------------------- the owner side
 
@@ -201,8 +209,33 @@ class Workers:
                 await server.wait_closed()
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
+        if self.direct is not None:
+            await self.direct.close()
         if self.head is not None:
             self.head.close()
+
+    def locate(
+        self, actor_id: str, transport: str
+    ) -> tuple[str, asyncio.Future[Any]] | None:
+        """In the owner, for a worker's ``Locate``: the worker that runs process actor
+        ``actor_id`` now and the request for its endpoint, sent in line behind the calls
+        passed on to it; ``None`` when the asking worker (which connects over
+        ``transport``) should keep calling through here: the actor is not a process actor,
+        is not running (starting, restarting, ending), or runs where that worker cannot
+        connect (a worker on the driver's machine and one on a node)."""
+        target = self.runtime.lookup(actor_id)
+        if not isinstance(target, ProcessActor) or not target.running:
+            return None
+        worker, conn = target.worker, target.conn
+        if worker is None or conn is None or conn.is_closing():
+            return None
+        if ("tcp" if target.key.node is not None else "unix") != transport:
+            return None
+        return worker.worker_id, conn.request(PeerEndpoint())
+
+    async def peer_endpoint(self) -> dict[str, Any] | None:
+        """In a worker, for the owner's ``PeerEndpoint``: where peers connect to it."""
+        return None if self.direct is None else await self.direct.endpoint()
 
     # ---------------------------------------------------------- the worker side
 
@@ -277,6 +310,14 @@ class Workers:
         self.address = address
         self._own_processes = tuple(own_processes)
         self.runtime.waits.listener = self._notify_wait
+
+    def attach_peers(self, side: PeerSide, worker_id: str) -> None:
+        """In a worker, once attached to its owner: take and make direct connections to the
+        other workers of its runtime, as ``side`` says (``_direct``)."""
+        assert self.head is not None
+        self.direct = DirectRoutes(
+            side, worker_id, self.head, self.host.peer_dispatcher, self.codec
+        )
 
     def _notify_wait(self, waiter: Hashable, target: Hashable, added: bool) -> None:
         if self.head is not None and not self.head.is_closing():
@@ -373,7 +414,9 @@ class Workers:
         if conn is None:
             return self._dead(wire, methods, via)
         relay = RelayTarget(
-            self.runtime, conn, address, actor_id, wire.cls_name, methods, wire.name, via
+            self.runtime, conn, address, actor_id, wire.cls_name, methods, wire.name, via,
+            # A process actor (addressed to the owner) may be called directly (``_direct``).
+            routes=self.direct if address.worker is None else None,
         )
         self._relays[actor_id] = relay
         return relay

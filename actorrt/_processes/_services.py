@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .._wire._connection import Connection
     from .._wire._dispatcher import Dispatcher
     from .._wire._refs import RefAddress
+    from ._direct import PeerSide
     from ._pool import WorkerPool
 
 T = TypeVar("T")
@@ -64,12 +65,25 @@ class RouterServices(Protocol):
         """A worker said hello on ``conn``; whether this runtime started it."""
         ...
 
+    def locate(self, actor_id: str, transport: str) -> tuple[str, asyncio.Future[Any]] | None:
+        """In the owner: the worker that runs process actor ``actor_id`` and the request for
+        its direct endpoint; ``None``: keep calling through the owner."""
+        ...
+
+    async def peer_endpoint(self) -> dict[str, Any] | None:
+        """In a worker: where the other workers connect to it directly."""
+        ...
+
     def attach_owner(
         self, conn: Connection, address: RefAddress, own_processes: Collection[int] = ()
     ) -> None:
         """In a worker: the owning runtime is reached through ``conn``; this process's
         actors live at ``address``; ``own_processes`` are the worker's own child processes,
         which outlive the actors it hosts."""
+        ...
+
+    def attach_peers(self, side: PeerSide, worker_id: str) -> None:
+        """In a worker: take and make direct connections to the other workers."""
         ...
 
 

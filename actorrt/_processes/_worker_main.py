@@ -57,6 +57,7 @@ from .._wire._refs import RefAddress
 from .._wire._transport import connect_tcp, connect_unix
 from ._bootstrap import RUNTIME_LOST, START_FAILED
 from ._descendants import become_subreaper, end_descendants
+from ._direct import PeerSide
 from ._services import WorkerRuntimeFactory
 
 
@@ -175,6 +176,7 @@ async def serve(boot: dict[str, object], connected: list[bool], watcher: int) ->
             conn, RefAddress(str(boot["owner_runtime"]), worker_id),
             own_processes=(watcher,) if watcher > 0 else (),
         )
+        workers.attach_peers(PeerSide.of_boot(boot, secret), worker_id)
         await conn.request(Hello(worker_id, os.getpid()))
         connected.append(True)
         await conn.wait_closed()

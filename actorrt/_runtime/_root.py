@@ -405,6 +405,13 @@ class Runtime(RoleDelegation):
         """Spawns that wait for resources: actor id -> (class name, name, parent id)."""
         return self._role.spawning()
 
+    def relayed(self) -> dict[str, int]:
+        """Calls and tells this process passed on from one worker process to another (the
+        relay a direct connection between the two avoids), since the runtime started."""
+        if self._workers is None:
+            return {"calls": 0, "tells": 0}
+        return dict(self._workers.host.relayed)
+
     @property
     def workers(self) -> Workers:
         """The cross-process side of this runtime, made on first use."""

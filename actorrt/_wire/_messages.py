@@ -50,10 +50,12 @@ __all__ = [
     "Kill",
     "KillWorker",
     "Leave",
+    "Locate",
     "MalformedMessage",
     "Message",
     "NodeDown",
     "NodeUp",
+    "PeerEndpoint",
     "Ping",
     "ReleaseHolder",
     "ReserveGroup",
@@ -84,8 +86,10 @@ __all__ = [
 #: another version is refused. Version 1 was the positional-tuple protocol of earlier
 #: releases (its handshake magic was ``b"actorrt\x01"``); version 2 had no batch frames;
 #: version 3 had no cluster messages; version 4 had no `CancelCall`, `Retire` nor `Leave`,
-#: and heartbeat datagrams of 4 fields; version 5's `WorkerExit` had no `why`. At most 255.
-PROTOCOL_VERSION: Final = 6
+#: and heartbeat datagrams of 4 fields; version 5's `WorkerExit` had no `why`; version 6
+#: had no `Locate` nor `PeerEndpoint` (workers did not call each other directly). At most
+#: 255.
+PROTOCOL_VERSION: Final = 7
 
 
 # A message that arrived with an unknown type, the wrong number of fields, or a field of the
@@ -191,6 +195,23 @@ class Hello(NamedTuple):
 
 class Ping(NamedTuple):
     """Liveness check (request, owner to worker), answered at once. Reply: ``None``."""
+
+
+class Locate(NamedTuple):
+    """Where a worker may reach a process actor directly (request, worker to owner). Reply:
+    ``[worker id, endpoint]`` (the endpoint as :class:`PeerEndpoint` answers it), or
+    ``None``: keep calling through the owner. The owner asks the actor's worker for its
+    endpoint in line behind the calls it has passed on to it, so the reply also says that
+    every call sent through the owner before the ``Locate`` has reached that worker."""
+
+    actor_id: str
+    transport: str  # what the asking worker can connect over: "unix" or "tcp"
+
+
+class PeerEndpoint(NamedTuple):
+    """Open (once) and say where other workers of this runtime connect to this one directly
+    (request, owner to worker). Reply: ``{"unix": path}`` or ``{"tcp": [host, port]}``, or
+    ``None`` when this worker takes no direct connections."""
 
 
 class Died(NamedTuple):
@@ -337,6 +358,8 @@ Message: TypeAlias = (
     | WorkerOutput
     | WorkerExit
     | Leave
+    | Locate
+    | PeerEndpoint
 )
 
 # Tags are part of the protocol: never reuse or renumber one without a new PROTOCOL_VERSION.
@@ -384,6 +407,8 @@ _TAGS: Final[dict[type[Any], int]] = {
     CancelCall: 41,
     Retire: 42,
     Leave: 43,
+    Locate: 44,
+    PeerEndpoint: 45,
 }
 _BY_TAG: Final[dict[int, type[Any]]] = {tag: cls for cls, tag in _TAGS.items()}
 
@@ -436,6 +461,8 @@ _FIELD_TYPES: Final[dict[type[Any], tuple[Any, ...]]] = {
     CancelCall: (str, int),
     Retire: (str, str),
     Leave: (str,),
+    Locate: (str, str),
+    PeerEndpoint: (),
 }
 
 

@@ -22,13 +22,18 @@ def test_processes_benchmark_runs_and_writes_json(tmp_path: Path) -> None:
         "process ask, sequential",
         "process ask, sequential, async method",
         "process calls, pipelined 1000",
+        "worker -> worker ask, sequential",
+        "worker -> worker ask, sequential, through the owner",
+        "worker -> worker ask, sequential, direct vs through the owner",
         "start+stop, warm worker",
         "cold worker start",
         "burst of 10 spawns in flight",
         "raw echo, sequential",
         "raw echo, pipelined window 1000",
     }
-    for name in ("process ask, sequential", "process calls, pipelined 1000"):
+    assert figures["worker -> worker ask, sequential"]["target_ratio"] == 0.6
+    for name in ("process ask, sequential", "process calls, pipelined 1000",
+                 "worker -> worker ask, sequential"):
         assert figures[name]["baseline_median"] > 0 and figures[name]["ratio"] > 0
         assert figures[name]["met"] in (True, False)
     assert figures["start+stop, warm worker"]["median"] > 0

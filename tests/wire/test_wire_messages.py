@@ -80,6 +80,8 @@ EXAMPLES: list[_messages.Message] = [
     _messages.WorkerOutput("9.1", 1, "hello\n"),
     _messages.WorkerExit("9.1", -9),
     _messages.Leave("the head dropped this driver: nothing heard from it for 2.1 s"),
+    _messages.Locate("a1b2c3d4-7", "unix"),
+    _messages.PeerEndpoint(),
 ]
 
 
