@@ -95,7 +95,7 @@ class Mailbox:
         """A future resolved once a message is queued (resolved already if one is).
 
         A future, not a coroutine: an idle actor's serving task waits on it directly, one
-        object fewer per actor for the cyclic garbage collector to walk (docs/performance.md).
+        object fewer per actor for the cyclic garbage collector to walk (docs/actors.md).
         """
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         if self.queue:

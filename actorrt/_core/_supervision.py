@@ -54,6 +54,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from .._errors import ActorDiedError, DeathReason, RuntimeClosedError
+from ._context import current_cell
 from ._lifecycle import (
     ACCEPTING,
     ActorServices,
@@ -256,8 +257,15 @@ class Supervised:
                 raise
         finally:
             stopped = outcome is not None and outcome.reason is STOPPED
-            await self._end_children(kill=not stopped or self.ending is KILLED)
-            self._finish(self._final_error(outcome))
+            try:
+                await self._end_children(kill=not stopped or self.ending is KILLED)
+                self._finish(self._final_error(outcome))
+            finally:
+                # This task's context holds the actor as the current cell, and the actor
+                # holds this task: a cycle that would leave every ended actor (its cell,
+                # mailbox, task and death) to the cyclic garbage collector. Freed by
+                # reference counting instead, once nothing else refers to it.
+                current_cell.set(None)
 
     async def _live(self, started: asyncio.Future[None]) -> ActorDiedError:
         """Run incarnations until one ends for good; return how it ended."""
