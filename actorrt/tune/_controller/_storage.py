@@ -23,7 +23,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any
 
 import cloudpickle
@@ -232,10 +232,12 @@ class _ResultWriter:
     The first error is kept for the loop to raise (:attr:`error`); later batches are
     still written (another file may still take them)."""
 
-    def __init__(self) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        self._loop = loop
         self._cond = threading.Condition()
         self._lines: dict[_TrialFiles, tuple[list[bytes], list[bytes]]] = {}
-        self._closes: list[_TrialFiles] = []
+        self._closes: list[tuple[_TrialFiles, Callable[[], None] | None]] = []
+        self._written_callbacks: list[Callable[[], None]] = []  # for the loop to run
         self._queued = 0  # batches handed over so far
         self._written = 0  # batches written so far
         self._hurry = False
@@ -255,11 +257,18 @@ class _ResultWriter:
             pending[0].append(json_line)
             pending[1].extend(csv_lines)
 
-    def close_later(self, files: _TrialFiles) -> None:
-        """Close ``files`` after the lines queued for them (off the loop)."""
+    def close_later(self, files: _TrialFiles, then: Callable[[], None] | None) -> None:
+        """Close ``files`` after the lines queued for them (off the loop); then the loop
+        runs ``then``."""
         with self._cond:
-            self._closes.append(files)
+            self._closes.append((files, then))
             self._cond.notify()
+
+    def take_callbacks(self) -> list[Callable[[], None]]:
+        """The ``then`` callbacks of the closes done so far, for the caller to run."""
+        with self._cond:
+            done, self._written_callbacks = self._written_callbacks, []
+        return done
 
     def flush(self) -> None:
         """Wait until everything queued so far is written (and the closes done)."""
@@ -300,12 +309,21 @@ class _ResultWriter:
             for files, (json_lines, csv_lines) in lines.items():
                 self._write(files.json, b"".join(json_lines))
                 self._write(files.csv, b"".join(csv_lines))
-            for files in closes:
+            for files, _ in closes:
                 with contextlib.suppress(OSError):
                     files.close()
+            then = [callback for _, callback in closes if callback is not None]
             with self._cond:
                 self._written = batch
+                self._written_callbacks += then
                 self._cond.notify_all()
+            if then and self._loop is not None:
+                with contextlib.suppress(RuntimeError):  # the loop closed: close() runs them
+                    self._loop.call_soon_threadsafe(self.run_callbacks)
+
+    def run_callbacks(self) -> None:
+        for callback in self.take_callbacks():
+            callback()
 
     def _write(self, file: IO[bytes], data: bytes) -> None:
         try:
@@ -397,7 +415,7 @@ class ExperimentStorage:
         """Queue one result's lines for the writer thread. Raises the error the writer met
         writing earlier lines (a full disk), once."""
         if self._results is None:
-            self._results = _ResultWriter()
+            self._results = _ResultWriter(_running_loop())
         elif self._results.error is not None:
             error, self._results.error = self._results.error, None
             raise error
@@ -421,14 +439,15 @@ class ExperimentStorage:
         self._results.add(files, line, rows)
 
     def sizes(self, trial_dir: str) -> tuple[int, int]:
-        """The sizes in bytes of a trial's ``result.json`` and ``progress.csv`` once the
-        lines queued so far are written: where to cut them back to when the trial resumes
-        from here."""
+        """The sizes in bytes of a trial's ``result.json`` and ``progress.csv``, with every
+        line queued so far written first: where to cut them back to when the trial resumes
+        from here (a checkpoint's journal line, synced next, must not point past what is
+        in the files)."""
         self._claim(trial_dir)
+        self.flush()
         files = self._files.get(trial_dir)
         if files is not None:
             return files.json_size, files.csv_size
-        self.flush()
         return (
             _size(os.path.join(trial_dir, RESULT_FILE)),
             _size(os.path.join(trial_dir, PROGRESS_FILE)),
@@ -439,6 +458,7 @@ class ExperimentStorage:
         far are closed (the caller's thread waits: for restores and tests, not the loop)."""
         if self._results is not None:
             self._results.flush()
+            self._results.run_callbacks()
 
     def truncate_results(self, trial_dir: str, result_bytes: int, progress_bytes: int) -> None:
         """Cut a trial's result logs back to the given sizes (``0``: remove them)."""
@@ -452,15 +472,19 @@ class ExperimentStorage:
             elif _size(path) > size:
                 os.truncate(path, size)
 
-    def close_trial(self, trial_dir: str) -> None:
+    def close_trial(self, trial_dir: str, then: Callable[[], None] | None = None) -> None:
+        """Close the trial's result logs once their queued lines are written; then run
+        ``then`` on the loop (at once when nothing is queued): what must not reach the
+        journal before the trial's results reach its files, its end."""
         self._claim(trial_dir)
         files = self._files.pop(trial_dir, None)
-        if files is None:
+        if files is not None and self._results is not None:
+            self._results.close_later(files, then)  # after its queued lines
             return
-        if self._results is not None:
-            self._results.close_later(files)  # after its queued lines
-        else:
+        if files is not None:
             files.close()
+        if then is not None:
+            then()
 
     def close(self) -> None:
         """Write every queued line and close every file (:attr:`error` says what failed)."""
@@ -469,6 +493,7 @@ class ExperimentStorage:
                 self._claim(trial_dir)
         if self._results is not None:
             self._results.stop()
+            self._results.run_callbacks()  # the trial ends written last, in order
             self._closed_error, self._results = self._results.error, None
         for files in self._files.values():
             files.close()
@@ -476,6 +501,14 @@ class ExperimentStorage:
         if self._writer is not None:
             self._writer.shutdown()
             self._writer = None
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The caller's running loop, where the writer's callbacks run (none: at ``flush``)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _size(path: str) -> int:
