@@ -6,7 +6,6 @@ of its last moment, and ``Tuner.restore`` finishes the sweep with every result o
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import os
 import signal
@@ -19,10 +18,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import pytest
-from conftest import eventually, wait_until
+from conftest import eventually, restore_in_process, wait_until
 
-import actorrt
-from actorrt import tune
 from actorrt.tune._controller import _storage
 from actorrt.tune._controller._experiment_state import read_journal
 from actorrt.tune._controller._storage import FLUSH_S, ExperimentStorage
@@ -110,7 +107,8 @@ def test_a_driver_killed_mid_sweep_loses_at_most_its_last_moment_and_restore_fin
         def midway() -> bool:
             done = [m for m in _marks(marks).values() if m and m[-1]["i"] == ITERATIONS - 1]
             return len(done) >= 4
-        assert wait_until(midway, 60), (tmp_path / "sweep.log").read_text()[-3000:]
+        assert wait_until(lambda: midway() or sweep.poll() is not None, 40)
+        assert sweep.poll() is None, (tmp_path / "sweep.log").read_text()[-3000:]
     finally:
         sweep.send_signal(signal.SIGKILL)
         killed = time.time()
@@ -131,16 +129,7 @@ def test_a_driver_killed_mid_sweep_loses_at_most_its_last_moment_and_restore_fin
     for trial_id in ended:
         assert _logged(folders[trial_id]) == list(range(1, ITERATIONS + 1)), trial_id
 
-    monkeypatch.syspath_prepend(str(tmp_path))
-    lib = importlib.import_module("durable_lib")
-    try:
-        actorrt.init(num_cpus=2)
-        try:
-            grid = tune.Tuner.restore(str(experiment), lib.train).fit()
-        finally:
-            actorrt.shutdown()
-    finally:
-        sys.modules.pop("durable_lib", None)
+    grid = restore_in_process(tmp_path, experiment, "durable_lib", monkeypatch)
     assert len(grid) == 24 and not grid.errors
     for result in grid:
         assert result.metrics["training_iteration"] == ITERATIONS
