@@ -56,8 +56,18 @@ SPECS: dict[tuple[str, str], Spec] = {
         "Tune 100 trials x 10 reports, {cpu: 0.5} on 4 CPUs (s)", DESIGN, "tune seconds"),
     ("tune_overhead", "100 trials x 10 reports, warm (floor: a warm pool)"): Spec(
         "Tune 100 x 10 again, warm worker pool (s; floor: a warm process pool)", "module"),
+    ("tune_overhead", "100 trials x 10 reports, driver CPU per trial"): Spec(
+        "Tune 100 x 10, the driver's CPU per trial (ms; floor: the pool's parent)", "module"),
     ("tune_overhead", "1000 trials x 10 reports"): Spec(
         "Tune 1,000 trials x 10 reports (s)", "module"),
+    ("tune_overhead", "1000 trials x 10 reports, driver CPU per trial"): Spec(
+        "Tune 1,000 x 10, the driver's CPU per trial (ms; floor: the pool's parent)",
+        "module"),
+    ("tune_overhead", "10000 trials x 10 reports"): Spec(
+        "Tune 10,000 trials x 10 reports (s)", "module"),
+    ("tune_overhead", "10000 trials x 10 reports, driver CPU per trial"): Spec(
+        "Tune 10,000 x 10, the driver's CPU per trial (ms; floor: the pool's parent)",
+        "module"),
     ("dashboard", "sweeps with the dashboard polled 1/s"): Spec(
         "Tune 3 x (100 trials x 10 reports) with the dashboard open, polled 1/s (s; "
         "baseline: no dashboard)"),

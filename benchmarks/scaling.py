@@ -92,7 +92,7 @@ def tune_curve(sizes: dict[str, Any], reps: int) -> dict[str, Any]:
     for trials in sizes["trials"]:
         pool.append(statistics.median(floor(trials, reports)[0] for _ in range(reps)))
         cold.append(statistics.median(
-            actorrt_seconds(trials, reports, warm=False)[0] for _ in range(reps)))
+            actorrt_seconds(trials, reports, warm=False)[0][0] for _ in range(reps)))
         print(f"  tune {trials:>5} trials x {reports}: actorrt {cold[-1]:.2f} s, "
               f"process pool {pool[-1]:.2f} s", flush=True)
     return {"tune_vs_trials": {"x": list(sizes["trials"]), "x_label": "trials",

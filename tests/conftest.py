@@ -118,6 +118,25 @@ async def until_direct(
         await asyncio.sleep(0.05)
 
 
+def restore_in_process(
+    folder: Path, experiment: Path, module: str, monkeypatch: pytest.MonkeyPatch
+) -> tune.ResultGrid:
+    """``Tuner.restore(experiment, train).fit()`` in a fresh runtime of this process, with
+    ``train`` from the script module ``module`` in ``folder`` (a killed sweep's trainable)."""
+    import importlib
+
+    monkeypatch.syspath_prepend(str(folder))
+    lib = importlib.import_module(module)
+    try:
+        actorrt.init(num_cpus=2)
+        try:
+            return tune.Tuner.restore(str(experiment), lib.train).fit()
+        finally:
+            actorrt.shutdown()
+    finally:
+        sys.modules.pop(module, None)
+
+
 def no_processes_left_by(what: str) -> Iterator[None]:
     """Around a test or a module: no child process it started outlives it."""
     before = {pid for pid, _ in child_processes()}

@@ -8,6 +8,7 @@ import csv
 import json
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 
 from actorrt import tune
 from actorrt.tune._controller._experiment_state import Journal, read_journal
-from actorrt.tune._controller._storage import ExperimentStorage
+from actorrt.tune._controller._storage import FLUSH_S, ExperimentStorage
 from actorrt.tune.search import BasicVariantGenerator
 
 
@@ -29,12 +30,21 @@ def test_result_logs_are_one_json_line_and_one_csv_row_per_result(tmp_path: Path
     trial = storage.trial_dir("train_abc_00000")
     config = {"lr": 0.1, "layers": {"n": 2}}
     results = [_result(i) for i in range(3)]
-    for result in results:
+    for n, result in enumerate(results, 1):
         storage.append_result(trial, {**result, "config": config})
-        # Each result is on disk before the next report is answered (a kill loses none).
+        # Each result reaches the file within FLUSH_S, written by the writer thread.
+        deadline = time.monotonic() + FLUSH_S + 5.0
+        while len(Path(trial, "result.json").read_bytes().splitlines()) < n:
+            assert time.monotonic() < deadline, "a result was not written within FLUSH_S"
+            time.sleep(0.005)
         lines = Path(trial, "result.json").read_bytes().splitlines()
         assert json.loads(lines[-1]) == {**result, "config": config}
+    # What the sizes say is what the files hold once written (a checkpoint's cut points).
+    sizes = storage.sizes(trial)
     storage.close_trial(trial)
+    storage.flush()
+    assert sizes == (Path(trial, "result.json").stat().st_size,
+                     Path(trial, "progress.csv").stat().st_size)
     expected_json = "".join(json.dumps({**r, "config": config}) + "\n" for r in results)
     assert Path(trial, "result.json").read_text(encoding="utf-8") == expected_json
     header = ["loss", "name", "nested/a", "nested/b", "training_iteration", "done"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import csv
-import importlib
 import json
 import os
 import random
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import eventually, wait_until
+from conftest import eventually, restore_in_process, wait_until
 
 import actorrt
 from actorrt import tune
@@ -247,16 +246,7 @@ def test_a_killed_sweep_resumes_without_rerunning_or_duplicating(
     assert wait_until(lambda: not processes_in(tmp_path), 10), processes_in(tmp_path)
 
     (marks / "release").touch()
-    monkeypatch.syspath_prepend(str(tmp_path))
-    sweep_lib = importlib.import_module("sweep_lib")
-    try:
-        actorrt.init(num_cpus=2)
-        try:
-            grid = tune.Tuner.restore(str(experiment), sweep_lib.train).fit()
-        finally:
-            actorrt.shutdown()
-    finally:
-        sys.modules.pop("sweep_lib", None)
+    grid = restore_in_process(tmp_path, experiment, "sweep_lib", monkeypatch)
 
     # As many trials as the original would have drawn, with the same configs.
     space = {"kind": tune.grid_search(["fast", "hang"]), "x": tune.uniform(0, 1),

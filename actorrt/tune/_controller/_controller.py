@@ -121,6 +121,8 @@ class TuneController(ResultHandler):
                 await asyncio.gather(*self._kills, return_exceptions=True)
             await self.bus.stop()
             self.storage.close()
+            if self.storage.error is not None:  # writing the last results failed
+                self._fail(self.storage.error)
             closed = self.record.close(interrupted=self.stop_reason if self._aborted else None)
             if self._aborted and closed and self._resumable:
                 self._print_resume_hint()

@@ -180,8 +180,9 @@ class ControllerState:
             trial.last_result["done"] = True
         self.scheduler.on_trial_complete(self, trial, trial.last_result)
         self.searcher.on_trial_complete(trial.trial_id, result=trial.last_result, error=False)
-        self.storage.close_trial(trial.path)
-        self.record.end(trial, self.searcher)
+        # Its end reaches the journal once its results are in its files: a restore never
+        # finds a finished trial whose last results a kill lost.
+        self.storage.close_trial(trial.path, then=lambda: self._record_end(trial))
         self.progress.trial_status(trial)
         self.callbacks.trial_complete(self.trials, trial)
         self._notify()
@@ -199,19 +200,25 @@ class ControllerState:
         trial.error = error
         self.scheduler.on_trial_error(self, trial)
         self.searcher.on_trial_complete(trial.trial_id, result=trial.last_result, error=True)
-        self.storage.close_trial(trial.path)
+        self.storage.close_trial(trial.path, then=lambda: self._record_end(trial))
         error_file = os.path.join(trial.path, "error.txt")
         try:
             with writing(error_file, "write"), open(error_file, "w", encoding="utf-8") as f:
                 f.write(trial.error_text or repr(error))
         except OSError as exc:  # the disk is full: the trial's error stays in memory
             self._fail(exc)
-        self.record.end(trial, self.searcher)
         self.progress.trial_status(trial, f"{type(error).__name__}: {error}")
         self.callbacks.trial_error(self.trials, trial)
         if self.failure.fail_fast:
             self.stop_all("fail_fast")
         self._notify()
+
+    def _record_end(self, trial: Trial) -> None:
+        """Journal the trial's end (its results are in its files by now)."""
+        try:
+            self.record.end(trial, self.searcher)
+        except OSError as exc:  # the disk is full: the experiment cannot go on
+            self._fail(exc)
 
     def _add_checkpoint(self, trial: Trial, path: str, result: dict[str, Any]) -> None:
         record = trial.record_checkpoint(path, result, self.checkpoint_config)

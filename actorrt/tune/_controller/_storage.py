@@ -2,9 +2,12 @@
 
 Whole files (``params.json``) are written to a temporary name and renamed over the target
 (``os.replace``), so a reader never sees half a file. Logs that grow (``result.json``, one
-JSON object per line, and ``progress.csv``) are appended one whole line per write and flushed,
-never rewritten: a crash loses at most the line being written, and readers skip a torn last
-line. ``Tuner.restore`` cuts a resumed trial's logs back to the sizes they had when its
+JSON object per line, and ``progress.csv``) are only appended to, never rewritten: the lines
+are formatted on the event loop and written by one writer thread in batches, every
+``FLUSH_S`` at most, each trial's pending lines in one write per file (the loop never waits
+on the disk for a result). A killed driver loses at most the lines of the last ``FLUSH_S``,
+readers skip a torn last line, and ``close`` writes everything before ``fit()`` returns.
+``Tuner.restore`` cuts a resumed trial's logs back to the sizes they had when its
 checkpoint was taken (:meth:`ExperimentStorage.truncate_results`), so results that the trial
 reports again after resuming appear once.
 """
@@ -18,7 +21,9 @@ import csv
 import errno
 import json
 import os
-from collections.abc import Iterator, Mapping
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any
 
 import cloudpickle
@@ -39,6 +44,9 @@ __all__ = [
 
 RESULT_FILE = "result.json"
 PROGRESS_FILE = "progress.csv"
+# How long a reported result may wait in memory before the writer thread writes it: what a
+# killed driver may lose (docs/tune.md, "What a crash may lose").
+FLUSH_S = 0.05
 
 
 # A write that fails so means the disk (or the user's quota on it) is full.
@@ -191,10 +199,12 @@ class _Line:
 
 
 class _TrialFiles:
-    """A trial's open result logs. Unbuffered: each write is one whole line, handed to the
-    system at once (a killed process loses no result it has answered)."""
+    """A trial's open result logs, unbuffered (the writer thread hands each batch to the
+    system in one write), and their sizes once every line formatted so far is written."""
 
-    __slots__ = ("csv", "header", "json", "line", "writer")  # for speed: used at every result
+    __slots__ = (  # for speed: used at every result
+        "csv", "csv_size", "header", "json", "json_size", "line", "writer",
+    )
 
     def __init__(self, path: str) -> None:
         self.json: IO[bytes] = open(os.path.join(path, RESULT_FILE), "ab", buffering=0)  # noqa: SIM115
@@ -202,6 +212,8 @@ class _TrialFiles:
         self.csv: IO[bytes] = open(csv_path, "ab", buffering=0)  # noqa: SIM115
         # A resumed trial appends to the file it had: keep that file's columns.
         self.header: list[str] | None = _csv_header(csv_path) if self.csv.tell() else None
+        self.json_size = self.json.tell()
+        self.csv_size = self.csv.tell()
         self.line = _Line()
         self.writer = csv.writer(self.line, lineterminator="\n")
 
@@ -212,6 +224,113 @@ class _TrialFiles:
     def close(self) -> None:
         self.json.close()
         self.csv.close()
+
+
+class _ResultWriter:
+    """The thread that writes the trials' result lines: what was queued during the last
+    ``FLUSH_S``, one write per file of each trial, then the closes queued after those lines.
+    The first error is kept for the loop to raise (:attr:`error`); later batches are
+    still written (another file may still take them)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        self._loop = loop
+        self._cond = threading.Condition()
+        self._lines: dict[_TrialFiles, tuple[list[bytes], list[bytes]]] = {}
+        self._closes: list[tuple[_TrialFiles, Callable[[], None] | None]] = []
+        self._written_callbacks: list[Callable[[], None]] = []  # for the loop to run
+        self._queued = 0  # batches handed over so far
+        self._written = 0  # batches written so far
+        self._hurry = False
+        self._stopping = False
+        self.error: OSError | None = None
+        self._thread = threading.Thread(
+            target=self._run, name="actorrt-tune-results", daemon=True
+        )
+        self._thread.start()
+
+    def add(self, files: _TrialFiles, json_line: bytes, csv_lines: list[bytes]) -> None:
+        with self._cond:
+            pending = self._lines.get(files)
+            if pending is None:
+                pending = self._lines[files] = ([], [])
+                self._cond.notify()
+            pending[0].append(json_line)
+            pending[1].extend(csv_lines)
+
+    def close_later(self, files: _TrialFiles, then: Callable[[], None] | None) -> None:
+        """Close ``files`` after the lines queued for them (off the loop); then the loop
+        runs ``then``."""
+        with self._cond:
+            self._closes.append((files, then))
+            self._cond.notify()
+
+    def take_callbacks(self) -> list[Callable[[], None]]:
+        """The ``then`` callbacks of the closes done so far, for the caller to run."""
+        with self._cond:
+            done, self._written_callbacks = self._written_callbacks, []
+        return done
+
+    def flush(self) -> None:
+        """Wait until everything queued so far is written (and the closes done)."""
+        with self._cond:
+            target = self._queued + 1
+            self._hurry = True
+            self._cond.notify()
+            while self._written < target and self._thread.is_alive():
+                self._cond.wait()
+
+    def stop(self) -> None:
+        self.flush()
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not (self._lines or self._closes or self._hurry or self._stopping):
+                    self._cond.wait()
+                if self._stopping and not (self._lines or self._closes):
+                    return
+                # Let a batch gather (a burst of results becomes one write per file),
+                # unless someone waits for it.
+                deadline = time.monotonic() + FLUSH_S
+                while not (self._hurry or self._stopping):
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._cond.wait(left)
+                lines, self._lines = self._lines, {}
+                closes, self._closes = self._closes, []
+                self._hurry = False
+                self._queued += 1
+                batch = self._queued
+            for files, (json_lines, csv_lines) in lines.items():
+                self._write(files.json, b"".join(json_lines))
+                self._write(files.csv, b"".join(csv_lines))
+            for files, _ in closes:
+                with contextlib.suppress(OSError):
+                    files.close()
+            then = [callback for _, callback in closes if callback is not None]
+            with self._cond:
+                self._written = batch
+                self._written_callbacks += then
+                self._cond.notify_all()
+            if then and self._loop is not None:
+                with contextlib.suppress(RuntimeError):  # the loop closed: close() runs them
+                    self._loop.call_soon_threadsafe(self.run_callbacks)
+
+    def run_callbacks(self) -> None:
+        for callback in self.take_callbacks():
+            callback()
+
+    def _write(self, file: IO[bytes], data: bytes) -> None:
+        try:
+            _write_all(file, data)
+        except OSError as exc:
+            if self.error is None:
+                self.error = storage_error(exc, str(file.name), "append a result to")
 
 
 class ExperimentStorage:
@@ -233,6 +352,13 @@ class ExperimentStorage:
         self._files: dict[str, _TrialFiles] = {}
         self._setups: dict[str, concurrent.futures.Future[_TrialFiles]] = {}
         self._writer: concurrent.futures.ThreadPoolExecutor | None = None
+        self._results: _ResultWriter | None = None
+        self._closed_error: OSError | None = None  # the writer's error, kept past close
+
+    @property
+    def error(self) -> OSError | None:
+        """The first error the writer thread met writing result lines, if any."""
+        return self._results.error if self._results is not None else self._closed_error
 
     def new_trial_dir(self, dirname: str, config: Mapping[str, Any]) -> str:
         """The path of a new trial's folder, which a storage thread creates with its
@@ -286,35 +412,58 @@ class ExperimentStorage:
         _write_replacing(os.path.join(trial_dir, "params.pkl"), blob)
 
     def append_result(self, trial_dir: str, result: Mapping[str, Any]) -> None:
+        """Queue one result's lines for the writer thread. Raises the error the writer met
+        writing earlier lines (a full disk), once."""
+        if self._results is None:
+            self._results = _ResultWriter(_running_loop())
+        elif self._results.error is not None:
+            error, self._results.error = self._results.error, None
+            raise error
         files = self._files.get(trial_dir)
         if files is None:
             self._claim(trial_dir)
             files = self._files.get(trial_dir)
         if files is None:
-            files = self._files[trial_dir] = _TrialFiles(trial_dir)
+            with writing(trial_dir, "create the result logs in"):
+                files = self._files[trial_dir] = _TrialFiles(trial_dir)
         line = (json.dumps(result, default=repr) + "\n").encode("utf-8")
-        with writing(os.path.join(trial_dir, RESULT_FILE), "append a result to"):
-            _write_all(files.json, line)
         flat = flatten({k: v for k, v in result.items() if k != "config"})
-        with writing(os.path.join(trial_dir, PROGRESS_FILE), "append a result to"):
-            if files.header is None:
-                files.header = list(flat)
-                if files.csv.tell() == 0:
-                    _write_all(files.csv, files.row(files.header))
-            _write_all(files.csv, files.row([flat.get(k, "") for k in files.header]))
+        rows = []
+        if files.header is None:
+            files.header = list(flat)
+            if files.csv_size == 0:
+                rows.append(files.row(files.header))
+        rows.append(files.row([flat.get(k, "") for k in files.header]))
+        files.json_size += len(line)
+        files.csv_size += sum(map(len, rows))
+        self._results.add(files, line, rows)
 
     def sizes(self, trial_dir: str) -> tuple[int, int]:
-        """The sizes in bytes of a trial's ``result.json`` and ``progress.csv`` now (every
-        write is flushed): where to cut them back to when the trial resumes from here."""
+        """The sizes in bytes of a trial's ``result.json`` and ``progress.csv``, with every
+        line queued so far written first: where to cut them back to when the trial resumes
+        from here (a checkpoint's journal line, synced next, must not point past what is
+        in the files)."""
         self._claim(trial_dir)
+        self.flush()
+        files = self._files.get(trial_dir)
+        if files is not None:
+            return files.json_size, files.csv_size
         return (
             _size(os.path.join(trial_dir, RESULT_FILE)),
             _size(os.path.join(trial_dir, PROGRESS_FILE)),
         )
 
+    def flush(self) -> None:
+        """Wait until every result line queued so far is written and the trials closed so
+        far are closed (the caller's thread waits: for restores and tests, not the loop)."""
+        if self._results is not None:
+            self._results.flush()
+            self._results.run_callbacks()
+
     def truncate_results(self, trial_dir: str, result_bytes: int, progress_bytes: int) -> None:
         """Cut a trial's result logs back to the given sizes (``0``: remove them)."""
         self.close_trial(trial_dir)
+        self.flush()
         for name, size in ((RESULT_FILE, result_bytes), (PROGRESS_FILE, progress_bytes)):
             path = os.path.join(trial_dir, name)
             if size <= 0:
@@ -323,22 +472,43 @@ class ExperimentStorage:
             elif _size(path) > size:
                 os.truncate(path, size)
 
-    def close_trial(self, trial_dir: str) -> None:
+    def close_trial(self, trial_dir: str, then: Callable[[], None] | None = None) -> None:
+        """Close the trial's result logs once their queued lines are written; then run
+        ``then`` on the loop (at once when nothing is queued): what must not reach the
+        journal before the trial's results reach its files, its end."""
         self._claim(trial_dir)
         files = self._files.pop(trial_dir, None)
+        if files is not None and self._results is not None:
+            self._results.close_later(files, then)  # after its queued lines
+            return
         if files is not None:
             files.close()
+        if then is not None:
+            then()
 
     def close(self) -> None:
+        """Write every queued line and close every file (:attr:`error` says what failed)."""
         for trial_dir in list(self._setups):
             with contextlib.suppress(Exception):  # a failed set-up was reported already
                 self._claim(trial_dir)
+        if self._results is not None:
+            self._results.stop()
+            self._results.run_callbacks()  # the trial ends written last, in order
+            self._closed_error, self._results = self._results.error, None
         for files in self._files.values():
             files.close()
         self._files.clear()
         if self._writer is not None:
             self._writer.shutdown()
             self._writer = None
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    """The caller's running loop, where the writer's callbacks run (none: at ``flush``)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _size(path: str) -> int:

@@ -2,7 +2,9 @@
 
 The journal's line for a trial's end must reach the disk (``fsync``), but the controller
 need not wait for that: a helper thread does it, and requests that arrive while one sync
-runs are served together by the next, so a burst of trial ends costs one or two syncs.
+runs, or within ``SYNC_EVERY_S`` of the last one, are served together by the next, so a sweep
+whose trials end every few milliseconds costs a few syncs a second (on ext4 each one commits
+the file system's journal: the costliest call of a trial's end).
 """
 
 from __future__ import annotations
@@ -11,19 +13,26 @@ import concurrent.futures
 import contextlib
 import os
 import threading
+import time
 
-__all__ = ["Syncer"]
+__all__ = ["SYNC_EVERY_S", "Syncer"]
+
+# At most one sync per this long: a machine crash may lose the trial ends of the last
+# SYNC_EVERY_S (docs/tune.md, "What a crash may lose").
+SYNC_EVERY_S = 0.2
 
 
 class Syncer:
-    """``fsync``-s one file on a helper thread, as often as asked but never twice at once:
-    requests made while one runs are served together by the next."""
+    """``fsync``-s one file on a helper thread, at most once per ``SYNC_EVERY_S`` and never
+    twice at once: requests made meanwhile are served together by the next."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._lock = threading.Lock()
         self._wanted = False
         self._running = False
+        self._closing = threading.Event()
+        self._last = -SYNC_EVERY_S
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
 
     def request(self) -> None:
@@ -40,6 +49,9 @@ class Syncer:
 
     def _run(self) -> None:
         while True:
+            # Gather the requests of the next moment into this sync (cut short by close,
+            # which syncs itself).
+            self._closing.wait(max(self._last + SYNC_EVERY_S - time.monotonic(), 0.0))
             with self._lock:
                 if not self._wanted:
                     self._running = False
@@ -47,9 +59,11 @@ class Syncer:
                 self._wanted = False
             with contextlib.suppress(OSError):
                 os.fsync(self._fd)
+            self._last = time.monotonic()
 
     def close(self) -> None:
         """Wait for a running ``fsync`` to end."""
+        self._closing.set()
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
