@@ -158,6 +158,14 @@ class RemoteMethod(MethodRef):
         return cell.ask(self._name, args, kwargs, self._timeout)
 
 
+class RoutedMethod(MethodRef):
+    """A method of an actor a worker may call directly (:class:`RelayTarget` with routes):
+    every call goes through the target's ``ask``, which picks the relay or the direct
+    connection and starts the switch between them."""
+
+    __slots__ = ()
+
+
 class RemoteActor:
     """Sends calls to an actor in another process over a connection."""
 
@@ -431,6 +439,8 @@ class RelayTarget(RemoteActor):
         self._via = via
         self._relay = conn
         self._routes = routes if routes is not None and routes.enabled else None
+        if self._routes is not None:
+            self.method_ref = RoutedMethod  # calls must pass _ask_now, which switches
         self._direct: Connection | None = None
         self._direct_loss: str | None = None  # why the last direct connection closed
         # A switch under way: since its Locate left, asks through the relay not answered yet

@@ -111,9 +111,10 @@ CASES: dict[str, tuple[list[str], float, list[str]]] = {
     ]),
     "tune_bohb.py": ([], 120, [
         r"^12 trials, 0 errors$",
-        # HyperBandForBOHB, max_t=9, eta=3: a bracket of 9 (6 stop at 1, 2 at 3, 1 goes to
-        # 6) and one of 3 that never fills (halved as planned for 5: 2 go on to 6).
-        r"^iterations each trial ran: \[1, 1, 1, 1, 1, 1, 3, 3, 3, 6, 6, 6\]$",
+        # HyperBandForBOHB, max_t=9, eta=3: a bracket of 9 (6 stop at 1, 2 at 3, 1 goes on
+        # to 9: each milestone is eta times the last, up to max_t) and one of 3 that never
+        # fills (halved as planned for 5: 2 go on to 9).
+        r"^iterations each trial ran: \[1, 1, 1, 1, 1, 1, 3, 3, 3, 9, 9, 9\]$",
     ]),
     "tune_pb2.py": ([], 120, [
         r"^4 trials, 0 errors, [1-9]\d* exploits$",
