@@ -171,7 +171,7 @@ class RemoteActor:
 
     inline = False
     accepting = False  # refs' inline fast path never applies; see ``inline``
-    method_ref = RemoteMethod  # what a ref's methods are
+    method_ref: type[MethodRef] = RemoteMethod  # what a ref's methods are
     running = True  # calls go out on ``conn`` (a process actor clears it while restarting)
 
     def __init__(
