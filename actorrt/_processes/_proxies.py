@@ -567,11 +567,19 @@ class RelayTarget(RemoteActor):
         self.conn = self._relay
         self._retry_at = self.loop.time() + RETRY_AFTER
 
+    def _closed_direct(self) -> Connection:
+        """The direct connection is closing though its close was not handled yet: nothing
+        more goes out on it (a message sent now would not be), so back to the relay."""
+        self._direct_lost(ConnectionLostError("the peer worker closed the connection"))
+        return self._relay
+
     def _ask_now(
         self, conn: Connection, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> AskHandle[Any]:
         if conn is not self._relay:
-            return super()._ask_now(conn, method, args, kwargs)
+            if not conn.is_closing():
+                return super()._ask_now(conn, method, args, kwargs)
+            conn = self._closed_direct()
         self._through_relay()
         sent = self._send_now(conn, method, args, kwargs)
         self._relay_ask(sent)
@@ -580,8 +588,10 @@ class RelayTarget(RemoteActor):
     def _submit(
         self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> asyncio.Future[Any]:
-        if self.conn is not self._relay:
-            return super()._submit(method, args, kwargs)
+        if self.conn is not self._relay and self.conn is not None:
+            if not self.conn.is_closing():
+                return super()._submit(method, args, kwargs)
+            self._closed_direct()
         self._through_relay()
         sent = super()._submit(method, args, kwargs)
         self._relay_ask(sent)
@@ -589,6 +599,8 @@ class RelayTarget(RemoteActor):
 
     def _usable_conn(self) -> Connection | None:
         conn = self.conn
+        if conn is not None and conn is not self._relay and conn.is_closing():
+            conn = self._closed_direct()
         if conn is self._relay:
             self._through_relay()
             self._relay_tell()

@@ -65,6 +65,10 @@ class Target:
 
 @actorrt.actor
 class Caller:
+    def goes_direct(self, ref: Any) -> bool:
+        """Whether this worker's calls to ``ref`` take a direct connection now."""
+        return bool(ref._cell.direct())
+
     async def asks(self, ref: Any, n: int) -> int:
         for i in range(n):
             assert await ref.echo(i) == i
@@ -100,6 +104,15 @@ async def until_direct(rt: actorrt.Runtime, caller: Any, target: Any) -> None:
     await until_direct_calls(rt, lambda: caller.asks(target, 5))
 
 
+async def until_closed_seen(caller: Any, target: Any, within: float = 10.0) -> None:
+    """Until ``caller``'s worker has seen its direct connection to ``target`` close (a call
+    already on its way when the peer closes is lost with it, as when the peer dies)."""
+    deadline = time.monotonic() + within
+    while await caller.goes_direct(target):
+        assert time.monotonic() < deadline, "the caller never saw its direct connection close"
+        await asyncio.sleep(0.02)
+
+
 async def test_cross_node_calls_go_direct_and_a_wrong_token_is_refused(
     cluster: Cluster,
 ) -> None:
@@ -123,6 +136,7 @@ async def test_a_refused_peer_is_called_through_the_driver(cluster: Cluster) -> 
         target, caller = await spawn_pair(rt)
         await until_direct(rt, caller, target)
         await target.stop_listening()  # the direct connection closes; a new one is refused
+        await until_closed_seen(caller, target)
         before = rt.relayed()["calls"]
         assert await caller.asks(target, 50) == 50
         assert rt.relayed()["calls"] - before >= 50

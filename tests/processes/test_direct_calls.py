@@ -56,6 +56,10 @@ class Target:
 
 @actorrt.actor(process=True, num_cpus=0.01)
 class Caller:
+    def goes_direct(self, ref: Any) -> bool:
+        """Whether this worker's calls to ``ref`` take a direct connection now."""
+        return bool(ref._cell.direct())
+
     async def asks(self, ref: Any, n: int) -> int:
         for i in range(n):
             assert await ref.echo(i) == i
@@ -185,6 +189,10 @@ async def test_a_refused_direct_connection_falls_back_to_the_relay() -> None:
         other = await Caller.spawn()
         await until_direct(rt, caller, target)  # the target listens now
         await target.refuse_direct()
+        deadline = time.monotonic() + 10.0  # a call on its way as the peer closes is lost
+        while await caller.goes_direct(target):
+            assert time.monotonic() < deadline, "the caller never saw its connection close"
+            await asyncio.sleep(0.02)
         before = rt.relayed()["calls"]
         assert await other.asks(target, 50) == 50  # a new caller is refused: relayed
         assert await caller.asks(target, 50) == 50  # so is one whose connection closed

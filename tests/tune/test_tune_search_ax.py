@@ -28,6 +28,10 @@ from actorrt.tune.search.ax import AxSearch
 
 logging.getLogger("ax").setLevel(logging.WARNING)
 
+# Ax fits a Gaussian process per suggestion: on a loaded 2-core machine a sweep of these
+# takes well over the suite's default minute.
+pytestmark = pytest.mark.timeout(240)
+
 SPACE = {"x": tune.uniform(-10, 10), "y": tune.uniform(-10, 10), "tag": "bowl"}
 
 
