@@ -44,7 +44,8 @@ def local_filesystem(owner: str) -> Any:
     except ModuleNotFoundError as exc:
         raise ModuleNotFoundError(
             f"{owner}.filesystem is a pyarrow.fs.FileSystem, as in Ray, and pyarrow is not "
-            f"installed (pip install pyarrow). The files are on the local file system at "
+            f"installed: pip install 'actorrt[train]' (or pip install pyarrow). The files "
+            f"are on the local file system at "
             f"{owner}.path"
         ) from exc
     return pyarrow.fs.LocalFileSystem()

@@ -220,8 +220,7 @@ class DataShard:
                 pd = require("pandas", "train", 'iter_batches(batch_format="pandas")')
                 yield pd.DataFrame({k: list(v) if v.ndim > 1 else v for k, v in batch.items()})
             elif batch_format == "pyarrow":
-                import pyarrow as pa  # type: ignore[import-not-found,import-untyped,unused-ignore]
-
+                pa = require("pyarrow", "train", 'iter_batches(batch_format="pyarrow")')
                 yield pa.table({k: list(v) if v.ndim > 1 else v for k, v in batch.items()})
             else:
                 yield batch

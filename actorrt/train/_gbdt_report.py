@@ -94,9 +94,11 @@ class BoostingReport:
     def _save(self, model: Any, path: str) -> None:
         raise NotImplementedError  # each library saves its model its own way
 
-    def round_done(self, model: Any, values: Mapping[str, float]) -> None:
-        """Report one round's ``values`` (``<data>-<metric>``: last value)."""
-        self._rounds += 1
+    def round_done(self, model: Any, boosting_round: int, values: Mapping[str, float]) -> None:
+        """Report round ``boosting_round`` (counted from 1, as the library counts it, so a
+        model trained on from an earlier one keeps its numbering) and its ``values``
+        (``<data>-<metric>``: last value)."""
+        self._rounds = boosting_round
         self._last = self._report_dict(values)
         with_checkpoint = self._frequency > 0 and self._rounds % self._frequency == 0
         self._report(model, self._last, with_checkpoint)

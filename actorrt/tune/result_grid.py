@@ -120,7 +120,8 @@ class Result:
         except ImportError:
             raise ImportError(
                 "Result.filesystem is a pyarrow filesystem and pyarrow is not installed "
-                f"(pip install pyarrow); the trial's files are in the local folder {self.path}"
+                "(pip install 'actorrt[tune]', or pip install pyarrow); the trial's files are "
+                f"in the local folder {self.path}"
             ) from None
         return fs.LocalFileSystem()
 

@@ -142,3 +142,25 @@ def test_a_missing_experiment_is_refused_unless_created(tmp_path: Path) -> None:
     run = ml.active_run()
     ml.end_run()
     assert MlflowClient(uri).get_run(run.info.run_id).data.params == {"a": "1"}
+
+
+def test_the_experiment_given_wins_over_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uri = (tmp_path / "mlruns").as_uri()
+    client = MlflowClient(uri)
+    from_env = client.create_experiment("from_env")
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_NAME", "from_env")
+    ml = setup_mlflow(tracking_uri=uri, experiment_name="given",
+                      create_experiment_if_not_exists=True)
+    given = ml.active_run().info.experiment_id
+    ml.end_run()
+    assert client.get_experiment(given).name == "given"
+    ml = setup_mlflow(tracking_uri=uri)  # nothing given: the environment's
+    assert ml.active_run().info.experiment_id == from_env
+    ml.end_run()
+    monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME")
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_ID", from_env)
+    ml = setup_mlflow(tracking_uri=uri, experiment_id=given)
+    assert ml.active_run().info.experiment_id == given
+    ml.end_run()

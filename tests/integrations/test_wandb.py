@@ -114,3 +114,5 @@ def test_a_project_is_required_and_one_api_key_source() -> None:
         WandbLoggerCallback(project="p", api_key="k", api_key_file="f")
     with pytest.raises(ValueError, match="'/nonexistent/key' cannot be read"):
         WandbLoggerCallback(project="p", api_key_file="/nonexistent/key")
+    with pytest.raises(ValueError, match="upload_timeout must be a positive number.*got -1"):
+        WandbLoggerCallback(project="p", upload_timeout=-1)

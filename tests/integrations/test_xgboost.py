@@ -6,11 +6,17 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import numpy as np
 import pytest
 
 xgboost = pytest.importorskip("xgboost")
-from sklearn.datasets import load_breast_cancer  # noqa: E402
+from boosting_data import (  # noqa: E402
+    ROUNDS,
+    assert_predicts,
+    frame,
+    split,
+    sweep_gangs,
+    whole_shard,
+)
 
 import actorrt  # noqa: E402
 from actorrt import train, tune  # noqa: E402
@@ -27,16 +33,9 @@ PARAMS = {"objective": "binary:logistic", "eval_metric": ["logloss", "error"],
           "max_depth": 3, "eta": 0.3, "nthread": 1}
 
 
-def frame() -> dict[str, Any]:
-    x, y = load_breast_cancer(return_X_y=True)
-    order = np.random.default_rng(0).permutation(len(y))
-    return {"x": x[order], "y": y[order].astype(float)}
-
-
 def train_fn(config: dict[str, Any]) -> None:
-    shard = train.get_dataset_shard("train")
-    batch = next(shard.iter_batches(batch_size=len(shard)))
-    dtrain = xgboost.DMatrix(np.asarray(batch["x"]), label=np.asarray(batch["y"]))
+    x, y = whole_shard("train")
+    dtrain = xgboost.DMatrix(x, label=y)
     booster = xgboost.train(
         config["params"], dtrain, num_boost_round=config["rounds"],
         evals=[(dtrain, "train")], callbacks=[RayTrainReportCallback(frequency=5)],
@@ -108,6 +107,26 @@ async def test_an_asha_sweep_stops_weak_trials_and_keeps_the_best_model(
     assert (predicted == data["y"][400:]).mean() > 0.9
 
 
+def gang_trial(config: dict[str, Any]) -> None:
+    matrices = {name: xgboost.DMatrix(*whole_shard(name)) for name in ("train", "valid")}
+    xgboost.train({**PARAMS, "eta": config["eta"]}, matrices["train"], num_boost_round=ROUNDS,
+                  evals=[(matrices["valid"], "valid")],
+                  callbacks=[RayTrainReportCallback(frequency=1)])
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.actorrt(num_cpus=2)
+async def test_an_asha_sweep_of_two_worker_gangs_stops_weak_trials_and_keeps_the_best(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Any
+) -> None:
+    trainer = XGBoostTrainer(gang_trial, train_loop_config={"eta": 0.3}, datasets=split(),
+                             scaling_config=ScalingConfig(num_workers=2))
+    best = await sweep_gangs(trainer, "eta", "valid-logloss", tmp_path)
+    booster = XGBoostTrainer.get_model(best.checkpoint)
+    assert booster.num_boosted_rounds() == ROUNDS
+    assert_predicts(lambda x: booster.predict(xgboost.DMatrix(x)))
+
+
 def test_v1_arguments_and_bad_callback_arguments_are_refused() -> None:
     with pytest.raises(TypeError, match=r"label_column=.*V1"):
         XGBoostTrainer(train_fn, label_column="y")
@@ -118,9 +137,8 @@ def test_v1_arguments_and_bad_callback_arguments_are_refused() -> None:
 
 
 def fails_on_one_rank(config: dict[str, Any]) -> None:
-    shard = train.get_dataset_shard("train")
-    batch = next(shard.iter_batches(batch_size=len(shard)))
-    dtrain = xgboost.DMatrix(np.asarray(batch["x"]), label=np.asarray(batch["y"]))
+    x, y = whole_shard("train")
+    dtrain = xgboost.DMatrix(x, label=y)
     rank = train.get_context().get_world_rank()
 
     def boom(env: Any) -> None:

@@ -60,13 +60,16 @@ def _experiment_id(
     artifact_location: str | None,
     create: bool,
 ) -> str | None:
-    """The experiment to log to, as Ray picks it: ``MLFLOW_EXPERIMENT_ID`` or the id given
-    (when it exists), else ``MLFLOW_EXPERIMENT_NAME`` or the name given (created when
-    ``create``); ``None`` (MLflow's default experiment) when neither is set."""
-    for candidate in (os.environ.get("MLFLOW_EXPERIMENT_ID"), experiment_id):
-        if candidate and _exists(client, candidate):
-            return candidate
-    name = os.environ.get("MLFLOW_EXPERIMENT_NAME") or experiment_name
+    """The experiment to log to, as Ray picks it: the id given, else
+    ``MLFLOW_EXPERIMENT_ID``, when that experiment exists; else the name given, else
+    ``MLFLOW_EXPERIMENT_NAME`` (created when ``create``); ``None`` (MLflow's default
+    experiment) when neither is set."""
+    candidate = experiment_id if experiment_id is not None else os.environ.get(
+        "MLFLOW_EXPERIMENT_ID")
+    if candidate and _exists(client, candidate):
+        return candidate
+    name = experiment_name if experiment_name is not None else os.environ.get(
+        "MLFLOW_EXPERIMENT_NAME")
     if not name:
         return None
     found = client.get_experiment_by_name(name)

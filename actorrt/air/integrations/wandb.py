@@ -117,7 +117,8 @@ class WandbLoggerCallback(LoggerCallback):
 
     Raises:
         ImportError: wandb is not installed (``pip install 'actorrt[wandb]'``).
-        ValueError: no project is given or set in the environment.
+        ValueError: no project is given or set in the environment, or
+            ``upload_timeout`` is not a positive number of seconds.
     """
 
     def __init__(
@@ -130,7 +131,7 @@ class WandbLoggerCallback(LoggerCallback):
         log_config: bool = False,
         upload_checkpoints: bool = False,
         save_checkpoints: bool = False,
-        upload_timeout: int = 1800,
+        upload_timeout: float = 1800,
         **kwargs: Any,
     ) -> None:
         self._wandb = _wandb()
@@ -148,6 +149,12 @@ class WandbLoggerCallback(LoggerCallback):
             )
         if excludes is not None and not isinstance(excludes, list | tuple):
             raise TypeError(f"excludes must be a list of result keys, got {excludes!r}")
+        if isinstance(upload_timeout, bool) or not isinstance(upload_timeout, int | float) or (
+            upload_timeout <= 0
+        ):
+            raise ValueError(
+                f"upload_timeout must be a positive number of seconds, got {upload_timeout!r}"
+            )
         _set_api_key(api_key_file, api_key)
         self.group = group or _env(_GROUP_ENV)
         self.excludes = set(excludes or ())

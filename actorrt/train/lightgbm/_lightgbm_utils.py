@@ -17,6 +17,19 @@ __all__ = ["RayTrainReportCallback"]
 MODEL_FILENAME = "model.txt"
 
 
+def _round_values(results: Any) -> dict[str, float]:
+    """``<data>-<metric>`` of each evaluation; ``lightgbm.cv``'s (which carry a standard
+    deviation) as ``<data>-<metric>-mean`` and ``-stdv``, as Ray names them."""
+    out: dict[str, float] = {}
+    for data, metric, value, *rest in results:
+        if len(rest) >= 2:  # (..., is_higher_better, stdv): a cross-validation fold mean
+            out[f"{data}-{metric}-mean"] = float(value)
+            out[f"{data}-{metric}-stdv"] = float(rest[1])
+        else:
+            out[f"{data}-{metric}"] = float(value)
+    return out
+
+
 class _Report(BoostingReport):
     def _save(self, model: Any, path: str) -> None:
         model.save_model(path)
@@ -60,8 +73,7 @@ class RayTrainReportCallback:
         return lightgbm.Booster(model_file=BoostingReport.model_path(checkpoint, filename))
 
     def __call__(self, env: Any) -> None:
-        values = {f"{item[0]}-{item[1]}": float(item[2])
-                  for item in env.evaluation_result_list or ()}
-        self._report.round_done(env.model, values)
+        self._report.round_done(env.model, env.iteration + 1,
+                                _round_values(env.evaluation_result_list or ()))
         if env.iteration == env.end_iteration - 1:
             self._report.training_done(env.model)

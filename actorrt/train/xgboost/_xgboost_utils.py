@@ -71,7 +71,7 @@ class RayTrainReportCallback(_TrainingCallback):  # type: ignore[misc]
         return booster
 
     def after_iteration(self, model: Any, epoch: int, evals_log: Any) -> bool:
-        self._report.round_done(model, _last_values(evals_log))
+        self._report.round_done(model, epoch + 1, _last_values(evals_log))
         return False  # never stops training: a Tune scheduler stops the trial instead
 
     def after_training(self, model: Any) -> Any:
