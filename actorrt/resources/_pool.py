@@ -98,10 +98,6 @@ class ResourcePool:
         """Free amounts as a :class:`Resources` (GPU = the sum of device free amounts)."""
         return _as_resources(self.free, self.gpu_free)
 
-    def used_resources(self) -> Resources:
-        """What is allocated now."""
-        return self.total_resources() - self.free_resources()
-
     def is_idle(self) -> bool:
         """Whether nothing is allocated."""
         return self.free == self.capacity and tuple(self.gpu_free) == self.gpu_capacity

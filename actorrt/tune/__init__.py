@@ -23,12 +23,13 @@ module that must call up names what it calls as a ``typing.Protocol`` or takes a
 and no two modules import each other (tests/project/test_layering.py checks it, and that the trial
 side reaches nothing of the controller side):
 
-1. Types, per-trial settings, search space: ``error``, ``result``,
-   ``execution.placement_groups``, ``experiment.trial``, ``progress_reporter``, ``stopper``,
-   ``search.sample``, ``search.variant_generator``, ``trainable.trainable``; the
-   experiment folder and journal (``_controller._storage``, ``._syncer``,
-   ``._experiment_state``, ``._trial_config``); a trial's folder and log
-   (``_worker._checkpoint_dirs``, ``._workdir``, ``._trial_log``).
+1. Types, per-trial settings, search space: ``error``, ``registry``, ``result``,
+   ``execution.placement_groups``, ``experiment`` (``trial``, ``_lifecycle``,
+   ``experiment``), ``progress_reporter``, ``stopper``, ``search.sample``,
+   ``search.variant_generator``, ``trainable.trainable``; the experiment folder and journal
+   (``_controller._storage``, ``._syncer``, ``._experiment_state``, ``._trial_config``); a
+   trial's folder, log and what crosses for an attempt (``_worker._checkpoint_dirs``,
+   ``._workdir``, ``._trial_log``, ``._spec``).
 2. Search algorithms and schedulers: ``search`` (with one package per library:
    ``search.optuna``, ``search.hyperopt``, ...) and ``schedulers``.
 3. Experiment settings and what watches an experiment: ``callback``, ``logger``,

@@ -162,13 +162,6 @@ class Trial:
         """The latest checkpoint's folder."""
         return self.checkpoints[-1].path if self.checkpoints else None
 
-    def add_checkpoint(
-        self, path: str, result: dict[str, Any], keep: CheckpointConfig | None
-    ) -> None:
-        """Record a persisted checkpoint; delete the worst beyond ``num_to_keep``."""
-        self.record_checkpoint(path, result, keep)
-        self.prune_checkpoints(keep)
-
     def record_checkpoint(
         self, path: str, result: dict[str, Any], keep: CheckpointConfig | None
     ) -> CheckpointRecord:

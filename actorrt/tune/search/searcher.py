@@ -14,14 +14,12 @@ from __future__ import annotations
 import abc
 import logging
 import os
-import random
 from collections.abc import Iterable
 from typing import Any
 
 import cloudpickle
 
 from .util import set_search_properties_compatibly
-from .variant_generator import resolve_one
 
 __all__ = ["Searcher", "WrappingSearcher", "resume_search"]
 
@@ -167,10 +165,3 @@ def resume_search(searcher: Searcher, created: int, live: Iterable[str]) -> None
     that will run again (they count against concurrency limits). A wrapping searcher
     passes this on to the searcher it wraps (``Searcher._resume_search``)."""
     searcher._resume_search(created, set(live))
-
-
-def resolve_point(space: dict[str, Any], rng: random.Random) -> dict[str, Any]:
-    """One config of ``space`` with no grid (for searchers that sample a single point)."""
-    config = resolve_one(space, {}, rng)
-    assert isinstance(config, dict)
-    return config
