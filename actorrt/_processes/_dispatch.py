@@ -50,7 +50,7 @@ from .._wire._messages import (
     tag_of,
 )
 from ._proxies import WireReply
-from ._services import GrantInfo, PlacementServices, RouterServices
+from ._services import GrantInfo, RouterServices, RuntimeForProcesses
 
 logger = logging.getLogger("actorrt")
 
@@ -58,7 +58,7 @@ logger = logging.getLogger("actorrt")
 class Host:
     """Dispatches the incoming messages of one runtime's connections."""
 
-    def __init__(self, runtime: PlacementServices, router: RouterServices) -> None:
+    def __init__(self, runtime: RuntimeForProcesses, router: RouterServices) -> None:
         self.runtime = runtime
         self.router = router
         self._lookup = runtime.lookup  # bound once: the hot handlers try this process first

@@ -46,7 +46,7 @@ from ._direct import RETRY_AFTER, SWITCH_TRIES
 
 if TYPE_CHECKING:
     from ._direct import DirectRoutes
-    from ._services import PlacementServices
+    from ._services import RuntimeForProcesses
 
 logger = logging.getLogger("actorrt")
 
@@ -176,7 +176,7 @@ class RemoteActor:
 
     def __init__(
         self,
-        runtime: PlacementServices,
+        runtime: RuntimeForProcesses,
         actor_id: str,
         cls_name: str,
         methods: frozenset[str] | dict[str, Any],
@@ -423,7 +423,7 @@ class RelayTarget(RemoteActor):
 
     def __init__(
         self,
-        runtime: PlacementServices,
+        runtime: RuntimeForProcesses,
         conn: Connection,
         address: RefAddress,
         actor_id: str,
@@ -667,7 +667,7 @@ class DeadTarget(RemoteActor):
 
     def __init__(
         self,
-        runtime: PlacementServices,
+        runtime: RuntimeForProcesses,
         address: RefAddress,
         actor_id: str,
         cls_name: str,

@@ -75,7 +75,7 @@ if TYPE_CHECKING:
     from collections.abc import Hashable
 
     from .._core._actor import ActorClass
-    from ._services import PlacementServices
+    from ._services import RuntimeForProcesses
 
 NOSET_CUDA = "ACTORRT_NOSET_CUDA_VISIBLE_DEVICES"
 THREAD_END_WAIT = 1.0  # seconds an ended actor's closed threads get to return
@@ -84,7 +84,7 @@ THREAD_END_WAIT = 1.0  # seconds an ended actor's closed threads get to return
 class Workers:
     """Everything one runtime needs to own worker processes, or to be one."""
 
-    def __init__(self, runtime: PlacementServices, worker_env: dict[str, str]) -> None:
+    def __init__(self, runtime: RuntimeForProcesses, worker_env: dict[str, str]) -> None:
         self.runtime = runtime
         self.worker_env = worker_env
         self.host = Host(runtime, self)

@@ -1,10 +1,10 @@
 """What the processes layer asks of the runtime that composes it.
 
-The placement layer (dispatch, router, proxies, process actors, pool, worker main) never
+The processes layer (dispatch, router, proxies, process actors, pool, worker main) never
 imports ``actorrt._runtime._root``: the runtime sits above it. It reaches the runtime through the
-:class:`PlacementServices` protocol, which names every service it uses (and, for the router
-and the broker bridge that the runtime holds, the parts of them that other placement
-modules use: :class:`RouterServices`, :class:`WaitReports`), and a worker process
+:class:`RuntimeForProcesses` protocol, which names every service it uses (and, for the router
+and the broker bridge that the runtime holds, the parts of them that other modules of
+this layer use: :class:`RouterServices`, :class:`WaitReports`), and a worker process
 builds its runtime through a :class:`WorkerRuntimeFactory` it is given by name (the class of
 its owner's runtime; see :mod:`actorrt._processes._worker_main`). ``actorrt._runtime._root.Runtime``
 satisfies both; mypy checks it where the runtime hands itself to the router.
@@ -131,7 +131,7 @@ class WorkerRequests(Protocol):
         ...
 
 
-class PlacementServices(Protocol):
+class RuntimeForProcesses(Protocol):
     """The runtime's services that the processes layer uses."""
 
     @property
@@ -205,7 +205,7 @@ class PlacementServices(Protocol):
         """In a worker: construct the actor the owner placed here."""
         ...
 
-class WorkerRuntime(PlacementServices, Protocol):
+class WorkerRuntime(RuntimeForProcesses, Protocol):
     """The runtime a worker process runs: entered with ``async with``, not discoverable."""
 
     discoverable: bool
