@@ -9,9 +9,16 @@
   sink.take(array)`` itself, over the direct connection between the two workers (the
   runtime's relay count is checked to stay put);
 - baseline: the same bytes over a ``socket.socketpair()`` between this process and a child
-  process, which reads them into a preallocated numpy buffer and answers one byte; its
-  sending end gets the send buffer actorrt gives a Unix socket that carries large frames
-  (4 MiB, capped by ``net.core.wmem_max``), so both move the bytes over alike sockets.
+  process, which reads them into a preallocated numpy buffer and answers one byte; twice in
+  each repetition, once with the kernel's default send buffer and once with the one actorrt
+  gives a Unix socket that carries large frames (4 MiB, capped by ``net.core.wmem_max``),
+  and the faster of the two is the floor (a small buffer keeps the copies in the CPU's
+  cache; a large one wakes the two ends less often).
+
+Beside the times, the CPU time of each transfer in the sending and the receiving process
+(all threads, ``/proc/PID/task/*/schedstat``) for driver -> actor (writable) and the raw
+transfer: a machine loaded by other work slows wall time through wake-up delays far more
+than it changes the CPU a transfer costs.
 
 Each figure is the best of ``--reps`` (a transfer this large is bound by memory bandwidth,
 which other work on the machine only slows); the raw transfer runs in every repetition
@@ -24,6 +31,7 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import statistics
 import struct
 import subprocess
 import sys
@@ -41,6 +49,7 @@ from ._common import Figure, exit_for, report
 TARGET_TO_ACTOR = 0.7
 TARGET_ACTOR_TO_ACTOR = 0.5
 _LENGTH = struct.Struct("!Q")
+KEYS = ("writable", "read-only", "back", "a2a", "raw")  # the figures' samples, floor last
 
 
 @actorrt.actor(process=True)
@@ -99,9 +108,10 @@ class RawTransfer:
     """The floor: a child process that reads length-prefixed bytes from a socket pair into
     a preallocated buffer and answers each with one byte."""
 
-    def __init__(self) -> None:
+    def __init__(self, send_buffer: int | None) -> None:
         self.ours, theirs = socket.socketpair()
-        self.ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
+        if send_buffer is not None:
+            self.ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
         self.child = subprocess.Popen(
             [sys.executable, "-c", _CHILD, str(theirs.fileno())], pass_fds=[theirs.fileno()]
         )
@@ -121,23 +131,50 @@ class RawTransfer:
         self.child.wait(timeout=30)
 
 
+def cpu_ms(pid: int) -> float:
+    """CPU time of every thread of process ``pid`` so far, in milliseconds."""
+    total = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except OSError:  # the thread ended meanwhile
+            pass
+    return total / 1e6
+
+
+def with_cpu(run: Any, peer: int) -> tuple[float, float]:
+    """``run()``'s CPU milliseconds here and in process ``peer``."""
+    here, there = cpu_ms(os.getpid()), cpu_ms(peer)
+    run()
+    return cpu_ms(os.getpid()) - here, cpu_ms(peer) - there
+
+
 async def measure(nbytes: int, reps: int) -> dict[str, Any]:
-    got: dict[str, Any] = {key: [] for key in ("writable", "read-only", "back", "a2a", "raw")}
+    got: dict[str, Any] = {
+        key: [] for key in (*KEYS, "raw_default", "raw_wide", "cpu_writable", "cpu_raw")
+    }
     writable = np.ones(nbytes, dtype=np.uint8)
     read_only = writable.copy()
     read_only.flags.writeable = False
-    raw = RawTransfer()
+    raws = [RawTransfer(None), RawTransfer(SEND_BUFFER)]
     try:
         async with actorrt.Runtime() as runtime:
             sink = await Sink.spawn(nbytes)
             pusher = await Pusher.spawn(sink, nbytes)
             if await sink.pid() == await pusher.pid():
                 raise RuntimeError("the two actors share a worker process")
-            raw.ms(writable)  # the child's buffer: allocated and faulted in
+            for raw in raws:
+                raw.ms(writable)  # the child's buffer: allocated and faulted in
             assert await sink.take(writable) == nbytes  # warm up
             await pusher.push()  # the pusher's first ask connects it to the sink's worker
             relayed = runtime.relayed()["calls"]
+            sink_pid = await sink.pid()
             for _ in range(reps):
+                here, there = cpu_ms(os.getpid()), cpu_ms(sink_pid)
+                await sink.take(writable)
+                got["cpu_writable"].append((cpu_ms(os.getpid()) - here, cpu_ms(sink_pid) - there))
+                got["cpu_raw"].append(with_cpu(lambda: raws[0].ms(writable), raws[0].child.pid))
                 for key, call in (
                     ("writable", lambda: sink.take(writable)),
                     ("read-only", lambda: sink.take(read_only)),
@@ -147,12 +184,16 @@ async def measure(nbytes: int, reps: int) -> dict[str, Any]:
                     await call()
                     got[key].append((time.perf_counter() - start) * 1000)
                 got["a2a"].append(await pusher.push())
-                got["raw"].append(raw.ms(writable))
+                default, wide = (raw.ms(writable) for raw in raws)
+                got["raw_default"].append(default)
+                got["raw_wide"].append(wide)
+                got["raw"].append(min(default, wide))
             got["relayed"] = runtime.relayed()["calls"] - relayed
             await pusher.stop()
             await sink.stop()
     finally:
-        raw.close()
+        for raw in raws:
+            raw.close()
     return got
 
 
@@ -164,7 +205,7 @@ def main() -> None:
     args = parser.parse_args()
     nbytes = args.mb * 2**20
     got = uvloop.run(measure(nbytes, args.reps))  # the loop actorrt.run gives
-    best = {key: [min(got[key])] for key in ("writable", "read-only", "back", "a2a", "raw")}
+    best = {key: [min(got[key])] for key in KEYS}
     label = f"{args.mb} MiB array"
     figures = [
         Figure(f"{label}, driver -> actor", "ms", best["writable"], best["raw"],
@@ -179,8 +220,15 @@ def main() -> None:
     direct = got["relayed"] == 0
     ok = report("benchmarks.arrays: large arrays between processes vs a raw socket transfer",
                 figures, "arrays", {"loop": "uvloop", "reps": args.reps, "mib": args.mb,
-                                    "samples_ms": {k: got[k] for k in best},
-                                    "actor_to_actor_relayed_calls": got["relayed"]})
+                                    "samples_ms": {k: got[k] for k in (*KEYS, "raw_default",
+                                                                       "raw_wide")},
+                                    "actor_to_actor_relayed_calls": got["relayed"],
+                                    "cpu_ms_sender_receiver": {
+                                        "driver -> actor": got["cpu_writable"],
+                                        "raw": got["cpu_raw"]}})
+    for name, key in (("driver -> actor", "cpu_writable"), ("raw transfer", "cpu_raw")):
+        sender, receiver = (statistics.median(side) for side in zip(*got[key], strict=True))
+        print(f"CPU per transfer, {name}: sender {sender:.1f} ms, receiver {receiver:.1f} ms")
     if not direct:
         print(f"actor -> actor: {got['relayed']} calls went through the driver, not direct")
     exit_for(ok and direct, args.check)
