@@ -26,6 +26,11 @@ the slots and the transport). What it does:
   requests), nor do requests sent ``urgent`` (a liveness ping, a cancellation).
 * **Size limits.** A frame above ``max_frame_size`` is refused before anything is written
   (:class:`FrameTooLargeError`); large buffers are written as they are, never joined.
+* **Whose memory.** The out-of-band buffers of a request (an ask) are the arrays' own memory,
+  written while the loop runs on: the caller must not change them until the answer comes. A
+  notification's or a reply's writable ones are copied first
+  (:func:`~actorrt._wire._buffers.snapshot`), so they go as they were when sent. The first
+  frame of 4 MiB on a Unix socket widens its send buffer (:meth:`FrameWriter._widen`).
 """
 
 from __future__ import annotations
@@ -253,7 +258,7 @@ class FrameWriter(asyncio.BufferedProtocol):
             self._held.append((kind_flags, request_id, None, size, payload, context, tagged))
             return
         if kind != REQUEST:
-            buffers = snapshot(buffers)  # see the module: only an ask's go from their memory
+            buffers = snapshot(buffers)  # only an ask's go from their memory (the module)
         self._put_large(kind_flags, request_id, head, buffers, size)
         self._write_queued()  # large: no point waiting for the end of the tick
 
