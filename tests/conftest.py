@@ -73,6 +73,15 @@ def child_processes(pid: int | None = None) -> list[tuple[int, str]]:
     return found
 
 
+def rss_mib(pid: int | None = None) -> float:
+    """The resident memory of process ``pid`` (default: this one), in MiB."""
+    with open(f"/proc/{pid or os.getpid()}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
 def proc_state(pid: int) -> str:
     """The one-letter state of process ``pid`` in /proc (``R``, ``S``, ``T``, ``Z``, ...), or
     ``"gone"`` once it is reaped (also when it goes while its stat is being read)."""

@@ -12,12 +12,13 @@ native msgpack. Everything else is a msgpack extension type (codes in :data:`EXT
 * **numpy arrays** (exact ``numpy.ndarray`` of a plain dtype) travel as dtype, shape and raw
   bytes. Arrays of at least ``buffer_threshold`` bytes go *out of band*: the frame carries them
   after the msgpack body (:data:`FLAG_BUFFERS`), so they are never copied into the packer. A
-  read-only C-contiguous array is sent without any copy; a writable one is copied once, at encode
-  time, so that the message is a snapshot of the value when it was sent (mutating the array
-  afterwards cannot change what the peer receives). On decode, out-of-band arrays are views on
-  the received frame when the caller owns it (``owned=True``: zero copy); decoded arrays are
-  writable and keep the frame's memory alive while they live. numpy is imported only when an
-  array is decoded.
+  C- or Fortran-contiguous array's buffer is its own memory (a Fortran one keeps its order); a
+  strided one is copied once into C order. Whether a writable buffer is copied before it is
+  written is the connection's choice (an ask's are not, a tell's and a reply's are:
+  :func:`actorrt._wire._buffers.snapshot`, ``docs/wire.md``). On decode, out-of-band arrays
+  are views on the received frame when the caller owns it (``owned=True``: zero copy);
+  decoded arrays are writable and keep the frame's memory alive while they live. numpy is
+  imported only when an array is decoded.
 * **exceptions** are pickled (cloudpickle) together with their type name, message and formatted
   traceback. The receiver re-raises the same type when it can be unpickled; otherwise (pickling
   failed at the sender, the class is missing, its constructor refuses the pickled arguments, or

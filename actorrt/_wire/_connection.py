@@ -225,6 +225,7 @@ class Connection(FrameReader):
         self._held: deque[Held] = deque()
         self._unacked: dict[int, int] = {}
         self._unacked_bytes = 0
+        self._widened = False
         self._rbuf = bytearray(READ_BUFFER)
         self._rview = memoryview(self._rbuf)
         self._rstart = self._rend = 0

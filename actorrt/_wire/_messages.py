@@ -87,9 +87,10 @@ __all__ = [
 #: releases (its handshake magic was ``b"actorrt\x01"``); version 2 had no batch frames;
 #: version 3 had no cluster messages; version 4 had no `CancelCall`, `Retire` nor `Leave`,
 #: and heartbeat datagrams of 4 fields; version 5's `WorkerExit` had no `why`; version 6
-#: had no `Locate` nor `PeerEndpoint` (workers did not call each other directly). At most
+#: had no `Locate` nor `PeerEndpoint` (workers did not call each other directly); version 7
+#: sent every numpy array in C order (no Fortran layout bit in the array record). At most
 #: 255.
-PROTOCOL_VERSION: Final = 7
+PROTOCOL_VERSION: Final = 8
 
 
 # A message that arrived with an unknown type, the wrong number of fields, or a field of the

@@ -5,8 +5,8 @@ the slots, the handshake and the sending half). It is the one place every incomi
 through:
 
 * **Reading.** The transport reads into one shared buffer (:meth:`FrameReader.get_buffer`);
-  a frame above 64 KiB gets a buffer of its own, which the kernel fills directly, so arrays
-  in it are decoded as views without a copy.
+  a frame above 64 KiB gets a buffer of its own (:func:`~actorrt._wire._buffers.receive_buffer`),
+  which the kernel fills directly, so arrays in it are decoded as views without a copy.
 * **Handing on.** A reply or error resolves its pending future right here, from the decoding
   loop (a batch's run of replies in one tight loop); a request or notification goes to its
   route in the handler's table (or to the handler itself), in the order the peer sent them;
@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import msgpack
 
+from ._buffers import receive_buffer
 from ._codec import FLAG_MESSAGE, FLAG_TOP_TUPLE, FLAG_TUPLES
 from ._frames import (
     AFTER_LENGTH,
@@ -69,17 +69,6 @@ _RUN_KIND: Final = REQUEST | FLAG_MESSAGE
 _TUPLE_REPLY: Final = REPLY | FLAG_TOP_TUPLE  # a reply that is a tuple, sent as a plain array
 
 
-
-def big_buffer(length: int) -> Any:
-    """A writable buffer of ``length`` bytes for one large frame (it backs the arrays decoded
-    from it). A ``bytearray`` is zero-filled and then faulted in 4 KiB at a time as the frame
-    arrives (about 60 ms for 100 MB here); numpy's own allocation asks the kernel for huge
-    pages and takes half that. numpy is used only where it is loaded already: a process that
-    receives arrays has it, and no other process pays for its import."""
-    numpy = sys.modules.get("numpy")
-    if numpy is None:
-        return bytearray(length)
-    return numpy.empty(length, dtype=numpy.uint8)
 
 class FrameReader(FrameWriter):
     """Reads frames, decodes them and hands each on; counts what awaits a reply."""
@@ -427,7 +416,7 @@ class FrameReader(FrameWriter):
             )
             return pos
         if length + 8 > BIG_FRAME:  # read the rest straight into a buffer of its own
-            big = self._big = big_buffer(length)
+            big = self._big = receive_buffer(length)
             have = end - pos - 8
             big[:have] = self._rview[pos + 8 : end]
             self._big_filled = have

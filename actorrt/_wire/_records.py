@@ -42,7 +42,9 @@ EXT_CODES: Final = {
 }
 
 _SPAN = struct.Struct("!QQ")  # offset, length of an out-of-band buffer
-_ND_HEAD = struct.Struct("!BBB")  # out-of-band?, ndim, len(dtype.str)
+_ND_HEAD = struct.Struct("!BBB")  # layout bits (below), ndim, len(dtype.str)
+ND_OUT_OF_BAND: Final = 0x01  # the bytes are an out-of-band buffer, not inline
+ND_FORTRAN: Final = 0x02  # the bytes are in Fortran (column-major) order
 _PICKLE_HEAD = struct.Struct("!I")  # number of out-of-band buffers
 
 
@@ -126,26 +128,31 @@ class Records:
         return offset
 
     def _encode_ndarray(self, arr: Any) -> ExtType:
+        flags = arr.flags
+        # A Fortran-ordered array goes in its own order (no copy to C order); the receiver
+        # rebuilds it so.
+        order = ND_FORTRAN if flags.f_contiguous and not flags.c_contiguous else 0
         dtype = arr.dtype.str.encode("ascii")
         shape = arr.shape
-        head = (
-            _ND_HEAD.pack(0, len(shape), len(dtype))
-            + dtype
-            + struct.pack(f"!{len(shape)}q", *shape)
-        )
+        layout = dtype + struct.pack(f"!{len(shape)}q", *shape)
         nbytes = arr.nbytes
         if nbytes < self._buffer_threshold:
-            return ExtType(EXT_NDARRAY, head + arr.tobytes())
-        if arr.flags.c_contiguous and not arr.flags.writeable:
-            # Trusted not to change: zero copy (as bytes: a buffer of some dtypes, such as
-            # datetime64, cannot be exported as it is).
-            data: Any = memoryview(arr.reshape(-1).view("u1"))
+            head = _ND_HEAD.pack(order, len(shape), len(dtype))
+            return ExtType(EXT_NDARRAY, head + layout + arr.tobytes(order="F" if order else "C"))
+        if order or flags.c_contiguous:
+            # Its own memory, no copy (as bytes: a buffer of some dtypes, such as
+            # datetime64, cannot be exported as it is). A writable one is copied later only
+            # where the message is not an ask (Codec.snapshot).
+            data: Any = memoryview(arr.ravel(order="A").view("u1"))
         else:
-            # A snapshot, the one copy on the way out, made by numpy (its allocation takes
-            # huge pages: 100 MB in a third of the time of tobytes()'s bytes).
-            data = memoryview(arr.copy(order="C").reshape(-1).view("u1"))
+            # Not contiguous: one copy, made by numpy (its allocation takes huge pages: 100
+            # MB in a third of the time of tobytes()'s bytes); nothing else can change it.
+            copy = arr.copy(order="C")
+            copy.flags.writeable = False
+            data = memoryview(copy.reshape(-1).view("u1"))
         offset = self._add_buffer(data, nbytes)
-        return ExtType(EXT_NDARRAY, b"\x01" + head[1:] + _SPAN.pack(offset, nbytes))
+        head = _ND_HEAD.pack(order | ND_OUT_OF_BAND, len(shape), len(dtype))
+        return ExtType(EXT_NDARRAY, head + layout + _SPAN.pack(offset, nbytes))
 
     def _encode_exception(self, exc: BaseException) -> bytes:
         name = type_name(exc)
@@ -174,7 +181,7 @@ class Records:
             nbytes = raw.nbytes
             if nbytes < threshold:
                 return True
-            spans.append((self._add_buffer(raw if raw.readonly else bytes(raw), nbytes), nbytes))
+            spans.append((self._add_buffer(raw, nbytes), nbytes))  # its memory (snapshot())
             return False
 
         out = io.BytesIO()
@@ -207,18 +214,21 @@ class Records:
     def _decode_ndarray(self, data: bytes) -> Any:
         import numpy as np
 
-        oob, ndim, dlen = _ND_HEAD.unpack_from(data)
+        layout, ndim, dlen = _ND_HEAD.unpack_from(data)
+        if layout & ~(ND_OUT_OF_BAND | ND_FORTRAN):
+            raise ValueError(f"malformed numpy array record: unknown layout bits {layout:#x}")
         pos = _ND_HEAD.size
         dtype = np.dtype(data[pos : pos + dlen].decode("ascii"))
         pos += dlen
         shape = struct.unpack_from(f"!{ndim}q", data, pos)
         pos += 8 * ndim
-        if oob:
+        if layout & ND_OUT_OF_BAND:
             offset, nbytes = _SPAN.unpack_from(data, pos)
             buf: Any = self._buffer(offset, nbytes)
         else:
             buf = bytearray(memoryview(data)[pos:])  # writable, like out-of-band arrays
-        return np.frombuffer(buf, dtype=dtype).reshape(shape)
+        flat = np.frombuffer(buf, dtype=dtype)
+        return flat.reshape(shape, order="F") if layout & ND_FORTRAN else flat.reshape(shape)
 
     def _loads(self, data: bytes) -> Any:
         (count,) = _PICKLE_HEAD.unpack_from(data)

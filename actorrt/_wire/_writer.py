@@ -26,15 +26,23 @@ the slots and the transport). What it does:
   requests), nor do requests sent ``urgent`` (a liveness ping, a cancellation).
 * **Size limits.** A frame above ``max_frame_size`` is refused before anything is written
   (:class:`FrameTooLargeError`); large buffers are written as they are, never joined.
+* **Whose memory.** The out-of-band buffers of a request (an ask) are the arrays' own memory,
+  written while the loop runs on: the caller must not change them until the answer comes. A
+  notification's or a reply's writable ones are copied first
+  (:func:`~actorrt._wire._buffers.snapshot`), so they go as they were when sent. The first
+  frame of 4 MiB on a Unix socket widens its send buffer (:meth:`FrameWriter._widen`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import socket
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
+from ._buffers import snapshot
 from ._codec import FLAG_TUPLES, Codec
 from ._frames import (
     BATCH,
@@ -53,6 +61,8 @@ from ._frames import (
 
 __all__ = ["BIG_FRAME", "DEFAULT_MAX_IN_FLIGHT", "EAGER_FLUSH", "FrameWriter"]
 
+logger = logging.getLogger("actorrt")
+
 _pack_header = HEADER.pack
 _pack_item = BATCH_ITEM.pack
 _pack_array = BATCH_ARRAY.pack
@@ -62,6 +72,8 @@ BIG_FRAME: Final = 1 << 16  # frames above this travel (and are read) as buffers
 _JOIN_LIMIT: Final = 1 << 20  # queued writes above this are not joined into one bytes
 EAGER_FLUSH: Final = 1 << 12  # a burst is written at least every 4 KiB (see _send)
 DEFAULT_MAX_IN_FLIGHT: Final = 64 << 20  # bytes of large requests in flight per connection
+WIDEN_FOR: Final = 4 << 20  # a frame this large widens a Unix socket's send buffer (_widen)
+SEND_BUFFER: Final = 4 << 20  # to this (the kernel caps it at net.core.wmem_max)
 
 # A message waiting for room in flight: kind and flags, request id, its encoded head (None: a
 # large one, encoded again from its payload when it leaves), size with its header, and the
@@ -98,6 +110,7 @@ class FrameWriter(asyncio.BufferedProtocol):
         "_unacked",
         "_unacked_bytes",
         "_wbuf",
+        "_widened",
         "_write_limits",
         "_write_paused",
         "_wsize",
@@ -127,6 +140,8 @@ class FrameWriter(asyncio.BufferedProtocol):
     _batch_at: int
     _batch_flags: int
     _batch_start: int
+    # Whether the socket's send buffer was widened for large frames (see _widen).
+    _widened: bool
 
     if TYPE_CHECKING:  # defined by the connection, which this class is a part of
 
@@ -242,6 +257,8 @@ class FrameWriter(asyncio.BufferedProtocol):
             # Waits for room in flight (see the module): the encoding is let go.
             self._held.append((kind_flags, request_id, None, size, payload, context, tagged))
             return
+        if kind != REQUEST:
+            buffers = snapshot(buffers)  # only an ask's go from their memory (the module)
         self._put_large(kind_flags, request_id, head, buffers, size)
         self._write_queued()  # large: no point waiting for the end of the tick
 
@@ -257,6 +274,8 @@ class FrameWriter(asyncio.BufferedProtocol):
     def _put_large(
         self, kind_flags: int, request_id: int, head: bytes, buffers: list[Any], size: int
     ) -> None:
+        if not self._widened and size >= WIDEN_FOR:
+            self._widen()
         if self._batch_at >= 0:
             self._seal_batch()  # what was sent before it goes first
         header = _pack_header(size - HEADER_LEN + MIN_LENGTH, request_id, kind_flags)
@@ -265,6 +284,21 @@ class FrameWriter(asyncio.BufferedProtocol):
         if kind_flags & KIND_MASK == REQUEST:
             self._unacked[request_id] = size
             self._unacked_bytes += size
+
+    def _widen(self) -> None:
+        """Give a Unix socket a send buffer of :data:`SEND_BUFFER` once the first frame of
+        :data:`WIDEN_FOR` leaves: the kernel's default (about 200 KiB) wakes both loops
+        every 200 KiB of a large frame, 500 times for 100 MB. The kernel caps it at
+        ``net.core.wmem_max``. TCP's are left to the kernel, which sizes them itself."""
+        self._widened = True
+        transport = self._transport
+        sock = transport.get_extra_info("socket") if transport is not None else None
+        if sock is None or sock.family != socket.AF_UNIX:
+            return
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
+        except OSError as exc:  # the socket is closing: nothing to gain
+            logger.debug("cannot widen the send buffer: %s", exc)
 
     def _acked(self, request_id: int) -> None:
         """A counted request was answered (or withdrawn): its bytes leave the count."""
@@ -310,6 +344,8 @@ class FrameWriter(asyncio.BufferedProtocol):
         except Exception as exc:  # it could be encoded at its call: something changed since
             self._unsendable(kind, request_id, exc)
             return
+        if kind != REQUEST:
+            buffers = snapshot(buffers)
         size = len(head) + sum(map(len, buffers)) + HEADER_LEN
         self._put_large(kind | flags, request_id, head, buffers, size)
 

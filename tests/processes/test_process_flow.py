@@ -1,21 +1,13 @@
 """Flow control across processes: a fast sender cannot grow any buffer without bound."""
 
 import asyncio
-import os
 import time
 from pathlib import Path
 
 import pytest
+from conftest import rss_mib
 
 import actorrt
-
-
-def rss_mib(pid: int | None = None) -> float:
-    with open(f"/proc/{pid or os.getpid()}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
 
 
 @actorrt.actor(process=True, mailbox_size=100)
@@ -107,8 +99,8 @@ async def test_bytes_in_flight_stay_under_the_bound_plus_one_message(
         while not started.exists():
             assert time.monotonic() < deadline, "hold() never began"
             await asyncio.sleep(0.01)
-        # One writable array, sent 80 times: each call is a snapshot of 2 MiB (160 MiB in
-        # all) once it leaves; only what fits the bound leaves before answers come.
+        # One writable array, sent 80 times from its own memory: each call's 2 MiB (160 MiB
+        # in all) are counted in flight; only what fits the bound leaves before answers come.
         data = np.full(CHUNK, 5, dtype=np.uint8)
         before = rss_mib()
         peak_in_flight = 0

@@ -49,8 +49,10 @@ def test_broker_benchmark_runs_and_writes_json(tmp_path: Path) -> None:
 def test_arrays_benchmark_runs_and_writes_json(tmp_path: Path) -> None:
     out, data = run_benchmark(tmp_path, "arrays", "--mb", "4", "--reps", "1")
     assert "driver -> actor, read-only" in out and "actor -> driver" in out
-    assert len(data["figures"]) == 3
+    assert "actor -> actor (direct)" in out
+    assert len(data["figures"]) == 4
     assert all(f["baseline_median"] > 0 and f["ratio"] > 0 for f in data["figures"])
+    assert data["machine"]["actor_to_actor_relayed_calls"] == 0
 
 
 def test_dashboard_benchmark_runs_and_writes_json(tmp_path: Path) -> None:
