@@ -242,6 +242,17 @@ def test_nevergrad_drops_quantization_with_a_warning(caplog: pytest.LogCaptureFi
     assert all(searcher.suggest(str(i))["x"] in range(5) for i in range(30))  # type: ignore[index]
 
 
+def test_bohb_drops_quantization_keeping_rays_bounds(caplog: pytest.LogCaptureFixture) -> None:
+    from actorrt.tune.search.bohb import TuneBOHB
+
+    with caplog.at_level(logging.WARNING, logger="actorrt.tune"):
+        space = TuneBOHB.convert_search_space({"x": Integer(0, 5).quantized(2),
+                                               "f": tune.quniform(0.2, 1.0, 0.2)})
+    assert (space["x"].lower, space["x"].upper) == (0, 4)
+    assert space["f"].lower == pytest.approx(0.2) and space["f"].upper == pytest.approx(1.0)
+    assert "TuneBOHB does not support quantization" in caplog.text
+
+
 def test_zoopt_and_bayesopt_spaces_as_ray_converts_them() -> None:
     from zoopt import ValueType
 
@@ -286,3 +297,18 @@ def test_a_tpu_scaling_config_is_refused_naming_what_workers_can_have() -> None:
     with pytest.raises(TypeError, match="topology='2x2x2' is not supported"):
         ScalingConfig(num_workers=2, topology="2x2x2")
     assert ScalingConfig(num_workers=2, use_tpu=False).num_workers == 2
+
+
+def test_an_ax_search_on_a_client_with_its_experiment_suggests_at_once() -> None:
+    from ax.service.ax_client import AxClient, ObjectiveProperties
+
+    from actorrt.tune.search.ax import AxSearch
+
+    client = AxClient(random_seed=1, verbose_logging=False)
+    client.create_experiment(parameters=[{"name": "a", "type": "range", "bounds": [0.0, 1.0],
+                                          "value_type": "float"}],
+                             objectives={"m": ObjectiveProperties(minimize=False)})
+    searcher = AxSearch(ax_client=client)
+    assert (searcher.metric, searcher.mode) == ("m", "max")
+    config = searcher.suggest("0")
+    assert isinstance(config, dict) and 0.0 <= config["a"] <= 1.0
