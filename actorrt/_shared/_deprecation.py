@@ -9,8 +9,12 @@ set its own warning options (``-W``, ``PYTHONWARNINGS``).
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
+
+# Ray's switch for its Train V2 migration warnings ("0" turns them off; on by default).
+MIGRATION_WARNINGS_ENV = "RAY_TRAIN_ENABLE_V2_MIGRATION_WARNINGS"
 
 
 class RayDeprecationWarning(DeprecationWarning):
@@ -19,6 +23,19 @@ class RayDeprecationWarning(DeprecationWarning):
 
 if not sys.warnoptions:
     warnings.filterwarnings("module", category=RayDeprecationWarning)
+
+
+def migration_warnings_enabled() -> bool:
+    """Whether the Train V2 migration warnings are shown (``RAY_TRAIN_ENABLE_V2_MIGRATION_
+    WARNINGS``, as in Ray: ``"0"`` hides them)."""
+    return os.environ.get(MIGRATION_WARNINGS_ENV, "1").strip() != "0"
+
+
+def warn_migration(message: str, *, stacklevel: int = 2) -> None:
+    """:func:`warn_deprecated` for a Train V2 migration warning: shown unless
+    ``RAY_TRAIN_ENABLE_V2_MIGRATION_WARNINGS=0``."""
+    if migration_warnings_enabled():
+        warnings.warn(message, RayDeprecationWarning, stacklevel=stacklevel + 1)
 
 
 def warn_deprecated(message: str, *, stacklevel: int = 2) -> None:

@@ -118,6 +118,21 @@ class PlacementGroupSpec:
         )
 
 
+def _refuse_tpu(use_tpu: Any, use_gpu: Any) -> None:
+    """``use_tpu=True`` is refused, naming what workers can have instead."""
+    if use_tpu is False:
+        return
+    if not isinstance(use_tpu, bool):
+        raise TypeError(f"use_tpu must be True or False, got {use_tpu!r}")
+    both = "Cannot specify both `use_gpu=True` and `use_tpu=True`. " if use_gpu is True else ""
+    raise ValueError(
+        f"{both}ScalingConfig(use_tpu=True) is not supported: there is no TPU training "
+        "here. Workers run on CPUs (use_gpu=False, the default) or CUDA GPUs "
+        "(use_gpu=True), with resources_per_worker for CPU, GPU, memory and custom "
+        "resources (see docs/porting.md, 'Ray Train arguments actorrt does not take')"
+    )
+
+
 @dataclass(frozen=True)
 class ScalingConfig:
     """How a data-parallel run scales: its workers and what each one needs.
@@ -155,13 +170,19 @@ class ScalingConfig:
     resources_per_worker: Mapping[str, float] | None = None
     placement_strategy: str = "PACK"
     trainer_resources: Mapping[str, float] | None = None
-    # Ray's; refused with a pointer to docs/porting.md (no accelerator types).
+    # Ray's; refused with a pointer to docs/porting.md (no accelerator types, no TPUs).
     accelerator_type: str | None = field(default=None, repr=False, compare=False, kw_only=True)
+    use_tpu: bool = field(default=False, repr=False, compare=False, kw_only=True)
+    topology: str | None = field(default=None, repr=False, compare=False, kw_only=True)
+    label_selector: Any = field(default=None, repr=False, compare=False, kw_only=True)
 
     def __post_init__(self) -> None:
         if self.search_values():
             return  # checked once Tune has resolved them, per trial
-        reject("ScalingConfig", {"accelerator_type": self.accelerator_type})
+        _refuse_tpu(self.use_tpu, self.use_gpu)
+        reject("ScalingConfig", {"accelerator_type": self.accelerator_type,
+                                 "topology": self.topology,
+                                 "label_selector": self.label_selector})
         n = self.num_workers
         if isinstance(n, bool) or not isinstance(n, int):
             raise TypeError(f"num_workers must be an int, got {n!r} ({type(n).__name__})")

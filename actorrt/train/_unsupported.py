@@ -43,6 +43,11 @@ NOT_HERE = {
     "accelerator_type": "nodes declare no accelerator type; start the nodes that have the "
     "accelerator with a custom resource (`actorrt start --resources '{\"A100\": 8}'`) and ask "
     "for it in resources_per_worker",
+    "topology": "there is no TPU training (use_tpu=True is refused), so no TPU slice "
+    "topology",
+    "label_selector": "nodes carry no labels; start the nodes you mean with a custom "
+    "resource (`actorrt start --resources '{\"pool_a\": 8}'`) and ask for it in "
+    "resources_per_worker",
     "checkpoint_dir_name": "checkpoint folders are named checkpoint_<index>, so that "
     "every rank's files of one report merge into one folder",
     "checkpoint_upload_mode": "checkpoints are copied into the run folder before "

@@ -20,7 +20,7 @@ from typing import Any
 import actorrt
 
 from .._shared._checkpoint import Checkpoint
-from .._shared._deprecation import warn_deprecated
+from .._shared._deprecation import warn_migration
 from .._shared._trial_hook import enclosing_trial
 from ._checkpoint_store import checkpoint_name, store
 from ._unsupported import reject
@@ -326,7 +326,7 @@ def _warn_in_tune(name: str) -> None:
     caller = sys._getframe(2).f_globals.get("__name__", "")
     if caller == "actorrt" or caller.startswith("actorrt."):
         return
-    warn_deprecated(
+    warn_migration(
         f"`ray.train.{name}` is deprecated when running in a function passed to Ray Tune. "
         f"Please use the equivalent `ray.tune` API instead (`ray.tune.{name}`): Ray Train V2 "
         "raises DeprecationWarning here; actorrt still runs Ray 2.7-2.40's spelling as "

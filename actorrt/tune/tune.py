@@ -21,7 +21,7 @@ from .._shared._deprecation import RayDeprecationWarning
 from ._controller._prepare import DEFAULT_STORAGE
 from .analysis.experiment_analysis import ExperimentAnalysis
 from .error import TuneError
-from .experiment.experiment import Experiment
+from .experiment.experiment import Experiment, convert_to_experiment_list
 from .experiment.trial import ERROR
 from .registry import resolve
 from .trainable._resources import with_resources
@@ -340,17 +340,10 @@ def run_experiments(
     here they run one after another, in order, and a warning says so when there are
     several and ``concurrent`` is true.
     """
-    if isinstance(experiments, dict):
-        listed = [Experiment.from_json(name, spec) for name, spec in experiments.items()]
-    elif isinstance(experiments, Experiment):
-        listed = [experiments]
-    elif isinstance(experiments, list) and all(isinstance(e, Experiment) for e in experiments):
-        listed = list(experiments)
-    else:
-        raise TypeError(
-            "run_experiments() takes an Experiment, a list of them or a dict of specs by "
-            f"name, got {type(experiments).__name__}: {experiments!r}"
-        )
+    try:
+        listed = convert_to_experiment_list(experiments)
+    except TypeError as exc:
+        raise TypeError(f"run_experiments(): {exc}") from None
     if concurrent and len(listed) > 1:
         warnings.warn(
             f"run_experiments(): the {len(listed)} experiments run one after another here, "

@@ -12,7 +12,11 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from .._shared._deprecation import RayDeprecationWarning, check_local_dir, warn_deprecated
+from .._shared._deprecation import (
+    RayDeprecationWarning,
+    check_local_dir,
+    warn_migration,
+)
 from .._shared._storage_path import check_local_storage_path
 from ._controller._trial_config import CheckpointConfig, FailureConfig
 from ._worker._workdir import CHDIR_ENV
@@ -270,7 +274,7 @@ class RunConfig:
 
 def _update_your_imports(name: str) -> None:
     """Ray's migration warning for Train's config classes given to Tune."""
-    warn_deprecated(
+    warn_migration(
         f"tune.RunConfig took a ray.train.{name}: Ray 2.x's Tune has its own; please "
         f"update your imports (`ray.train.{name}` -> `ray.tune.{name}`). actorrt takes "
         "Train's as Tune's, as Ray 2.7-2.40 did",

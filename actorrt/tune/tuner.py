@@ -16,7 +16,7 @@ import actorrt
 from actorrt._notebook import CellView, in_kernel, must_await
 from actorrt._sigterm import DEFAULT_GRACE, SIGTERM_EXIT_STATUS, OrderlySigterm
 
-from .._shared._deprecation import RayDeprecationWarning, warn_deprecated
+from .._shared._deprecation import RayDeprecationWarning, warn_migration
 from .._shared._storage_path import check_local_storage_path
 from ._controller._controller import TuneController
 from ._controller._prepare import check_picklable, prepare_experiment, trainable_name
@@ -194,7 +194,7 @@ class Tuner:
         self.param_space = _template_scaling_config(dict(param_space or {}))
         self.tune_config = tune_config or TuneConfig()
         if run_config is not None and not isinstance(run_config, RunConfig):
-            warn_deprecated(
+            warn_migration(
                 f"tune.Tuner took a {type(run_config).__module__}.RunConfig: Ray 2.x's "
                 "Tune takes ray.tune.RunConfig; please update your imports "
                 "(`ray.train.RunConfig` -> `ray.tune.RunConfig`). actorrt takes Train's "

@@ -81,6 +81,22 @@ def test_train_configs_given_to_tune_say_update_your_imports() -> None:
         ))
 
 
+def test_rays_switch_turns_the_train_v2_migration_warnings_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from actorrt.train.constants import ENABLE_V2_MIGRATION_WARNINGS_ENV_VAR
+
+    assert ENABLE_V2_MIGRATION_WARNINGS_ENV_VAR == "RAY_TRAIN_ENABLE_V2_MIGRATION_WARNINGS"
+    monkeypatch.setenv(ENABLE_V2_MIGRATION_WARNINGS_ENV_VAR, "0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tune.Tuner(lambda c: None, run_config=train.RunConfig())
+        tune.RunConfig(failure_config=train.FailureConfig())
+    monkeypatch.setenv(ENABLE_V2_MIGRATION_WARNINGS_ENV_VAR, "1")
+    with pytest.warns(RayDeprecationWarning, match="update your imports"):
+        tune.RunConfig(failure_config=train.FailureConfig())
+
+
 def test_fail_fast_in_trains_failure_config_warns_and_still_reaches_tune() -> None:
     with pytest.warns(RayDeprecationWarning, match=r"FailureConfig\(fail_fast\)` is deprecated"):
         config = train.FailureConfig(fail_fast=True)

@@ -71,8 +71,9 @@ def test_grids_expand_and_repeat_per_sample_as_in_ray() -> None:
     found = configs(space, num_samples=2)
     assert len(found) == 3 * 2 * 2
     first = found[:6]
+    # Ray's order: the grids sorted by path ("a" before "nested/b"), the first fastest.
     assert [(c["a"], c["nested"]["b"]) for c in first] == [
-        (1, "x"), (1, "y"), (2, "x"), (2, "y"), (3, "x"), (3, "y"),
+        (1, "x"), (2, "x"), (3, "x"), (1, "y"), (2, "y"), (3, "y"),
     ]
     assert [(c["a"], c["nested"]["b"]) for c in found[6:]] == [
         (c["a"], c["nested"]["b"]) for c in first

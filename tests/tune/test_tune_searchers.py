@@ -139,7 +139,8 @@ def test_spaces_convert_as_rays_do() -> None:
     space = {"lr": tune.loguniform(1e-4, 1e-1), "n": tune.randint(1, 5),
              "model": {"act": tune.choice(["relu", "tanh"])}, "fixed": 1}
     hp_space = HyperOptSearch.convert_search_space(space)
-    assert set(hp_space) == {"lr", "n", "model"}
+    assert set(hp_space) == {"lr", "n", "model", "fixed"}  # constants stay, as in Ray
+    assert hp_space["fixed"] == 1
     rng = __import__("numpy").random.default_rng(0)
     sample = hyperopt.pyll.stochastic.sample(hp_space, rng=rng)
     assert 1e-4 <= sample["lr"] <= 1e-1 and sample["n"] in (1, 2, 3, 4)

@@ -38,6 +38,7 @@ from ._bus import ReportBusActor
 from ._dashboard import LiveSweep
 from ._prepare import trainable_name
 from ._restore import rebuild_trials, replay_scheduler, restore_searcher
+from ._result_checks import flat_view
 from ._result_handling import ResultHandler
 
 __all__ = ["TuneController"]
@@ -211,7 +212,9 @@ class TuneController(ResultHandler):
             self._replaying = False
         restore_searcher(self.searcher, self.restored, rebuilt.trials, rebuilt.to_run)
         for trial in rebuilt.closed:  # resume_unfinished=False: they end here, for good
-            self.searcher.on_trial_complete(trial.trial_id, result=trial.last_result, error=False)
+            self.searcher.on_trial_complete(
+                trial.trial_id, result=flat_view(trial.last_result), error=False
+            )
             self.record.end(trial, self.searcher)
         for trial in rebuilt.to_run:
             where = os.path.basename(trial.checkpoint_path or "") or "the start"

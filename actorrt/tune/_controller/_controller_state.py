@@ -42,7 +42,7 @@ from ._prepare import DEFAULT_STORAGE, check_checkpoint_config, experiment_name,
 from ._progress import ProgressReporter
 from ._recorder import ExperimentRecorder
 from ._restore import RestoredExperiment
-from ._result_checks import ResultChecker
+from ._result_checks import ResultChecker, flat_view
 from ._storage import ExperimentStorage, writing
 from ._trial_config import CheckpointConfig, FailureConfig
 
@@ -178,8 +178,10 @@ class ControllerState:
         trial.set_status(TERMINATED)
         if trial.last_result:
             trial.last_result["done"] = True
-        self.scheduler.on_trial_complete(self, trial, trial.last_result)
-        self.searcher.on_trial_complete(trial.trial_id, result=trial.last_result, error=False)
+        self.scheduler.on_trial_complete(self, trial, flat_view(trial.last_result))
+        self.searcher.on_trial_complete(
+            trial.trial_id, result=flat_view(trial.last_result), error=False
+        )
         # Its end reaches the journal once its results are in its files: a restore never
         # finds a finished trial whose last results a kill lost.
         self.storage.close_trial(trial.path, then=lambda: self._record_end(trial))
@@ -199,7 +201,9 @@ class ControllerState:
             error.add_note(f"trial {trial.trial_name}: {trial.error_text.rstrip()}")
         trial.error = error
         self.scheduler.on_trial_error(self, trial)
-        self.searcher.on_trial_complete(trial.trial_id, result=trial.last_result, error=True)
+        self.searcher.on_trial_complete(
+            trial.trial_id, result=flat_view(trial.last_result), error=True
+        )
         self.storage.close_trial(trial.path, then=lambda: self._record_end(trial))
         error_file = os.path.join(trial.path, "error.txt")
         try:

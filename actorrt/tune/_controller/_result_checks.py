@@ -22,6 +22,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from ._storage import flatten
+
 __all__ = ["STRICT_METRIC_ENV", "ResultChecker"]
 
 logger = logging.getLogger("actorrt.tune")
@@ -99,3 +101,13 @@ class ResultChecker:
                     "get_best_result ignores them (shown once per metric)",
                     trial_name, metric, who,
                 )
+
+
+def flat_view(result: Mapping[str, Any]) -> Any:
+    """``result`` with its nested metrics also under ``a/b`` names, as Ray's schedulers,
+    searchers, stoppers and metric checks see a result (``metric="b/z"`` reads
+    ``{"b": {"z": ...}}``); the result itself when nothing but its config is nested."""
+    nested = {k: v for k, v in result.items() if isinstance(v, Mapping) and k != "config"}
+    if not nested:
+        return result
+    return {**result, **flatten(nested)}

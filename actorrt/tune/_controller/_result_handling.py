@@ -18,6 +18,7 @@ from ..context import CONTINUE, SAVE_AND_STOP, STOP
 from ..experiment.trial import RUNNING, Trial
 from ..schedulers.trial_scheduler import TrialScheduler
 from ..trainable.trainable import Trainable
+from ._result_checks import flat_view
 from ._scheduler_actions import SchedulerActions
 
 __all__ = ["ResultHandler"]
@@ -59,7 +60,7 @@ class ResultHandler(SchedulerActions):
         if self._fatal is not None:
             return False  # the experiment is ending
         try:
-            self.checks.check(trial.trial_name, result)
+            self.checks.check(trial.trial_name, flat_view(result))
         except (TypeError, ValueError) as exc:
             self._fail(exc)
             return False
@@ -85,7 +86,8 @@ class ResultHandler(SchedulerActions):
         # The stop criteria first, as in Ray: a trial that meets them (or reports done=True)
         # stops, and neither the scheduler nor the searcher acts on that result (a PBT
         # exploit of a finished trial would run it past its stop).
-        stopped = bool(self.stopper(trial.trial_id, result)) or reported_done
+        view = flat_view(result)  # nested metrics under "a/b" names too, as in Ray
+        stopped = bool(self.stopper(trial.trial_id, view)) or reported_done
         if self.stopper.stop_all():
             self.stop_all("stopper")
         decision: str = STOP
@@ -93,9 +95,9 @@ class ResultHandler(SchedulerActions):
             # Then the scheduler: it may add to the result (HyperBandForBOHB's
             # hyperband_info) what the searcher reads. What either raises ends the experiment.
             try:
-                decision = self.scheduler.on_trial_result(self, trial, result)
+                decision = self.scheduler.on_trial_result(self, trial, view)
                 if decision != TrialScheduler.STOP:
-                    self.searcher.on_trial_result(trial.trial_id, result)
+                    self.searcher.on_trial_result(trial.trial_id, view)
             except Exception as exc:
                 self._fail(exc)
                 return None

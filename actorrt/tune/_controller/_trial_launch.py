@@ -27,6 +27,7 @@ from .._worker._checkpoint_dirs import copy_checkpoint, next_checkpoint_index
 from .._worker._spec import Ended, Outcome, TrialSpec, error_outcome
 from ..experiment._lifecycle import AttemptEnd
 from ..experiment.trial import PENDING, RUNNING, Trial
+from ..search._by_hand import merge_constants
 from ..search.basic_variant import BasicVariantGenerator
 from ..search.concurrency_limiter import ConcurrencyLimiter
 from ..search.searcher import Searcher
@@ -69,7 +70,8 @@ class TrialLauncher(ControllerState):
                 return
             if not isinstance(config, dict):
                 return  # not now: a limiter is full
-            self._start(trial_id, config)
+            # As Ray: a suggestion goes over the param space's constants.
+            self._start(trial_id, merge_constants(self.param_space, config))
 
     def _user_name(self, option: str, creator: Callable[[Trial], Any], trial: Trial) -> str:
         """What ``TuneConfig(option=creator)`` names ``trial``; what it raises ends the

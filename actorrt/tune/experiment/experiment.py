@@ -10,7 +10,7 @@ from typing import Any
 
 from ..registry import resolve
 
-__all__ = ["Experiment"]
+__all__ = ["Experiment", "convert_to_experiment_list"]
 
 
 class Experiment:
@@ -98,3 +98,18 @@ class Experiment:
 
     def __repr__(self) -> str:
         return f"Experiment({self.name!r}, {self.run_identifier!r})"
+
+
+def convert_to_experiment_list(experiments: Any) -> list[Experiment]:
+    """``experiments`` as a list: an ``Experiment``, a list of them, or a dict of specs by
+    name (each as :meth:`Experiment.from_json` takes it)."""
+    if isinstance(experiments, dict):
+        return [Experiment.from_json(name, spec) for name, spec in experiments.items()]
+    if isinstance(experiments, Experiment):
+        return [experiments]
+    if isinstance(experiments, list) and all(isinstance(e, Experiment) for e in experiments):
+        return list(experiments)
+    raise TypeError(
+        "experiments must be an Experiment, a list of them or a dict of specs by name, "
+        f"got {type(experiments).__name__}: {experiments!r}"
+    )

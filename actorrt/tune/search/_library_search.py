@@ -66,6 +66,16 @@ def unflatten(flat: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def join_plain(spec: Mapping[str, Any], converted: dict[str, Any]) -> dict[str, Any]:
+    """``converted`` with the values of ``spec`` that are not Tune search values, by
+    ``a/b`` name (a library's own entries in a space mixing them with Tune domains)."""
+    plain = {
+        param_name(path): value for path, value in _walk(dict(spec))
+        if not _is_grid(value) and not isinstance(value, Domain)
+    }
+    return {**plain, **converted}
+
+
 def _has_search_values(space: Mapping[str, Any]) -> list[str]:
     return [
         param_name(path) for path, value in _walk(dict(space))
@@ -84,6 +94,7 @@ class LibrarySearcher(Searcher):
     """
 
     NAME = "LibrarySearcher"
+    JOINS = False  # convert_search_space takes join= (a flat space of "a/b" names)
 
     def __init__(
         self,
@@ -104,7 +115,10 @@ class LibrarySearcher(Searcher):
                 f"{points_to_evaluate!r}"
             )
         if isinstance(space, Mapping) and space and _has_search_values(space):
-            space = self.convert_search_space(dict(space))
+            # Tune domains in the space given: converted; a flat library space keeps the
+            # library's own entries beside them (Ray's join=True).
+            convert: Any = self.convert_search_space
+            space = convert(dict(space), join=True) if self.JOINS else convert(dict(space))
         self._space = space
         self._points = [dict(p) for p in points_to_evaluate or []]
         self._constants: dict[str, Any] = {}
@@ -169,7 +183,10 @@ class LibrarySearcher(Searcher):
         return 1.0 if self._mode == "max" else -1.0
 
     def suggest(self, trial_id: str) -> dict[str, Any] | str | None:
-        if not self._ready and self._space and self._metric and self._mode:
+        given = self._space is not None and not (
+            isinstance(self._space, Mapping) and not self._space
+        )  # not bool(space): a library's space object may refuse it (Nevergrad's does)
+        if not self._ready and given and self._metric and self._mode:
             self._setup_once()  # built with all it needs (as Ray's: ready without a Tuner)
         if not self._ready:
             raise RuntimeError(

@@ -63,13 +63,8 @@ class Repeater(WrappingSearcher):
         self, metric: str | None, mode: str | None, config: dict[str, Any], **spec: Any
     ) -> bool:
         samples = spec.get("num_samples")
-        if isinstance(samples, int) and samples % self.repeat:
-            logger.warning(
-                "tune: num_samples=%d is not a multiple of Repeater(repeat=%d): num_samples "
-                "counts every trial, repeats included, so the last config runs fewer times",
-                samples, self.repeat,
-            )
         if isinstance(samples, int):
+            warn_num_samples(self, samples)
             spec = {**spec, "num_samples": -(-samples // self.repeat)}
         return set_search_properties_compatibly(
             self.searcher.set_search_properties, metric, mode, config, **spec
@@ -119,3 +114,14 @@ class Repeater(WrappingSearcher):
 
     def __repr__(self) -> str:
         return f"Repeater({self.searcher!r}, repeat={self.repeat})"
+
+
+def warn_num_samples(searcher: Searcher, num_samples: int) -> None:
+    """Warn when ``searcher`` is a :class:`Repeater` whose ``repeat`` does not divide
+    ``num_samples`` (the last config then runs fewer times)."""
+    if isinstance(searcher, Repeater) and num_samples % searcher.repeat:
+        logger.warning(
+            "tune: num_samples=%d is not a multiple of Repeater(repeat=%d): num_samples "
+            "counts every trial, repeats included, so the last config runs fewer times",
+            num_samples, searcher.repeat,
+        )

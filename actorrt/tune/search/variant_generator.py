@@ -2,8 +2,9 @@
 
 A param space is a nested structure of dicts and lists whose leaves are plain values,
 :class:`~actorrt.tune.Domain`\\ s, or grids (``{"grid_search": [...]}`` markers, or
-``Categorical(...).grid()``). One *sample* expands every grid (the cartesian product, the
-last grid in the space varying fastest) and, for each grid point, draws every domain once.
+``Categorical(...).grid()``). One *sample* expands every grid (the cartesian product in
+Ray's order: the grids sorted by their path, the first varying fastest) and, for each grid
+point, draws every domain once.
 ``sample_from`` functions run last, in rounds, so one may read values that others produce.
 :func:`generate_variants` is Ray's generator of ``(resolved_vars, spec)`` pairs over the same.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import itertools
 import logging
 import random
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,7 +23,10 @@ from .sample import Categorical, Domain, Function, SampleConfig, grid_search
 
 Path = tuple[Any, ...]
 
-__all__ = ["count_grid_points", "generate_variants", "grid_search", "resolve_variants"]
+__all__ = [
+    "count_grid_points", "flatten_resolved_vars", "format_vars", "generate_variants",
+    "grid_search", "resolve_variants",
+]
 
 logger = logging.getLogger("actorrt.tune.search")
 
@@ -32,6 +37,11 @@ def _is_grid(value: Any) -> bool:
     if isinstance(value, Domain):
         return value.is_grid()
     return isinstance(value, dict) and len(value) == 1 and "grid_search" in value
+
+
+def is_search_value(value: Any) -> bool:
+    """Whether ``value`` is searched: a domain or a grid."""
+    return isinstance(value, Domain) or _is_grid(value)
 
 
 def _grid_values(value: Any) -> Any:
@@ -166,21 +176,68 @@ def resolve_one(space: dict[str, Any], grid_point: dict[Path, Any], rng: random.
     return config
 
 
+def _grid_points(space: Any) -> Iterator[dict[Path, Any]]:
+    """Every grid point of ``space`` in Ray's order: the grids sorted by path, the first
+    varying fastest."""
+    axes = sorted(_grid_axes(space), key=lambda axis: tuple(map(str, axis[0])))
+    paths = [path for path, _ in reversed(axes)]
+    for combo in itertools.product(*(values for _, values in reversed(axes))):
+        yield dict(zip(paths, combo, strict=True))
+
+
+def _searched_paths(space: Any) -> list[Path]:
+    return [path for path, value in _walk(space) if is_search_value(value)]
+
+
+def resolve_variants_with_vars(
+    space: dict[str, Any], rng: random.Random, constant_grid_search: bool = False
+) -> Iterator[tuple[dict[Path, Any], dict[str, Any]]]:
+    """The configs of one sample of ``space``, each with its resolved variables (the path
+    of every grid and domain, mapped to the value it took): one config per grid point,
+    domains drawn fresh for each; with ``constant_grid_search``, drawn once for the sample
+    and kept for every grid point (those that depend on a grid value still differ)."""
+    searched = _searched_paths(space)
+    seed = rng.random() if constant_grid_search else None
+    for point in _grid_points(space):
+        draw = rng if seed is None else random.Random(seed)
+        config = resolve_one(space, point, draw)
+        if not isinstance(config, dict):
+            raise TypeError(f"param_space must be a dict, got {type(space).__name__}")
+        yield {path: _get(config, path) for path in searched}, config
+
+
 def resolve_variants(
     space: dict[str, Any], rng: random.Random, constant_grid_search: bool = False
 ) -> Iterator[dict[str, Any]]:
-    """The configs of one sample of ``space``: one per grid point, domains drawn fresh for
-    each; with ``constant_grid_search``, drawn once for the sample and kept for every grid
-    point (those that depend on a grid value still differ)."""
-    axes = _grid_axes(space)
-    paths = [path for path, _ in axes]
-    seed = rng.random() if constant_grid_search else None
-    for combo in itertools.product(*(values for _, values in axes)):
-        draw = rng if seed is None else random.Random(seed)
-        config = resolve_one(space, dict(zip(paths, combo, strict=True)), draw)
-        if not isinstance(config, dict):
-            raise TypeError(f"param_space must be a dict, got {type(space).__name__}")
+    """The configs of :func:`resolve_variants_with_vars`, without their variables."""
+    for _, config in resolve_variants_with_vars(space, rng, constant_grid_search):
         yield config
+
+
+def _clean_value(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return re.sub(r"[^a-zA-Z0-9_-]+", "_", str(value)).strip("_")
+
+
+def format_vars(resolved_vars: dict[Path, Any]) -> str:
+    """Resolved variables as an experiment tag, as Ray's ``format_vars``: ``key=value``
+    pairs (the last key of each path) in path order, joined by commas; floats with four
+    decimals, characters a folder name cannot hold replaced by ``_``."""
+    return ",".join(
+        f"{_clean_value(path[-1])}={_clean_value(value)}"
+        for path, value in sorted(resolved_vars.items(), key=lambda kv: tuple(map(str, kv[0])))
+    )
+
+
+def flatten_resolved_vars(resolved_vars: dict[Path, Any]) -> dict[str, Any]:
+    """Resolved variables keyed by ``"a/b"`` paths (a leading ``"config"`` dropped), as
+    a trial's ``evaluated_params``."""
+    flat = {}
+    for path, value in resolved_vars.items():
+        keys = path[1:] if path and path[0] == "config" else path
+        flat["/".join(map(str, keys))] = value
+    return flat
 
 
 def generate_variants(

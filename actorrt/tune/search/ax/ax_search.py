@@ -116,6 +116,10 @@ class AxSearch(LibrarySearcher):
         self._ax = ax_client
         self._ax_kwargs = dict(ax_kwargs)
         self._warned_parallelism = False
+        if ax_client is not None and _has_experiment(ax_client):
+            # As Ray's: a client with its experiment is all it needs; it suggests at once.
+            self._take_experiment_objective()
+            self._space = []
 
     @staticmethod
     def convert_search_space(spec: dict[str, Any]) -> list[dict[str, Any]]:

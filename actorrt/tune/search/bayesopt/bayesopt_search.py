@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Any
 
 from ..._controller._storage import flatten
-from .._library_search import LibrarySearcher, domains_of, import_library, unflatten
+from .._library_search import LibrarySearcher, domains_of, import_library, join_plain, unflatten
 from ..sample import Float, is_normal
 from ..searcher import Searcher
 
@@ -51,6 +51,7 @@ class BayesOptSearch(LibrarySearcher):
     """
 
     NAME = "BayesOptSearch"
+    JOINS = True
 
     def __init__(
         self,
@@ -89,8 +90,10 @@ class BayesOptSearch(LibrarySearcher):
 
     @staticmethod
     def convert_search_space(spec: dict[str, Any], join: bool = False) -> dict[str, Any]:
-        """bayesian-optimization's bounds of a Tune param space: ``{"a/b": (lower, upper)}``."""
+        """bayesian-optimization's bounds of a Tune param space: ``{"a/b": (lower, upper)}``;
+        with ``join``, the space's other values (its own bounds) are kept beside them."""
         bounds: dict[str, tuple[float, float]] = {}
+        _refuse_slashes(spec)
         for name, domain in domains_of(spec, "BayesOptSearch"):
             if not isinstance(domain, Float) or is_normal(domain):
                 raise ValueError(
@@ -103,7 +106,7 @@ class BayesOptSearch(LibrarySearcher):
                     "log or quantised sampling (as in Ray)", name, domain.lower, domain.upper,
                 )
             bounds[name] = (float(domain.lower), float(domain.upper))
-        return bounds
+        return join_plain(spec, bounds) if join else bounds
 
     def _setup(self) -> None:
         flat = flatten(self._space)
@@ -168,3 +171,17 @@ class BayesOptSearch(LibrarySearcher):
             self.optimizer.register(params=params, target=self._sign * value)
         except KeyError:
             pass  # the library keeps one value per point; a repeat adds nothing
+
+
+def _refuse_slashes(spec: Any, path: str = "") -> None:
+    """A key holding ``/`` is refused, as Ray refuses it: the flat names ``a/b`` of nested
+    keys could not be told apart from it."""
+    if not isinstance(spec, dict):
+        return
+    for key, value in spec.items():
+        if "/" in str(key):
+            raise ValueError(
+                f"BayesOptSearch cannot take the param_space key {path + str(key)!r}: a key "
+                "may not hold '/', which joins the names of nested keys; rename it"
+            )
+        _refuse_slashes(value, f"{path}{key}/")

@@ -114,22 +114,31 @@ class TuneBOHB(LibrarySearcher):
         cs = _cs()
         params = []
         for name, domain in domains_of(spec, "TuneBOHB"):
-            if getattr(domain, "q", None) is not None:
-                raise ValueError(
-                    f"TuneBOHB cannot search {name}={domain!r}: ConfigSpace has no quantised "
-                    "sampling"
-                )
             if is_normal(domain):
                 raise ValueError(
                     f"TuneBOHB cannot search {name}={domain!r}: give a bounded range"
                 )
+            q = getattr(domain, "q", None)
+            if q is not None:  # as Ray's with ConfigSpace 1.x: the bounds kept, the step not
+                logger.warning(
+                    "TuneBOHB does not support quantization (ConfigSpace 1.x has none). "
+                    "Dropped quantization: %s=%r is searched between multiples of its step, "
+                    "without it.", name, domain,
+                )
             if isinstance(domain, Float):
+                lower, upper = domain.lower, domain.upper
+                if q is not None:
+                    lower, upper = math.ceil(lower / q) * q, math.floor(upper / q) * q
                 params.append(cs.UniformFloatHyperparameter(
-                    name, domain.lower, domain.upper, log=domain.log_base is not None
+                    name, lower, upper, log=domain.log_base is not None
                 ))
             elif isinstance(domain, Integer):
+                lower, upper = domain.lower, domain.upper - 1
+                if q is not None:  # a quantised int's upper bound is a value it can take
+                    lower = math.ceil(domain.lower / q) * q
+                    upper = math.floor(domain.upper / q) * q
                 params.append(cs.UniformIntegerHyperparameter(
-                    name, domain.lower, domain.upper - 1, log=domain.log
+                    name, lower, upper, log=domain.log
                 ))
             elif isinstance(domain, Categorical):
                 params.append(cs.CategoricalHyperparameter(name, list(domain.categories)))

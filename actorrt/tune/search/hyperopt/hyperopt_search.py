@@ -13,9 +13,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..._controller._storage import flatten
-from .._library_search import LibrarySearcher, domains_of, import_library, unflatten
-from ..sample import Categorical, Float, Integer, is_normal
+from .._library_search import LibrarySearcher, domains_of, import_library, param_name
+from ..sample import Categorical, Domain, Float, Function, Integer, is_normal
+from ..variant_generator import _copy_structure, _get, _set, _walk
 
 __all__ = ["HyperOptSearch"]
 
@@ -78,48 +78,21 @@ class HyperOptSearch(LibrarySearcher):
 
     @staticmethod
     def convert_search_space(spec: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-        """HyperOpt's form of a Tune param space: a nested dict of ``hp.*`` expressions
-        labelled ``a/b`` (constants and ``sample_from`` are left out)."""
-        hpo = _hyperopt()
-        hp, scope = hpo.hp, hpo.pyll.scope
-        out: dict[str, Any] = {}
-        for name, domain in domains_of(spec, "HyperOptSearch"):
-            label = prefix + name
-            if is_normal(domain):
-                out[name] = (
-                    hp.qnormal(label, domain.mean, domain.sd, domain.q) if domain.q
-                    else hp.normal(label, domain.mean, domain.sd)
-                )
-            elif isinstance(domain, Float):
-                if domain.log_base is not None:
-                    low, high = math.log(domain.lower), math.log(domain.upper)
-                    out[name] = (
-                        hp.qloguniform(label, low, high, domain.q) if domain.q
-                        else hp.loguniform(label, low, high)
-                    )
-                elif domain.q is not None:
-                    out[name] = hp.quniform(label, domain.lower, domain.upper, domain.q)
-                else:
-                    out[name] = hp.uniform(label, domain.lower, domain.upper)
-            elif isinstance(domain, Integer):
-                if domain.log and domain.q is not None:  # qlograndint: upper included
-                    expr = hp.qloguniform(
-                        label, math.log(domain.lower), math.log(domain.upper), domain.q
-                    )
-                elif domain.log:
-                    expr = hp.qloguniform(
-                        label, math.log(domain.lower), math.log(domain.upper - 1), 1
-                    )
-                elif domain.q is not None:  # qrandint: the upper bound is included
-                    expr = hp.quniform(label, domain.lower, domain.upper, domain.q)
-                else:
-                    expr = hp.quniform(label, domain.lower, domain.upper - 1, 1)
-                out[name] = scope.int(expr)
-            elif isinstance(domain, Categorical):
-                out[name] = hp.choice(label, list(domain.categories))
-            else:
-                raise ValueError(f"HyperOptSearch cannot search {name}={domain!r}")
-        return unflatten(out)
+        """HyperOpt's form of a Tune param space, as Ray's: the space with each domain
+        replaced by an ``hp.*`` expression labelled by its path (``a/b``); constants stay
+        (``space_eval`` gives them back), ``sample_from`` is left out (computed from the
+        config). A choice's categories may hold domains (in dicts or lists): they are
+        searched too, labelled ``<choice>/<index>/...``."""
+        list(domains_of(spec, "HyperOptSearch"))  # refuses grid_search
+        out: dict[str, Any] = _copy_structure(spec)
+        for path, value in list(_walk(out)):
+            if isinstance(value, Function):
+                parent = _get(out, path[:-1])
+                if isinstance(parent, dict):
+                    del parent[path[-1]]
+            elif isinstance(value, Domain):
+                _set(out, path, _expression(prefix + param_name(path), value))
+        return out
 
     def set_search_properties(
         self, metric: str | None, mode: str | None, config: dict[str, Any], **spec: Any
@@ -140,9 +113,18 @@ class HyperOptSearch(LibrarySearcher):
         )
         self._rstate = np.random.default_rng(self.random_state_seed)
         labels = set(self._domain.params)
+        if not labels:
+            raise RuntimeError(
+                "Trying to sample a configuration from HyperOptSearch, but no search space "
+                "has been defined. Either pass the `space` argument when instantiating the "
+                "search algorithm, or pass a `param_space` to `tune.Tuner()`. This issue can "
+                "also come up with HyperOpt if your search space only contains constant "
+                "variables, which is not supported by HyperOpt. In that case, don't pass any "
+                "searcher or add sample variables to the search space."
+            )
         points = []
         for point in self._points:
-            flat = flatten(point)
+            flat = _point_values(point, labels, self._space)
             missing, unknown = sorted(labels - set(flat)), sorted(set(flat) - labels)
             if missing or unknown:
                 raise ValueError(
@@ -207,6 +189,83 @@ class HyperOptSearch(LibrarySearcher):
     def trials(self) -> Any:
         """The ``hyperopt.Trials`` of the search (one document per Tune trial)."""
         return self._trials
+
+
+def _expression(label: str, domain: Any) -> Any:
+    """The ``hp.*`` expression of one Tune domain."""
+    hpo = _hyperopt()
+    hp, scope = hpo.hp, hpo.pyll.scope
+    if is_normal(domain):
+        return (
+            hp.qnormal(label, domain.mean, domain.sd, domain.q) if domain.q
+            else hp.normal(label, domain.mean, domain.sd)
+        )
+    if isinstance(domain, Float):
+        if domain.log_base is not None:
+            low, high = math.log(domain.lower), math.log(domain.upper)
+            return (
+                hp.qloguniform(label, low, high, domain.q) if domain.q
+                else hp.loguniform(label, low, high)
+            )
+        if domain.q is not None:
+            return hp.quniform(label, domain.lower, domain.upper, domain.q)
+        return hp.uniform(label, domain.lower, domain.upper)
+    if isinstance(domain, Integer):
+        if domain.log and domain.q is not None:  # qlograndint: upper included
+            expr = hp.qloguniform(label, math.log(domain.lower), math.log(domain.upper), domain.q)
+        elif domain.log:
+            expr = hp.qloguniform(label, math.log(domain.lower), math.log(domain.upper - 1), 1)
+        elif domain.q is not None:  # qrandint: the upper bound is included
+            expr = hp.quniform(label, domain.lower, domain.upper, domain.q)
+        else:
+            expr = hp.quniform(label, domain.lower, domain.upper - 1, 1)
+        return scope.int(expr)
+    if isinstance(domain, Categorical):
+        return hp.choice(label, [
+            _category(f"{label}/{i}", c) for i, c in enumerate(domain.categories)
+        ])
+    raise ValueError(f"HyperOptSearch cannot search {label}={domain!r}")
+
+
+def _category(label: str, category: Any) -> Any:
+    """One category of a choice, with the domains inside it made expressions."""
+    if isinstance(category, Domain) and not isinstance(category, Function):
+        return _expression(label, category)
+    if isinstance(category, dict):
+        return HyperOptSearch.convert_search_space(category, prefix=f"{label}/")
+    if isinstance(category, list):
+        return [_category(f"{label}/{i}", c) for i, c in enumerate(category)]
+    return category
+
+
+def _point_values(point: Any, labels: set[str], space: Any, name: str = "") -> dict[str, Any]:
+    """The values a point gives for ``labels`` (dicts and lists entered down to them); a
+    value where the space holds a constant is left out (HyperOpt gives the constant)."""
+    if name in labels:
+        return {name: point}
+    inner = [label for label in labels if label.startswith(f"{name}/")] if name else labels
+    if isinstance(point, Mapping) and (inner or not name):
+        items: Any = point.items()
+    elif isinstance(point, list | tuple) and inner:
+        items = enumerate(point)
+    else:
+        return {} if _has_constant(space, name) else {name: point}
+    out: dict[str, Any] = {}
+    for key, value in items:
+        out.update(_point_values(value, labels, space, f"{name}/{key}" if name else str(key)))
+    return out
+
+
+def _has_constant(space: Any, name: str) -> bool:
+    node = space
+    for part in name.split("/"):
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list | tuple) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return False
+    return True
 
 
 def _choices_of(space: Mapping[str, Any]) -> dict[str, list[Any]]:

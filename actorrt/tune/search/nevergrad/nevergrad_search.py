@@ -7,6 +7,7 @@ reports the metric is not told, as in Ray Tune.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -16,6 +17,8 @@ from ..hyperopt.hyperopt_search import _plain
 from ..sample import Categorical, Float, Integer, is_normal
 
 __all__ = ["NevergradSearch"]
+
+logger = logging.getLogger("actorrt.tune.search")
 
 EXTRA = "nevergrad"
 
@@ -87,11 +90,15 @@ class NevergradSearch(LibrarySearcher):
         ng = _ng()
         params: dict[str, Any] = {}
         for name, domain in domains_of(spec, "NevergradSearch"):
-            quantised = getattr(domain, "q", None) is not None
-            if quantised or is_normal(domain):
+            if is_normal(domain):
                 raise ValueError(
                     f"NevergradSearch cannot search {name}={domain!r}: Nevergrad has no "
-                    "quantised or normal sampling (as in Ray)"
+                    "normal sampling (as in Ray)"
+                )
+            if getattr(domain, "q", None) is not None:
+                logger.warning(
+                    "Nevergrad does not support quantization. Dropped quantization "
+                    "(%s=%r is searched without its step).", name, domain,
                 )
             if isinstance(domain, Float):
                 params[name] = (

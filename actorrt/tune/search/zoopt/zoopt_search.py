@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 from ..._controller._storage import flatten
-from .._library_search import LibrarySearcher, domains_of, import_library, unflatten
+from .._library_search import LibrarySearcher, domains_of, import_library, join_plain, unflatten
 from ..hyperopt.hyperopt_search import _plain
 from ..sample import Categorical, Float, Integer, is_normal
 from ..searcher import Searcher
@@ -46,6 +46,7 @@ class ZOOptSearch(LibrarySearcher):
     """
 
     NAME = "ZOOptSearch"
+    JOINS = True
 
     def __init__(
         self,
@@ -76,26 +77,27 @@ class ZOOptSearch(LibrarySearcher):
         self._np_state: Any = None
 
     @staticmethod
-    def convert_search_space(spec: dict[str, Any]) -> dict[str, Any]:
-        """ZOOpt's ``dim_dict`` of a Tune param space (names ``a/b``)."""
+    def convert_search_space(spec: dict[str, Any], join: bool = False) -> dict[str, Any]:
+        """ZOOpt's ``dim_dict`` of a Tune param space (names ``a/b``); with ``join``, the
+        space's other values (ZOOpt's own dimensions) are kept beside them."""
         value_type = _zoopt().ValueType
         out: dict[str, Any] = {}
         for name, domain in domains_of(spec, "ZOOptSearch"):
-            plain = getattr(domain, "q", None) is None and not (
-                getattr(domain, "log_base", None) or getattr(domain, "log", False)
-            )
-            if isinstance(domain, Float) and plain and not is_normal(domain):
-                out[name] = (value_type.CONTINUOUS, [domain.lower, domain.upper], 1e-10)
-            elif isinstance(domain, Integer) and plain:
+            uniform = not (getattr(domain, "log_base", None) or getattr(domain, "log", False))
+            q = getattr(domain, "q", None)
+            if isinstance(domain, Float) and uniform and not is_normal(domain):
+                # As Ray: a quantized uniform float is searched to the step's precision.
+                out[name] = (value_type.CONTINUOUS, [domain.lower, domain.upper], q or 1e-10)
+            elif isinstance(domain, Integer) and uniform and q is None:
                 out[name] = (value_type.DISCRETE, [domain.lower, domain.upper - 1], True)
             elif isinstance(domain, Categorical):
                 out[name] = (value_type.GRID, list(domain.categories))
             else:
                 raise ValueError(
                     f"ZOOptSearch cannot search {name}={domain!r}: ZOOpt takes uniform "
-                    "floats, integers and choices (as in Ray)"
+                    "floats (quantized too), uniform integers and choices (as in Ray)"
                 )
-        return out
+        return join_plain(spec, out) if join else out
 
     def _setup(self) -> None:
         zoopt = _zoopt()
