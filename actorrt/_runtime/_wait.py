@@ -14,7 +14,7 @@ from .._core._handle import AskHandle
 from .._core._wait_edges import WaitEdges, waiting_actor_task
 from .._core._waits import bounded_by_awaiter
 from ._objects import ObjectRef
-from ._sync import may_block
+from ._sync import may_block, mistake_hint
 
 __all__ = ["wait"]
 
@@ -93,7 +93,7 @@ def _checked(handles: Any, num_returns: Any, timeout: Any) -> list[Waitable]:
             raise TypeError(
                 f"actorrt.wait() takes ask handles (what ref.method(...) and task calls "
                 f"return) and object refs; item {index} is {type(item).__name__}: "
-                f"{item!r}{_hint(item)}"
+                f"{item!r}{mistake_hint(item)}"
             )
     if len({id(item) for item in handles}) != len(handles):
         raise ValueError(
@@ -112,15 +112,6 @@ def _checked(handles: Any, num_returns: Any, timeout: Any) -> list[Waitable]:
         if math.isnan(timeout) or timeout < 0:
             raise ValueError(f"timeout must be 0 or more seconds (or None), got {timeout!r}")
     return list(handles)
-
-
-def _hint(item: Any) -> str:
-    """What to do with a thing ``wait`` does not take, where it is a common mistake."""
-    if asyncio.iscoroutine(item):
-        return " (a coroutine: await it, or pass the handles of asks)"
-    if hasattr(item, "__anext__"):
-        return " (a stream of items: read them with `async for`, or `for` in sync code)"
-    return ""
 
 
 def _pending(handles: list[Waitable]) -> list[AskHandle[Any]]:

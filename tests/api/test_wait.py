@@ -128,7 +128,7 @@ async def test_bad_inputs_name_the_value(actorrt_runtime) -> None:
     with pytest.raises(TypeError, match="item 1 is int: 3"):
         actorrt.wait([h, 3])
     stream = gates.count(3)
-    with pytest.raises(TypeError, match=r"item 0 is Stream.*read them with `async for`"):
+    with pytest.raises(TypeError, match=r"item 0 is Stream.*read them with `for`"):
         actorrt.wait([stream])
     assert [x async for x in stream] == [0, 1, 2]
     with pytest.raises(ValueError, match="at most once"):
