@@ -3,7 +3,7 @@ each beside its same-run baseline (docs/benchmarks.md).
 
     python -m benchmarks.idioms [--check] [--reps R] [--quick]
                                 [--items N] [--workers W] [--n-tasks N] [--n-asks N]
-                                [--mb N] [--n-items N]
+                                [--mb N] [--n-items N] [--ray] [--ray-python PATH]
 
 1. pool map: ``actorrt.util.ActorPool`` over W worker-process actors (``num_cpus=1``), from a
    synchronous script (``actorrt.init``): ``list(pool.map(lambda a, v: a.work(v), items))``
@@ -29,6 +29,15 @@ each beside its same-run baseline (docs/benchmarks.md).
    the same size already in memory (a memcpy of 100 MB).
 
 Each repetition runs the baseline and the figure in turn, so drift hits both alike.
+
+``--ray`` adds Ray 2.60's figures (``benchmarks/ray_side.py idioms`` with the Ray
+virtualenv's interpreter, ``--ray-python``, default ``.venv-ray/bin/python``; ``make
+bench-ray`` creates it): each repetition ends with a Ray turn, a fresh ``ray.init`` on W CPUs
+in a subprocess of its own under a hard bound, with every process it started gone before the
+next turn. Its figures stand as the baselines of rows of their own: the pool's map against
+Ray tasks (``ray.get`` of W-CPU ``work.remote(v)`` calls) and against Ray's ``ActorPool``, task
+round trips and tasks in flight against Ray's, ``put`` + 4 readers against ``ray.put`` read by
+4 actors.
 ``--check`` exits 1 when the pool's map is under 1.0x the process pool's speed, or the
 sequential task round trip under 0.3x the rate of the sequential ask.
 """
@@ -38,15 +47,20 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import importlib
+import json
 import os
+import shutil
 import statistics
+import tempfile
 import time
+import uuid
 from typing import Any
 
 import actorrt
 from actorrt.util import ActorPool
 
-from ._common import Figure, chosen_sizes, exit_for, report, sized_parser
+from ._common import ROOT, Figure, chosen_sizes, exit_for, report, sized_parser
+from ._turns import MARKER, run_bounded, sweep_marked
 
 SIZES = {
     "default": {"items": 1000, "workers": 0, "n_tasks": 200, "n_asks": 200, "mb": 100,
@@ -57,6 +71,14 @@ SIZES = {
 LOOP = 20_000  # iterations per CPU-bound item: about a millisecond of pure Python
 POOL_TARGET = 1.0
 TASK_TARGET = 0.3
+RAY_PYTHON = ROOT / ".venv-ray" / "bin" / "python"
+RAY_TIMEOUT = 600.0  # seconds for one Ray turn, its ray.init included
+# Ray's figures (keys of ray_side.py's JSON) under the names of this module's samples.
+RAY_KEYS = {"ray_tasks_map": "pool map, tasks items/s",
+            "ray_pool_map": "pool map, ActorPool items/s",
+            "ray_task_seq": "task submit+get, sequential calls/s",
+            "ray_task_pipe": "tasks in flight calls/s",
+            "ray_shared": "put + 4 readers ms"}
 
 
 def work(x: int) -> int:
@@ -175,20 +197,51 @@ async def _rates(n_tasks: int, n_asks: int, mb: int, n_items: int) -> dict[str, 
             "ask_pipe": ask_pipe, "task_pipe": task_pipe, "shared": shared, "memcpy": memcpy}
 
 
+def ray_turn(ray_python: str, sizes: dict[str, int], workers: int) -> dict[str, float]:
+    """One Ray turn of ``ray_side.py idioms``: its figures, by this module's sample names.
+
+    Raises:
+        RuntimeError: the turn failed, timed out, or printed no figures.
+    """
+    token = uuid.uuid4().hex
+    temp = tempfile.mkdtemp(prefix="rb", dir="/tmp")  # Ray's socket paths must be short
+    cmd = [ray_python, str(ROOT / "benchmarks" / "ray_side.py"), "idioms", "--temp-dir", temp,
+           "--items", str(sizes["items"]), "--workers", str(workers),
+           "--n-tasks", str(sizes["n_tasks"]), "--mb", str(sizes["mb"])]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env[MARKER] = token
+    try:
+        turn = run_bounded(cmd, timeout=RAY_TIMEOUT, env=env, cwd=temp)
+    finally:
+        sweep_marked(token)
+        shutil.rmtree(temp, ignore_errors=True)
+    lines = [line for line in turn.stdout.splitlines() if line.startswith("RAY_BENCH_JSON ")]
+    if not turn.ok or not lines:
+        why = "timed out" if turn.timed_out else f"exit status {turn.rc}"
+        raise RuntimeError(f"the Ray turn failed ({why}):\n{turn.tail()}")
+    payload = json.loads(lines[-1].split(" ", 1)[1])
+    return {name: float(payload[key]) for name, key in RAY_KEYS.items()}
+
+
 def main() -> None:
-    args = sized_parser(__doc__, SIZES, {
+    parser = sized_parser(__doc__, SIZES, {
         "items": "CPU-bound items per pool map",
         "workers": "pool size (0: this machine's CPUs, at most 4)",
         "n_tasks": "task calls per sample",
         "n_asks": "cross-process asks per sample",
         "mb": "megabytes of the shared array",
         "n_items": "items of the stream",
-    }).parse_args()
+    })
+    parser.add_argument("--ray", action="store_true",
+                        help="add Ray's figures (a Ray turn after each repetition)")
+    parser.add_argument("--ray-python", default=str(RAY_PYTHON),
+                        help="the Ray virtualenv's interpreter (default: %(default)s)")
+    args = parser.parse_args()
     sizes = chosen_sizes(args, SIZES)
     workers = sizes["workers"] or min(4, len(os.sched_getaffinity(0)))
     samples: dict[str, list[float]] = {
         k: [] for k in ("pool", "executor", "ask_seq", "task_seq", "ask_pipe", "task_pipe",
-                        "shared", "memcpy", "stream", "windowed")
+                        "shared", "memcpy", "stream", "windowed", *RAY_KEYS)
     }
     for _ in range(sizes["reps"]):
         samples["executor"].append(executor_map_rate(sizes["items"], workers))
@@ -199,6 +252,9 @@ def main() -> None:
 
         for key, value in actorrt.run(one, num_cpus=workers).items():
             samples[key].append(value)
+        if args.ray:
+            for key, value in ray_turn(args.ray_python, sizes, workers).items():
+                samples[key].append(value)
     figures = [
         Figure(f"pool map, {sizes['items']} CPU-bound items", "items/s", samples["pool"],
                samples["executor"], target_ratio=POOL_TARGET),
@@ -211,6 +267,19 @@ def main() -> None:
         Figure(f"put + 4 readers, {sizes['mb']} MB array", "ms", samples["shared"],
                samples["memcpy"], lower_is_better=True),
     ]
+    if args.ray:
+        figures += [
+            Figure(f"pool map, {sizes['items']} items, vs Ray tasks", "items/s",
+                   samples["pool"], samples["ray_tasks_map"]),
+            Figure(f"pool map, {sizes['items']} items, vs Ray's ActorPool", "items/s",
+                   samples["pool"], samples["ray_pool_map"]),
+            Figure("task submit+get, sequential, vs Ray", "calls/s", samples["task_seq"],
+                   samples["ray_task_seq"]),
+            Figure(f"tasks in flight, {sizes['n_tasks']} at once, vs Ray", "calls/s",
+                   samples["task_pipe"], samples["ray_task_pipe"]),
+            Figure(f"put + 4 readers, {sizes['mb']} MB, vs ray.put", "ms", samples["shared"],
+                   samples["ray_shared"], lower_is_better=True),
+        ]
     extra = {
         "loop": "uvloop",
         **sizes,
@@ -222,6 +291,8 @@ def main() -> None:
                                "gathered",
             "put + 4 readers": "one numpy.copyto of the array into one in memory (a memcpy)",
             "stream": "the same number of asks, pipelined in windows of 1,000",
+            **({"vs Ray": "benchmarks/ray_side.py idioms, a Ray turn after each "
+                          "repetition"} if args.ray else {}),
         },
         "item_loop": LOOP,
     }

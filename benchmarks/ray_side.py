@@ -1,9 +1,10 @@
 """The Ray 2.60 side of the suite's comparison: the same workloads, on Ray.
 
-    .venv-ray/bin/python benchmarks/ray_side.py actors|tune|deadlock [options]
+    .venv-ray/bin/python benchmarks/ray_side.py actors|tune|deadlock|idioms [options]
 
 Run with the Ray virtualenv's interpreter (``make bench-ray`` creates it); this script
-imports only Ray and the standard library, never actorrt. ``benchmarks.suite --ray`` runs it
+imports only Ray, the standard library and (``idioms``) numpy, never actorrt.
+``benchmarks.suite --ray`` (``benchmarks.idioms --ray`` for ``idioms``) runs it
 in a subprocess of its own session under a hard time bound, one workload per turn, between
 actorrt's turns, and checks that no Ray process is left before the next turn. It prints its
 figures as one line: ``RAY_BENCH_JSON {...}``.
@@ -19,6 +20,11 @@ actorrt's:
   (``ready()``) and removed from the driver.
 - ``tune``: ``Tuner.fit()`` of T trials x R reports of a trivial function trainable
   ``with_resources(..., {"cpu": 0.5})``.
+- ``idioms``: ``benchmarks.idioms``' shapes on W CPUs (``--workers``): ``--items``
+  CPU-bound items (the same function) as Ray tasks (``ray.get`` of the list) and through
+  ``ray.util.ActorPool.map`` over W actors; ``ray.get(square.remote(i))`` sequentially and
+  ``--n-tasks`` at once; ``ray.put`` of a ``--mb`` MB array read by 4 actors (the ref as an
+  argument: the array read from the object store), from the put to the last answer.
 - ``deadlock``: the seed's Modin-style case: 4 trials of ``{"cpu": 1}`` on 4 CPUs meet at a
   gate, then each starts a 1-CPU actor outside its placement group
   (``scheduling_strategy="DEFAULT"``) and waits for it (``--deadlock-trials`` trials on
@@ -158,6 +164,87 @@ def tune_sweep(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+# -------------------------------------------------------------------------------- idioms
+
+LOOP = 20_000  # as benchmarks.idioms: about a millisecond of pure Python per item
+
+
+def work(x: int) -> int:
+    """The same CPU-bound item as ``benchmarks.idioms``."""
+    total = 0
+    for i in range(LOOP):
+        total += i ^ x
+    return total
+
+
+def idioms(args: argparse.Namespace) -> dict[str, Any]:
+    import numpy as np
+    import ray
+    from ray.util import ActorPool
+
+    remote_work = ray.remote(num_cpus=1)(work)
+
+    @ray.remote(num_cpus=1)
+    def square(x: int) -> int:
+        return x * x
+
+    @ray.remote(num_cpus=1)
+    class Worker:
+        def work(self, x: int) -> int:
+            return work(x)
+
+        def last(self, array: Any) -> int:
+            return int(array[-1])
+
+    expected = [work(v) for v in range(args.items)]
+    ray.get([remote_work.remote(v) for v in range(args.workers)])  # warm: the workers
+    start = time.perf_counter()
+    results = ray.get([remote_work.remote(v) for v in range(args.items)])
+    tasks_map = args.items / (time.perf_counter() - start)
+    assert results == expected
+
+    ray.get(square.remote(0))
+    start = time.perf_counter()
+    for i in range(args.n_tasks):
+        assert ray.get(square.remote(i)) == i * i
+    task_seq = args.n_tasks / (time.perf_counter() - start)
+    start = time.perf_counter()
+    assert ray.get([square.remote(i) for i in range(args.n_tasks)]) == [
+        i * i for i in range(args.n_tasks)]
+    task_pipe = args.n_tasks / (time.perf_counter() - start)
+
+    # The actors hold every CPU from here on: no task runs after this.
+    actors = [Worker.remote() for _ in range(args.workers)]
+    pool = ActorPool(actors)
+    list(pool.map(lambda a, v: a.work.remote(v), range(args.workers)))  # warm
+    start = time.perf_counter()
+    results = list(pool.map(lambda a, v: a.work.remote(v), range(args.items)))
+    pool_map = args.items / (time.perf_counter() - start)
+    assert results == expected
+
+    # put + 4 readers: a ref passed as an argument is read from the object store.
+    readers = actors[:4] + [Worker.options(num_cpus=0).remote()
+                            for _ in range(4 - len(actors[:4]))]
+    ray.get([r.last.remote(np.arange(8)) for r in readers])  # numpy imported in each
+    array = np.arange(args.mb * 2**20 // 8, dtype=np.int64)
+    start = time.perf_counter()
+    ref = ray.put(array)
+    answers = ray.get([r.last.remote(ref) for r in readers])
+    shared = (time.perf_counter() - start) * 1000
+    assert answers == [int(array[-1])] * 4
+    for actor in {id(r): r for r in readers}.values():
+        ray.kill(actor)
+    return {
+        "pool map, tasks items/s": tasks_map,
+        "pool map, ActorPool items/s": pool_map,
+        "task submit+get, sequential calls/s": task_seq,
+        "tasks in flight calls/s": task_pipe,
+        "put + 4 readers ms": shared,
+        "sizes": {"items": args.items, "workers": args.workers, "n_tasks": args.n_tasks,
+                  "mb": args.mb, "item_loop": LOOP},
+    }
+
+
 # ------------------------------------------------------------------------------- deadlock
 
 
@@ -259,7 +346,7 @@ def deadlock(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("workload", choices=["actors", "tune", "deadlock"])
+    parser.add_argument("workload", choices=["actors", "tune", "deadlock", "idioms"])
     parser.add_argument("--temp-dir", help="Ray's session directory (short path)")
     parser.add_argument("--n-seq", type=int, default=1_000)
     parser.add_argument("--n-pipe", type=int, default=5_000)
@@ -267,6 +354,10 @@ def main() -> None:
     parser.add_argument("--pgs", type=int, default=50)
     parser.add_argument("--trials", type=int, default=100)
     parser.add_argument("--reports", type=int, default=10)
+    parser.add_argument("--items", type=int, default=1_000, help="idioms: pool map items")
+    parser.add_argument("--workers", type=int, default=2, help="idioms: CPUs, pool size")
+    parser.add_argument("--n-tasks", type=int, default=200, help="idioms: task calls")
+    parser.add_argument("--mb", type=int, default=100, help="idioms: shared array, MB")
     parser.add_argument("--deadlock-trials", type=int, default=4, help="deadlock: trials")
     parser.add_argument("--wait", type=float, default=60.0,
                         help="deadlock: seconds to wait once every trial asked for its worker")
@@ -278,9 +369,10 @@ def main() -> None:
     import ray
 
     import_s = time.perf_counter() - t0
-    init_s = start_ray(args.temp_dir, args.deadlock_trials if args.workload == "deadlock" else 4)
-    work = {"actors": actors, "tune": tune_sweep, "deadlock": deadlock}[args.workload]
-    figures = work(args)
+    cpus = {"deadlock": args.deadlock_trials, "idioms": args.workers}.get(args.workload, 4)
+    init_s = start_ray(args.temp_dir, cpus)
+    run = {"actors": actors, "tune": tune_sweep, "deadlock": deadlock, "idioms": idioms}
+    figures = run[args.workload](args)
     emit({"workload": args.workload, "ray": ray.__version__, "import_s": import_s,
           "init_s": init_s, "pid": os.getpid(), **figures})
     if args.workload == "deadlock" and not figures["answered"]:

@@ -115,14 +115,19 @@ class MethodRef:
         """
         return self._cell.tell_wait(self._name, args, kwargs)
 
-    def options(self, *, timeout: float | None = None) -> MethodRef:
+    def options(self, *, timeout: float | None = None, **unknown: Any) -> MethodRef:
         """This method with per-call options.
 
         Args:
             timeout: seconds the caller waits for the answer before ``AskTimeoutError``
                 (counted from the call). The ask is then withdrawn: a message the actor
                 has not begun never runs; one already running runs to its end.
+
+        Raises:
+            TypeError: an option other than these (Ray's ``num_returns`` among them).
         """
+        if unknown:
+            raise _unknown_options(self, unknown, ("timeout",))
         if timeout is not None:
             if isinstance(timeout, bool) or not isinstance(timeout, int | float):
                 raise TypeError(f"timeout must be a number of seconds, got {timeout!r}")
@@ -133,6 +138,25 @@ class MethodRef:
 
     def __repr__(self) -> str:
         return f"<actorrt.MethodRef {self._cell.describe()}.{self._name}>"
+
+
+# What a Ray option of an actor method call becomes here.
+_RAY_METHOD_OPTIONS = {
+    "num_returns": "return a tuple and unpack the answer (a generator method streams "
+                   "its items by itself)",
+}
+
+
+def _unknown_options(
+    method: MethodRef | StreamMethod, unknown: dict[str, Any], allowed: tuple[str, ...]
+) -> TypeError:
+    names = ", ".join(sorted(unknown))
+    hints = "".join(f"; for Ray's {n}, {_RAY_METHOD_OPTIONS[n]}"
+                    for n in sorted(unknown) if n in _RAY_METHOD_OPTIONS)
+    return TypeError(
+        f"unknown option(s) {names} for {method._cell.describe()}.{method._name}(); "
+        f"allowed: {', '.join(allowed)}{hints}"
+    )
 
 
 class StreamMethod:
@@ -173,7 +197,7 @@ class StreamMethod:
     tell_wait = tell
 
     def options(
-        self, *, timeout: float | None = None, batch_size: int = DEFAULT_BATCH
+        self, *, timeout: float | None = None, batch_size: int = DEFAULT_BATCH, **unknown: Any
     ) -> StreamMethod:
         """This method with per-call options.
 
@@ -182,7 +206,12 @@ class StreamMethod:
                 before ``AskTimeoutError``.
             batch_size: items the actor produces per step (default 16): the consumer
                 holds at most two batches, and the generator runs at most one ahead.
+
+        Raises:
+            TypeError: an option other than these (Ray's ``num_returns`` among them).
         """
+        if unknown:
+            raise _unknown_options(self, unknown, ("timeout", "batch_size"))
         checked = MethodRef(self._cell, self._name, None).options(timeout=timeout)
         return StreamMethod(self._cell, self._name, checked._timeout, check_batch(batch_size))
 

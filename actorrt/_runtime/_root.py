@@ -38,6 +38,7 @@ from .._roles._role import Role, SpawnRequest, within_spawn_timeout
 from .._roles._worker import WorkerRole
 from ..dashboard import DashboardConfig, dashboard_config
 from ..resources import NodeInventory, detect_local_node
+from . import _objects as objects
 from ._delegation import RoleDelegation
 
 if TYPE_CHECKING:
@@ -216,6 +217,7 @@ class Runtime(RoleDelegation):
             await self._await_tasks()
             if self._workers is not None:
                 await self._workers.close()
+                objects.sweep()  # the names of put objects its killed workers held
         finally:
             if self._role_ is not None:
                 await self._role_.close()

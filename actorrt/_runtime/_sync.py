@@ -193,6 +193,7 @@ def _get_one(awaitable: Any, deadline: float | None) -> Any:
         raise TypeError(
             f"actorrt.get() takes an awaitable (an ask handle, a coroutine of the API) or a "
             f"list of them, got {type(awaitable).__name__}: {awaitable!r}"
+            f"{mistake_hint(awaitable)}"
         )
     try:
         runtime = current_runtime()
@@ -214,6 +215,16 @@ def _get_one(awaitable: Any, deadline: float | None) -> Any:
 
 async def _await(awaitable: Awaitable[T]) -> T:
     return await awaitable
+
+
+def mistake_hint(item: Any) -> str:
+    """What to do instead, for a thing ``get`` and ``wait`` do not take where that is a
+    common mistake ("" otherwise)."""
+    if inspect.iscoroutine(item):
+        return " (a coroutine: await it, or pass the handles of asks)"
+    if hasattr(item, "__anext__") and hasattr(item, "__next__"):
+        return " (a stream of items: read them with `for`, or `async for` in async code)"
+    return ""
 
 
 def may_block() -> bool:

@@ -13,15 +13,17 @@ from .._core._context import RunningActor, current_cell, running_actor
 from .._core._handle import AskHandle
 from .._core._wait_edges import WaitEdges, waiting_actor_task
 from .._core._waits import bounded_by_awaiter
-from ._sync import may_block
+from ._objects import ObjectRef
+from ._sync import may_block, mistake_hint
 
 __all__ = ["wait"]
 
-Split = tuple[list[AskHandle[Any]], list[AskHandle[Any]]]
+Waitable = AskHandle[Any] | ObjectRef[Any]
+Split = tuple[list[Waitable], list[Waitable]]
 
 
 def wait(
-    handles: Sequence[AskHandle[Any]],
+    handles: Sequence[AskHandle[Any] | ObjectRef[Any]],
     *,
     num_returns: int = 1,
     timeout: float | None = None,
@@ -32,7 +34,9 @@ def wait(
     Returns ``(ready, not_ready)``: two lists that together hold every handle once, each in
     the order of ``handles``. ``ready`` holds at most ``num_returns`` handles whose answer
     (a value or an error) has arrived; read them with ``await``, ``actorrt.get`` or
-    ``handle.result()``. With a ``timeout`` it returns when that many are ready or the time
+    ``handle.result()``. An ``ObjectRef`` of ``actorrt.put`` is ready from the start (its
+    value is there to read), as Ray's are. With a ``timeout`` it returns when that many are
+    ready or the time
     has passed, whichever comes first (``timeout=0`` only looks); without one it waits for
     exactly ``num_returns``. A handle whose ask has a timeout option counts as ready when
     its answer comes, not when its timeout passes (awaiting it then raises
@@ -49,14 +53,15 @@ def wait(
     an awaitable of them: ``ready, rest = await actorrt.wait(handles)``.
 
     Args:
-        handles: a list of ask handles (what ``ref.method(...)`` and task calls return),
-            each at most once.
+        handles: a list of ask handles (what ``ref.method(...)`` and task calls return)
+            and ``ObjectRef``s, each at most once.
         num_returns: how many answers to wait for: at least 1, at most ``len(handles)``.
         timeout: seconds to wait at most (``None``: no limit).
         fetch_local: accepted for Ray's signature and ignored (there is no object store).
 
     Raises:
-        TypeError: ``handles`` is not a list, or holds something other than ask handles;
+        TypeError: ``handles`` is not a list, or holds something other than ask handles
+            and object refs (a stream's items are read with ``async for``, not waited on);
             ``num_returns`` is not an int; ``timeout`` is not a number.
         ValueError: a handle appears twice; ``num_returns`` below 1 or above the number of
             handles; ``timeout`` negative.
@@ -72,8 +77,8 @@ def wait(
     return _wait_async(items, num_returns, timeout)
 
 
-def _checked(handles: Any, num_returns: Any, timeout: Any) -> list[AskHandle[Any]]:
-    if isinstance(handles, AskHandle):
+def _checked(handles: Any, num_returns: Any, timeout: Any) -> list[Waitable]:
+    if isinstance(handles, AskHandle | ObjectRef):
         raise TypeError(
             f"actorrt.wait() takes a list of ask handles, got a single one ({handles!r}): "
             "write actorrt.wait([handle])"
@@ -84,13 +89,11 @@ def _checked(handles: Any, num_returns: Any, timeout: Any) -> list[AskHandle[Any
             f"{handles!r}"
         )
     for index, item in enumerate(handles):
-        if not isinstance(item, AskHandle):
-            hint = " (a coroutine: await it, or pass the handles of asks)" if (
-                asyncio.iscoroutine(item)
-            ) else ""
+        if not isinstance(item, AskHandle | ObjectRef):
             raise TypeError(
                 f"actorrt.wait() takes ask handles (what ref.method(...) and task calls "
-                f"return); item {index} is {type(item).__name__}: {item!r}{hint}"
+                f"return) and object refs; item {index} is {type(item).__name__}: "
+                f"{item!r}{mistake_hint(item)}"
             )
     if len({id(item) for item in handles}) != len(handles):
         raise ValueError(
@@ -111,16 +114,22 @@ def _checked(handles: Any, num_returns: Any, timeout: Any) -> list[AskHandle[Any
     return list(handles)
 
 
-def _split(handles: list[AskHandle[Any]], num_returns: int) -> Split:
-    ready: list[AskHandle[Any]] = []
-    rest: list[AskHandle[Any]] = []
+def _pending(handles: list[Waitable]) -> list[AskHandle[Any]]:
+    """The handles whose answers have not come (an object ref is never one)."""
+    return [h for h in handles if isinstance(h, AskHandle) and not h.done()]
+
+
+def _split(handles: list[Waitable], num_returns: int) -> Split:
+    ready: list[Waitable] = []
+    rest: list[Waitable] = []
     for handle in handles:
-        (ready if handle.done() and len(ready) < num_returns else rest).append(handle)
+        arrived = isinstance(handle, ObjectRef) or handle.done()
+        (ready if arrived and len(ready) < num_returns else rest).append(handle)
     return ready, rest
 
 
-def _wait_blocking(handles: list[AskHandle[Any]], num_returns: int, timeout: float | None) -> Split:
-    pending = [h for h in handles if not h.done()]
+def _wait_blocking(handles: list[Waitable], num_returns: int, timeout: float | None) -> Split:
+    pending = _pending(handles)
     needed = num_returns - (len(handles) - len(pending))
     if not handles or needed <= 0 or timeout == 0:
         return _split(handles, num_returns)
@@ -203,9 +212,9 @@ def _raise_deadlock(enough: asyncio.Future[None] | concurrent.futures.Future[Non
 
 
 async def _wait_async(
-    handles: list[AskHandle[Any]], num_returns: int, seconds: float | None
+    handles: list[Waitable], num_returns: int, seconds: float | None
 ) -> Split:
-    pending = [h for h in handles if not h.done()]
+    pending = _pending(handles)
     needed = num_returns - (len(handles) - len(pending))
     if not handles or needed <= 0 or seconds == 0:
         return _split(handles, num_returns)

@@ -10,6 +10,9 @@ class Worker:
     def square(self, x: int) -> int:
         return x * x
 
+    def count(self, n: int):  # type: ignore[no-untyped-def]
+        yield from range(n)
+
 
 def test_a_ray_core_script_runs_with_the_actorrt_spellings() -> None:
     ray.init(num_cpus=2)
@@ -25,6 +28,25 @@ def test_a_ray_core_script_runs_with_the_actorrt_spellings() -> None:
         assert ray.get(w.square.remote(3)) == 9 and ray.get(big)[-1] == 999
         pool = ray.util.ActorPool([w])
         assert list(pool.map(lambda a, v: a.square.remote(v), [5, 6])) == [25, 36]
+    finally:
+        ray.shutdown()
+
+
+def test_ray_call_options_and_get_of_a_stream_say_what_to_write() -> None:
+    ray.init(num_cpus=1)
+    try:
+        w = ray.get(Worker.spawn())
+        with pytest.raises(TypeError, match=r"unknown option\(s\) num_returns for "
+                           r"Worker\(.*\)\.square\(\); allowed: timeout; for Ray's "
+                           r"num_returns, return a tuple"):
+            w.square.options(num_returns=2)
+        with pytest.raises(TypeError, match=r"option\(s\) name, num_cpus .*allowed: "
+                           r"timeout, batch_size$"):
+            w.count.options(num_cpus=1, name="x")
+        stream = w.count.remote(3)  # Ray's spelling of a generator call streams too
+        with pytest.raises(TypeError, match=r"got Stream.*read them with `for`"):
+            ray.get(stream)
+        assert list(stream) == [0, 1, 2]
     finally:
         ray.shutdown()
 

@@ -27,6 +27,9 @@ class Gates:
     def fail(self) -> None:
         raise KeyError("boom")
 
+    def count(self, n: int):  # type: ignore[no-untyped-def]
+        yield from range(n)
+
 
 async def test_wait_returns_ready_and_not_ready_in_input_order(actorrt_runtime) -> None:
     gates = await Gates.options(process=True).spawn()
@@ -44,6 +47,20 @@ async def test_wait_returns_ready_and_not_ready_in_input_order(actorrt_runtime) 
     assert await actorrt.wait([c, a, b], num_returns=2) == ([c, a], [b])
     assert [await h for h in ready] == ["c", "a", "b"]
     assert await actorrt.wait([]) == ([], [])
+    await gates.stop()
+
+
+async def test_a_put_ref_is_ready_from_the_start(actorrt_runtime) -> None:
+    gates = await Gates.options(process=True).spawn()
+    held, ref = gates.hold("x"), actorrt.put({"big": list(range(10))})
+    # As Ray's ray.put refs: ready at once, in input order with the handles.
+    assert await actorrt.wait([held, ref], timeout=0) == ([ref], [held])
+    assert await actorrt.wait([held, ref], num_returns=1) == ([ref], [held])
+    with pytest.raises(TypeError, match="got a single one"):
+        actorrt.wait(ref)
+    await gates.release("x")
+    assert await actorrt.wait([held, ref], num_returns=2) == ([held, ref], [])
+    assert await held == "x" and await ref == {"big": list(range(10))}
     await gates.stop()
 
 
@@ -110,6 +127,10 @@ async def test_bad_inputs_name_the_value(actorrt_runtime) -> None:
         actorrt.wait({h})
     with pytest.raises(TypeError, match="item 1 is int: 3"):
         actorrt.wait([h, 3])
+    stream = gates.count(3)
+    with pytest.raises(TypeError, match=r"item 0 is Stream.*read them with `for`"):
+        actorrt.wait([stream])
+    assert [x async for x in stream] == [0, 1, 2]
     with pytest.raises(ValueError, match="at most once"):
         actorrt.wait([h, h])
     with pytest.raises(ValueError, match=r"from 1 to the number of handles \(1\), got 2"):

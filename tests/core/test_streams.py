@@ -42,6 +42,20 @@ class Producer:
     def state(self) -> dict[str, Any]:
         return {"produced": self.produced, "closed": self.closed}
 
+    async def gated(self, n: int, gate: Any):  # type: ignore[no-untyped-def]
+        self.log: list[str] = []
+        for i in range(n):
+            self.log.append("g")
+            if i == 1:
+                await gate.hold()  # the step waits here, in the middle of its batch
+            yield i
+
+    def mark(self) -> None:
+        self.log.append("m")
+
+    def read_log(self) -> list[str]:
+        return self.log
+
 
 @pytest.mark.parametrize("process", [False, True], ids=["inline", "process"])
 async def test_items_arrive_in_order(actorrt_runtime, process: bool) -> None:
@@ -66,6 +80,40 @@ async def test_an_error_ends_the_stream_with_the_actors_exception(
     assert got == [0, 1, 2]
     assert [x async for x in ref.letters("ok")] == ["o", "k"]  # the actor goes on
     await ref.stop()
+
+
+@actorrt.actor(max_concurrency=2)
+class Gate:
+    def __init__(self) -> None:
+        self.arrived, self.opened = asyncio.Event(), asyncio.Event()
+
+    async def hold(self) -> None:
+        self.arrived.set()
+        await self.opened.wait()
+
+    async def wait_arrived(self) -> None:
+        await self.arrived.wait()
+
+    def open(self) -> None:
+        self.opened.set()
+
+
+@pytest.mark.parametrize("process", [False, True], ids=["inline", "process"])
+async def test_the_generator_runs_only_inside_its_step_messages(
+    actorrt_runtime, process: bool
+) -> None:
+    ref, gate = await Producer.options(process=process).spawn(), await Gate.spawn()
+    stream = ref.gated.options(batch_size=4)(8, gate)
+    first = asyncio.ensure_future(stream.__anext__())
+    await gate.wait_arrived()  # the first step waits in the middle of its batch
+    mark = ref.mark()  # another message meanwhile: it waits for the step to end
+    await gate.open()
+    await mark
+    assert await first == 0 and [x async for x in stream] == list(range(1, 8))
+    # The step ran its 4 items, then the other message; the generator never ran beside it.
+    assert (await ref.read_log())[:5] == ["g", "g", "g", "g", "m"]
+    await ref.stop()
+    await gate.stop()
 
 
 async def test_10000_items_across_processes_with_a_slow_consumer(actorrt_runtime) -> None:
@@ -115,7 +163,7 @@ async def test_bad_uses(actorrt_runtime) -> None:
     with pytest.raises(ValueError, match="batch_size must be at least 1, got 0"):
         ref.items.options(batch_size=0)
     with pytest.raises(AttributeError, match="its methods are: async_items, failing, "
-                       "items, letters, state$"):
+                       "gated, items, letters, mark, read_log, state$"):
         ref.nothing  # noqa: B018
     with pytest.raises(RuntimeError, match="use `async for`"):
         next(iter(ref.items(1)))

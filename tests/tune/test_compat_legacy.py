@@ -262,6 +262,35 @@ def test_with_parameters_sends_a_large_object_to_each_process_once(
     assert set(loads) == pids and set(loads.values()) == {1}, loads  # once per process
 
 
+def reads_array(config: dict[str, Any], data: Any) -> None:
+    with open("/proc/self/maps") as f:  # the shared segment, mapped into this worker
+        mapped = any("/dev/shm/actorrt-obj-" in line for line in f)
+    tune.report({"sum": int(data.sum()), "writeable": bool(data.flags.writeable),
+                 "owns": bool(data.flags.owndata), "mapped": mapped, "pid": os.getpid()})
+
+
+def test_with_parameters_arrays_are_read_from_shared_memory(tmp_path: Any) -> None:
+    import numpy as np
+
+    data = np.arange(2_000_000, dtype=np.int64)
+    ray.init(num_cpus=2)
+    try:
+        grid = tune.Tuner(
+            tune.with_parameters(reads_array, data=data),
+            param_space={"i": tune.grid_search([0, 1, 2])},
+            run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0),
+        ).fit()
+    finally:
+        ray.shutdown()
+    assert not grid.errors, grid.errors
+    for result in grid:
+        assert result.metrics["pid"] != os.getpid()
+        assert result.metrics["sum"] == int(data.sum())
+        # No copy of its own: a read-only view on the shared memory, as Ray's store gives.
+        assert result.metrics["mapped"] and not result.metrics["writeable"]
+        assert not result.metrics["owns"]
+
+
 def test_with_parameters_checks_the_names_it_is_given() -> None:
     with pytest.raises(ValueError, match="no parameter named"):
         tune.with_parameters(uses_data, dataset=1)

@@ -1,26 +1,23 @@
-"""``tune.with_parameters``: large objects sent to each worker process once, not per trial.
+"""``tune.with_parameters``: large objects stored once, read by each worker process once.
 
-The keyword arguments are pickled once, when ``with_parameters`` is called, into a file of
-a folder this process owns (removed at exit). The wrapped trainable carries only the
-file's id and path, so a trial's spawn message stays small. A worker process loads the
-file the first time one of its trials needs the arguments and keeps them by id, so a
-process that runs many trials (workers are reused) deserialises them once. This is Ray's
-object-store behaviour on one machine, with the page cache as the store.
+The keyword arguments are stored with ``actorrt.put`` when ``with_parameters`` is called: one
+shared-memory object on this machine, which lives while the wrapped trainable does. The
+trainable carries only its ref, so a trial's spawn message stays small; numpy arrays and
+other large buffers among the arguments are read by every worker process from that memory,
+without a copy per process (read-only, as Ray's object store gives them). A worker process
+reads the arguments the first time one of its trials needs them and keeps them by id, so a
+process that runs many trials (workers are reused) deserialises them once.
 """
 
 from __future__ import annotations
 
-import atexit
 import functools
 import inspect
-import os
-import shutil
-import tempfile
 import threading
 import uuid
 from typing import Any
 
-import cloudpickle
+import actorrt
 
 from ._resources import is_function_trainable
 from .trainable import Trainable
@@ -29,54 +26,38 @@ __all__ = ["with_parameters"]
 
 _lock = threading.Lock()
 _loaded: dict[str, dict[str, Any]] = {}  # by id: the arguments this process has
-_folder: str | None = None
-
-
-def _store_folder() -> str:
-    global _folder
-    if _folder is None:
-        _folder = tempfile.mkdtemp(prefix=f"actorrt-params-{os.getpid()}-")
-        owner = os.getpid()
-
-        def remove() -> None:
-            if os.getpid() == owner:  # not in a forked child
-                shutil.rmtree(_folder or "", ignore_errors=True)
-
-        atexit.register(remove)
-    return _folder
 
 
 class StoredParameters:
-    """Keyword arguments kept in a file, pickled as their id and path only."""
+    """Keyword arguments kept in shared memory, pickled as their id and ref only."""
 
     def __init__(self, kwargs: dict[str, Any]) -> None:
         self.key = uuid.uuid4().hex
-        self.path = os.path.join(_store_folder(), f"{self.key}.pkl")
-        blob = cloudpickle.dumps(kwargs)
-        with open(self.path, "wb") as f:
-            f.write(blob)
+        try:
+            self.ref = actorrt.put(kwargs)
+        except TypeError as exc:
+            raise TypeError(f"tune.with_parameters: {exc}") from exc
         with _lock:
             _loaded[self.key] = kwargs  # the driver has them already
         self.names = sorted(kwargs)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"key": self.key, "path": self.path, "names": self.names}
+        return {"key": self.key, "ref": self.ref, "names": self.names}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
 
     def get(self) -> dict[str, Any]:
-        """The arguments: loaded from the file on this process's first call."""
+        """The arguments: read from shared memory on this process's first call."""
         with _lock:
             found = _loaded.get(self.key)
             if found is None:
                 try:
-                    with open(self.path, "rb") as f:
-                        found = cloudpickle.load(f)
-                except FileNotFoundError:
+                    found = self.ref.value()
+                except LookupError:
                     raise RuntimeError(
                         f"tune.with_parameters: the stored arguments {self.names} are gone "
-                        f"({self.path}); the process that called with_parameters has ended"
+                        f"({self.ref!r}); no process holds the trainable that stored them"
                     ) from None
                 _loaded[self.key] = found
             return dict(found)
@@ -104,12 +85,14 @@ def with_parameters(trainable: Any, **kwargs: Any) -> Any:
     ``trainable(config, **kwargs)``, a ``Trainable`` subclass's ``setup`` as
     ``setup(config, **kwargs)``.
 
-    The arguments are serialised once, here, and each worker process deserialises them
-    once, however many trials it runs: use it for a dataset or a model too large to put in
-    the config.
+    The arguments are stored once, here, in shared memory (``actorrt.put``), and each worker
+    process deserialises them once, however many trials it runs: use it for a dataset or a
+    model too large to put in the config. Their numpy arrays are read from that memory
+    without a copy per process, and are read-only there, as Ray's are.
 
     Raises:
         ValueError: ``trainable`` is neither kind, or does not take one of the names.
+        TypeError: an argument cannot be pickled.
     """
     if inspect.isclass(trainable) and issubclass(trainable, Trainable):
         _check_names(trainable.setup, list(kwargs))
