@@ -1,13 +1,17 @@
 """Faults in a cluster of separate hosts: a node killed, a node cut off and back, a worker
-killed, the head lost. Nothing hangs, callers hear which node went, and nothing stays held."""
+killed, the head lost, a partition that heals under a checkpointing sweep. Nothing hangs,
+callers hear which node went, and nothing stays held."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
+import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -201,3 +205,80 @@ def _running_on(folder: Any, ip: str) -> bool:
         if f'"ip": "{ip}"' in path.read_text():
             return True
     return False
+
+
+STEPS = 20
+
+
+def checkpointing(config: dict[str, Any]) -> None:
+    """Saves a checkpoint at every step and resumes from the last one it was given."""
+    start = 0
+    checkpoint = tune.get_checkpoint()
+    if checkpoint is not None:
+        with open(os.path.join(checkpoint.path, "state.json")) as f:
+            start = json.load(f)["i"] + 1
+    ip = os.environ.get("ACTORRT_NODE_IP", "")
+    for i in range(start, STEPS):
+        time.sleep(0.1)
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "state.json"), "w") as f:
+                json.dump({"i": i, "ip": ip}, f)
+            tune.report({"i": i, "ip": ip}, checkpoint=tune.Checkpoint.from_directory(d))
+
+
+def _every_checkpoint_reported_once(trial: Path) -> None:
+    """One checkpoint per step, each the one its report named: nothing the lost attempts
+    left behind, nothing of theirs mixed in."""
+    names = sorted(p.name for p in trial.iterdir() if p.name.startswith("checkpoint_"))
+    assert names == [f"checkpoint_{i:06d}" for i in range(STEPS)], names
+    steps = [json.loads((trial / n / "state.json").read_text())["i"] for n in names]
+    assert steps == list(range(STEPS))
+    lines = (trial / "result.json").read_text().splitlines()
+    assert [json.loads(line).get("checkpoint_dir_name") for line in lines] == names
+
+
+def _retried_elsewhere(folder: Any, ip: str) -> bool:
+    """A trial that ran on ``ip`` has reported since from another node."""
+    for path in folder.glob("*/result.json") if folder.exists() else ():
+        ips = [json.loads(line)["ip"] for line in path.read_text().splitlines()]
+        if ip in ips and ips[-1] != ip:
+            return True
+    return False
+
+
+async def test_a_partition_that_heals_loses_no_trial_and_no_checkpoint(
+    cluster: Cluster, tmp_path: Any
+) -> None:
+    """The cut-off node's workers go on saving checkpoints (into the shared storage) whose
+    reports never arrive, until its agent ends them; each retry writes the same indexes
+    again and must finish, with every checkpoint one it reported."""
+    async with actorrt.Runtime(address=cluster.address) as rt:
+        await _full(rt, 5.0)
+        victim = cluster.nodes[0]
+        assert victim.host is not None
+        tuner = tune.Tuner(
+            tune.with_resources(checkpointing, {"CPU": 1}),
+            param_space={"x": tune.grid_search(list(range(6)))},
+            run_config=tune.RunConfig(
+                storage_path=str(tmp_path), name="cut", verbose=0,
+                failure_config=tune.FailureConfig(max_failures=3),
+            ),
+        )
+        fit = asyncio.ensure_future(tuner.fit_async())
+        folder = tmp_path / "cut"
+        assert await eventually(lambda: _running_on(folder, victim.ip), within=30)
+        victim.host.cut()
+        try:
+            await _full(rt, 3.0)  # the head lost the node
+            # The partition lasts until a lost trial has gone on elsewhere.
+            assert await eventually(lambda: _retried_elsewhere(folder, victim.ip), within=60)
+        finally:
+            victim.host.restore()
+        grid = await asyncio.wait_for(fit, 120)
+        assert not grid.errors, grid.errors
+        assert len(grid) == 6
+        for result in grid:
+            assert result.metrics["i"] == STEPS - 1
+            _every_checkpoint_reported_once(Path(result.path))
+        await _full(rt, 5.0)  # the node joined again once its link was back
+        assert await eventually(lambda: rt.available_resources() == rt.cluster_resources())
