@@ -179,15 +179,7 @@ async def test_tune_retries_the_trials_of_a_lost_node_and_keeps_finished_ones(
     async with actorrt.Runtime(address=cluster.address) as rt:
         await _full(rt, 5.0)
         victim = cluster.nodes[0]
-        tuner = tune.Tuner(
-            tune.with_resources(steady, {"CPU": 1}),
-            param_space={"x": tune.grid_search(list(range(6)))},
-            run_config=tune.RunConfig(
-                storage_path=str(tmp_path), name="lost", verbose=0,
-                failure_config=tune.FailureConfig(max_failures=2),
-            ),
-        )
-        fit = asyncio.ensure_future(tuner.fit_async())
+        fit = asyncio.ensure_future(_six_trials(steady, tmp_path, "lost", 2).fit_async())
         # Once trials run on the victim, take it away.
         assert await eventually(lambda: _running_on(tmp_path / "lost", victim.ip), within=30)
         victim.kill()
@@ -198,6 +190,18 @@ async def test_tune_retries_the_trials_of_a_lost_node_and_keeps_finished_ones(
             assert result.metrics["i"] == 9  # every trial ran to its end
             assert result.metrics["ip"] != victim.ip  # a retried one finished elsewhere
         assert await eventually(lambda: rt.available_resources() == rt.cluster_resources())
+
+
+def _six_trials(trainable: Any, storage: Any, name: str, max_failures: int) -> tune.Tuner:
+    """A sweep of six one-CPU trials, each retried up to ``max_failures`` times."""
+    return tune.Tuner(
+        tune.with_resources(trainable, {"CPU": 1}),
+        param_space={"x": tune.grid_search(list(range(6)))},
+        run_config=tune.RunConfig(
+            storage_path=str(storage), name=name, verbose=0,
+            failure_config=tune.FailureConfig(max_failures=max_failures),
+        ),
+    )
 
 
 def _running_on(folder: Any, ip: str) -> bool:
@@ -256,15 +260,7 @@ async def test_a_partition_that_heals_loses_no_trial_and_no_checkpoint(
         await _full(rt, 5.0)
         victim = cluster.nodes[0]
         assert victim.host is not None
-        tuner = tune.Tuner(
-            tune.with_resources(checkpointing, {"CPU": 1}),
-            param_space={"x": tune.grid_search(list(range(6)))},
-            run_config=tune.RunConfig(
-                storage_path=str(tmp_path), name="cut", verbose=0,
-                failure_config=tune.FailureConfig(max_failures=3),
-            ),
-        )
-        fit = asyncio.ensure_future(tuner.fit_async())
+        fit = asyncio.ensure_future(_six_trials(checkpointing, tmp_path, "cut", 3).fit_async())
         folder = tmp_path / "cut"
         assert await eventually(lambda: _running_on(folder, victim.ip), within=30)
         victim.host.cut()
