@@ -38,6 +38,10 @@ def cluster(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]
     ) as made:
         for key, value in made.driver_env().items():
             monkeypatch.setenv(key, value)
+        # Tune's TensorBoard logger would import torch in this driver mid-sweep, on a thread
+        # that holds the GIL for seconds on an overloaded machine: its heartbeats stop and the
+        # head drops it (docs/cluster.md, liveness). These sweeps are about lost nodes.
+        monkeypatch.setenv("ACTORRT_TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
         yield made
 
 
