@@ -185,10 +185,9 @@ class NodeAgent:
             udp = BeatThread(*self.head, self.token, node_id, BEAT).start()
             watch = LoopWatch(BEAT, LOST_AFTER / 2)
             while not conn.is_closing():
-                await asyncio.sleep(BEAT)
+                now = await watch.round()
                 if conn.is_closing():
                     break
-                now = watch.tick()
                 silent = watch.silent(max(self._heard, udp.heard), now)
                 if silent > LOST_AFTER:
                     raise TimeoutError(f"nothing heard from the head for {silent:.1f} s")

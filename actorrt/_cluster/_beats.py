@@ -42,6 +42,7 @@ __all__ = ["BeatServer", "BeatThread", "LoopWatch", "open_beat_server"]
 logger = logging.getLogger("actorrt")
 
 _MAC_LEN = 16
+_READ_TURN = 0.001  # seconds: long enough to be a timer, not a ready callback
 _MAX_DATAGRAM = 512
 
 
@@ -83,13 +84,23 @@ class LoopWatch:
 
     A loop that was itself blocked has the peer's beats still unread in its sockets when it
     wakes up; judging silence then would blame the peer for this loop's stall. So a tick
-    that comes late by more than ``grace`` starts the count again from that tick.
+    that comes late by more than ``grace`` starts the count again from that tick, and each
+    :meth:`round` lets the loop read its sockets before it ticks: uvloop runs the timers
+    that end a round before it polls for I/O, so a round that ended while a callback held
+    the loop (for less than ``grace``) would otherwise judge before reading the beats that
+    arrived meanwhile.
     """
 
     def __init__(self, every: float, grace: float) -> None:
         self.every = every
         self.grace = grace
         self._tick = self.resumed = time.monotonic()
+
+    async def round(self) -> float:
+        """Wait ``every`` seconds, then for one poll of this loop's sockets; :meth:`tick`."""
+        await asyncio.sleep(self.every)
+        await asyncio.sleep(_READ_TURN)  # a timer set now fires after the next I/O poll
+        return self.tick()
 
     def tick(self) -> float:
         """Call once per round (every ``every`` seconds); returns the time now."""

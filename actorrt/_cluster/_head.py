@@ -266,8 +266,7 @@ class Head:
     async def _watch(self) -> None:
         watch = LoopWatch(BEAT, LOST_AFTER / 2)
         while True:
-            await asyncio.sleep(BEAT)
-            now = watch.tick()
+            now = await watch.round()
             for peer in list(self._peers.values()):
                 silent = watch.silent(peer.last_seen, now)
                 if silent > LOST_AFTER:

@@ -256,10 +256,9 @@ class ClusterLink:
         watch = LoopWatch(self._beat, self._lost_after / 2)
         head = self._head
         while head is not None and not head.is_closing():
-            await asyncio.sleep(self._beat)
+            now = await watch.round()
             if head.is_closing():
                 break  # lost or closed meanwhile
-            now = watch.tick()
             heard = self._heard if self._udp is None else max(self._heard, self._udp.heard)
             silent = watch.silent(heard, now)
             if silent > self._lost_after:

@@ -257,7 +257,17 @@ class Host:
 
     def _kill(self, conn: Connection, request_id: int, msg: Kill) -> None:
         self._ended_on_request(msg.actor_id)
-        self._answer(conn, request_id, self._lifecycle(msg.actor_id, "kill"))
+        self._answer(conn, request_id, self._kill_for(msg.actor_id, msg.reason))
+
+    async def _kill_for(self, actor_id: str, reason: str | None) -> ActorDiedError:
+        """Kill an actor; with ``reason`` (a :class:`DeathReason` value), what it had in
+        flight and its end say that reason rather than that it was killed."""
+        if reason is not None:
+            why = DeathReason(reason)  # an unknown value fails the request, naming it
+            target = self.runtime.lookup(actor_id)  # an actor of this process
+            if target is not None:
+                target.ending_because(why)
+        return await self._lifecycle(actor_id, "kill")
 
     def _wait_stopped(self, conn: Connection, request_id: int, msg: WaitStopped) -> None:
         self._answer(conn, request_id, self._lifecycle(msg.actor_id, "wait_stopped"))

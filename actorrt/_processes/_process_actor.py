@@ -306,8 +306,13 @@ class ProcessActor(Supervised, RemoteActor):
         worker = self.worker
         if worker is not None:
             worker.tainted = True  # a message may still run on its thread: never reuse it
-        self._lose(self.died_error(DeathReason.KILLED))
+        self._lose(self._kill_error())
         self._killing = self.loop.create_task(self._kill_worker())
+
+    def _kill_error(self) -> ActorDiedError:
+        """What a kill fails the calls in flight with: the reason it was killed for (its
+        node lost, its group removed, its parent ended), else that it was killed."""
+        return self.died_error(self.imposed or DeathReason.KILLED)
 
     async def _kill_worker(self) -> None:
         worker, conn = self.worker, self.conn
@@ -316,11 +321,12 @@ class ProcessActor(Supervised, RemoteActor):
         elif self._up() and conn is not None and worker is not None:
             try:
                 # A kill overtakes calls waiting for room in flight: queued ones fail anyway.
-                kill = conn.request(Kill(self.actor_id), urgent=True)
+                reason = None if self.imposed is None else self.imposed.value
+                kill = conn.request(Kill(self.actor_id, reason), urgent=True)
                 await asyncio.wait_for(kill, KILL_GRACE)
             except Exception:
                 worker.kill()
-        killed = self.died_error(DeathReason.KILLED)
+        killed = self._kill_error()
         self._lose(killed)
         if self._up():
             assert self._ended is not None

@@ -639,7 +639,7 @@ class RelayTarget(RemoteActor):
         return await self._lifecycle(Stop(self.actor_id, grace))
 
     async def kill(self) -> ActorDiedError:
-        return await self._lifecycle(Kill(self.actor_id))
+        return await self._lifecycle(Kill(self.actor_id, None))
 
     async def wait_stopped(self) -> ActorDiedError:
         return await self._lifecycle(WaitStopped(self.actor_id))

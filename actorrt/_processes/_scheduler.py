@@ -82,8 +82,11 @@ class SchedulerHost(Protocol):
         """``Class(id=..., name=...)`` for an actor id the runtime knows of."""
         ...
 
-    def revoked(self, holder: Hashable, reason: str) -> asyncio.Future[Any] | None:
-        """The broker ended ``holder``'s grant: stop that actor; returns its death."""
+    def revoked(
+        self, holder: Hashable, reason: str, why: str | None = None
+    ) -> asyncio.Future[Any] | None:
+        """The broker ended ``holder``'s grant (``why``: its node's loss, in words): stop
+        that actor; returns its death."""
         ...
 
     @property
@@ -389,7 +392,7 @@ class Scheduler:
             return None
         logger.warning("the grant %s of %s ended: node %s was lost", event.request_id,
                        self._describe(event.holder), event.node)
-        return self.host.revoked(event.holder, "node lost")
+        return self.host.revoked(event.holder, "node lost", f"node {event.node} was lost")
 
     def _name_deadlocks(self) -> None:
         """Take the broker's new deadlock reports, naming their holders now (the victim's

@@ -292,11 +292,16 @@ class DriverRole:
             return str(target.describe())
         return self.describe_other(actor_id)
 
-    def revoked(self, holder: Hashable, reason: str) -> asyncio.Future[Any] | None:
-        """The broker ended ``holder``'s grant (its group was removed): that actor stops."""
+    def revoked(
+        self, holder: Hashable, reason: str, why: str | None = None
+    ) -> asyncio.Future[Any] | None:
+        """The broker ended ``holder``'s grant (its group was removed, its node lost: ``why``
+        says which): that actor stops, and what it had in flight fails with that reason."""
         target = self.host.lookup(str(holder))
         if target is None or getattr(target, "relocating", False):
             return None  # gone, or moving to another node with a new grant
+        if why is not None and getattr(target, "lost_node", "") is None:
+            target.lost_node = why  # its calls in flight name the node
         target.ending_because(DeathReason(reason))
         target.kill_nowait()
         died: asyncio.Future[Any] = target.died

@@ -88,9 +88,9 @@ __all__ = [
 #: version 3 had no cluster messages; version 4 had no `CancelCall`, `Retire` nor `Leave`,
 #: and heartbeat datagrams of 4 fields; version 5's `WorkerExit` had no `why`; version 6
 #: had no `Locate` nor `PeerEndpoint` (workers did not call each other directly); version 7
-#: sent every numpy array in C order (no Fortran layout bit in the array record). At most
-#: 255.
-PROTOCOL_VERSION: Final = 8
+#: sent every numpy array in C order (no Fortran layout bit in the array record); version 8's
+#: `Kill` had no `reason`. At most 255.
+PROTOCOL_VERSION: Final = 9
 
 
 # A message that arrived with an unknown type, the wrong number of fields, or a field of the
@@ -138,6 +138,7 @@ class Kill(NamedTuple):
     """Kill an actor (request, either side). Reply: its ``ActorDiedError``."""
 
     actor_id: str
+    reason: str | None  # a DeathReason value the actor is ended for (its node lost, ...)
 
 
 class WaitStopped(NamedTuple):
@@ -422,7 +423,7 @@ _FIELD_TYPES: Final[dict[type[Any], tuple[Any, ...]]] = {
     Call: (str, str, list, dict),
     Tell: (str, str, list, dict),
     Stop: (str, (*_NUMBER, type(None))),
-    Kill: (str,),
+    Kill: (str, _OPT_STR),
     WaitStopped: (str,),
     Spawn: (str, None, list, dict, int, (dict, type(None)), (tuple, type(None))),
     SpawnProcess: (None, list, dict, list, bool, str),

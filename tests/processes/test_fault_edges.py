@@ -160,3 +160,27 @@ async def test_fractions_ray_accepts_are_put_on_the_grid_as_ray_does(
     assert (await summed.granted())["CPU"] == 0.3
     with pytest.raises(ValueError, match=r"num_cpus=1e-05: below 1/10000"):
         Share.options(num_cpus=0.00001)
+
+
+@pytest.mark.parametrize("where", ["inline", "worker", "stopped worker"])
+@pytest.mark.actorrt(num_cpus=2)
+async def test_a_call_in_flight_when_its_group_is_removed_fails_saying_so(
+    actorrt_runtime: actorrt.Runtime, where: str
+) -> None:
+    """The reason an actor is ended for reaches the calls it had in flight, not only later
+    ones, also from a worker that cannot answer (stopped, as one cut off on a lost node):
+    in a cluster, the same path ends the actors of a lost node (``NODE_LOST``)."""
+    pg = actorrt.placement_group([{"CPU": 1}])
+    await pg.ready(timeout=30)
+    napper = await Slow.options(process=where != "inline", placement=pg.bundle(0)).spawn()
+    pid = await napper.pid()  # up and answering
+    call = asyncio.ensure_future(napper.nap(60))
+    if where == "stopped worker":
+        os.kill(pid, signal.SIGSTOP)  # it hears nothing more: no reply
+    await pg.remove()
+    with pytest.raises(actorrt.ActorDiedError) as caught:
+        await asyncio.wait_for(call, 30)
+    assert caught.value.reason == actorrt.DeathReason.GROUP_REMOVED, caught.value
+    with pytest.raises(actorrt.ActorDiedError) as later:
+        await napper.pid()
+    assert later.value.reason == actorrt.DeathReason.GROUP_REMOVED, later.value
