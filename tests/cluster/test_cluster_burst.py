@@ -18,7 +18,7 @@ import actorrt
 from ._burst_member import Member
 from ._cluster import Cluster, cluster_on_hosts
 
-BURST = int(os.environ.get("ACTORRT_TEST_CLUSTER_BURST", "1000"))
+BURST = int(os.environ.get("ACTORRT_TEST_CLUSTER_BURST", "500"))
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import pytest
 
 import actorrt
 
-BURST = int(os.environ.get("BURST", "1000"))  # spawns in flight at once
+BURST = int(os.environ.get("BURST", "500"))  # spawns in flight at once (BURST=1000 for more)
 
 
 @actorrt.actor(process=True)
@@ -21,7 +21,7 @@ class Member:
 
 @pytest.mark.timeout(300)
 @pytest.mark.actorrt(num_cpus=2)
-async def test_a_thousand_process_spawns_in_flight_all_start(
+async def test_hundreds_of_process_spawns_in_flight_all_start(
     actorrt_runtime: actorrt.Runtime,
 ) -> None:
     # All at once: their fork requests queue at the fork server's control socket, which
