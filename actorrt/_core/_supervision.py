@@ -248,12 +248,15 @@ class Supervised:
             # (the loop shutting down) is re-raised once the actor has ended.
             task = asyncio.current_task()
             ours = self.ending is KILLED and task is not None and task.uncancel() == 0
-            outcome = self.died_error(KILLED)
-            if not started.done():
-                started.set_exception(outcome)
-                started.exception()  # retrieved: a spawner that still waits gets it anyway
             if not ours:
                 self.ending_because(DeathReason.RUNTIME_SHUT_DOWN)
+            outcome = self.died_error(KILLED)
+            if not started.done():
+                # A spawner still waiting learns why it was ended (its node lost, its group
+                # removed, its parent ended), not merely that a kill carried it out.
+                started.set_exception(self._final_error(outcome))
+                started.exception()  # retrieved: a spawner that still waits gets it anyway
+            if not ours:
                 raise
         finally:
             stopped = outcome is not None and outcome.reason is STOPPED

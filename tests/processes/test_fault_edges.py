@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import eventually
 
 import actorrt
 from actorrt import tune
@@ -160,6 +161,38 @@ async def test_fractions_ray_accepts_are_put_on_the_grid_as_ray_does(
     assert (await summed.granted())["CPU"] == 0.3
     with pytest.raises(ValueError, match=r"num_cpus=1e-05: below 1/10000"):
         Share.options(num_cpus=0.00001)
+
+
+@actorrt.actor(num_cpus=0.01)
+class SlowStart:
+    """Marks that it is constructed, then takes up to a minute in ``on_start``."""
+
+    def __init__(self, marker: str) -> None:
+        Path(marker).touch()
+
+    async def on_start(self) -> None:
+        await asyncio.sleep(60)
+
+
+@pytest.mark.parametrize("where", ["inline", "worker"])
+@pytest.mark.actorrt(num_cpus=2)
+async def test_a_spawn_whose_group_is_removed_while_it_starts_fails_saying_so(
+    actorrt_runtime: actorrt.Runtime, where: str, tmp_path: Path
+) -> None:
+    """A spawner still waiting learns the reason its actor was ended for (in a cluster, a
+    lost node: what lets Tune retry a trial whose actor was starting there)."""
+    pg = actorrt.placement_group([{"CPU": 1}])
+    await pg.ready(timeout=30)
+    marker = tmp_path / "starting"
+    spawn = asyncio.ensure_future(
+        SlowStart.options(process=where == "worker", placement=pg.bundle(0)).spawn(str(marker))
+    )
+    assert await eventually(marker.exists, within=30)
+    await pg.remove()
+    with pytest.raises(actorrt.ActorDiedError) as caught:
+        await asyncio.wait_for(spawn, 30)
+    assert caught.value.reason == actorrt.DeathReason.GROUP_REMOVED, caught.value
+    assert await eventually(lambda: actorrt.available_resources()["CPU"] == 2, within=30)
 
 
 @pytest.mark.parametrize("where", ["inline", "worker", "stopped worker"])

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
 import tempfile
+import time
 from typing import Any
 
 import pytest
@@ -128,6 +130,59 @@ async def test_without_retries_a_killed_trial_is_an_error(
     assert isinstance(error, actorrt.ActorDiedError)
     assert error.signal == signal.SIGKILL
     assert grid[0].metrics["i"] == 1
+
+
+def killed_once(config: dict[str, Any]) -> None:
+    """Reports twice; on its first attempt it then waits to be killed from outside."""
+    checkpoint = tune.get_checkpoint()
+    start = 0 if checkpoint is None else 2
+    for i in range(start, 4):
+        with tempfile.TemporaryDirectory() as d:
+            tune.report({"i": i, "pid": os.getpid()}, checkpoint=tune.Checkpoint.from_directory(d))
+        if i == 1 and checkpoint is None:
+            time.sleep(60)  # the callback kills this actor meanwhile
+            raise AssertionError("the trial's actor was not killed")
+
+
+class KillsTheFirstAttempt(tune.Callback):
+    """Kills a trial's actor (as ``ray.kill`` would) at its second report."""
+
+    def __init__(self) -> None:
+        self.kills: list[asyncio.Task[Any]] = []
+
+    def on_trial_result(self, iteration: int, trials: Any, trial: Any, result: Any,
+                        **info: Any) -> None:
+        if result["i"] == 1 and not self.kills:
+            name = f"killed_once_{trial.trial_id}"  # the trial's actor, by its default name
+            self.kills.append(asyncio.ensure_future(self._kill(name)))
+
+    async def _kill(self, name: str) -> Any:
+        return await (await actorrt.get_actor(name)).kill()
+
+
+@pytest.mark.actorrt(num_cpus=2)
+async def test_a_trial_whose_actor_was_killed_is_retried_by_a_new_actor(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Any
+) -> None:
+    """A killed actor fails every later call: the retry must not go to it again."""
+    killer = KillsTheFirstAttempt()
+    grid = await tune.Tuner(
+        killed_once,
+        run_config=tune.RunConfig(
+            storage_path=str(tmp_path), verbose=0, callbacks=[killer],
+            failure_config=tune.FailureConfig(max_failures=2),
+        ),
+    ).fit_async()
+    [result] = grid
+    assert result.error is None, result.error
+    [kill] = killer.kills
+    assert (await kill).reason == actorrt.DeathReason.KILLED
+    assert result.metrics["i"] == 3
+    text = read(os.path.join(result.path, "result.json"))
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert [line["i"] for line in lines] == [0, 1, 2, 3]
+    assert lines[1]["pid"] != lines[2]["pid"]  # the retry ran in another process
+    assert actorrt.available_resources()["CPU"] == 2
 
 
 class Counter(tune.Trainable):

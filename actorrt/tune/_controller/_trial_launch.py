@@ -5,8 +5,10 @@ task (:meth:`TrialLauncher._run_trial`) that spawns the trial's driver actor wit
 trial's factory as its own placement group (``placement_group=bundles``, ``process=True``):
 the broker, not the controller, decides when a trial's resources are free. The task then
 runs the trial's attempts: a failed attempt is retried from the latest checkpoint while
-``FailureConfig(max_failures)`` allows; a trial that a scheduler restarted (PBT) starts its
-next attempt with its new config; a resized one starts again in its new group.
+``FailureConfig(max_failures)`` allows (by the same actor after an error it raised or its
+process died; by a new actor in a new group after anything else ended it, also while it
+started); a trial that a scheduler restarted (PBT) starts its next attempt with its new
+config; a resized one starts again in its new group.
 
 Up to ``max_pending`` trials wait for resources at a time (Ray's pending-trial limit): enough
 to fill the cluster as soon as anything frees, without drawing every sample up front.
@@ -156,6 +158,7 @@ class TrialLauncher(ControllerState):
             ref = await TrialDriverActor.options(
                 process=True,
                 **placed,
+                # Its process dying (SIGKILL, OOM) restarts it in place, in its group.
                 max_restarts=-1 if max_failures < 0 else max_failures,
                 # The default name (unique per runtime): trial_name_creator may repeat names.
                 name=f"{trainable_name(self.trainable)}_{trial.trial_id}",
@@ -164,7 +167,10 @@ class TrialLauncher(ControllerState):
             if isinstance(exc, actorrt.InfeasibleResourceError):
                 exc = self._request_error(trial, exc)
             await self._drop_group(trial)
-            self._errored(trial, error_outcome(exc), exc)
+            if self._start_retried(trial, exc):
+                self._submit(trial)
+            else:
+                self._errored(trial, error_outcome(exc), exc)
             return
         finally:
             self._pending -= 1
@@ -202,7 +208,7 @@ class TrialLauncher(ControllerState):
 
     async def _attempts(self, trial: Trial, ref: Any) -> None:
         while True:
-            lost_node = False
+            elsewhere = False
             try:
                 spec = self._spec(trial)
                 if spec.checkpoint:
@@ -211,9 +217,11 @@ class TrialLauncher(ControllerState):
             except actorrt.ActorDiedError as exc:
                 outcome = Outcome(Ended.STOPPED) if trial.stop_asked else error_outcome(exc)
                 outcome.exception = exc
-                # In a cluster, its node went with its placement group: the next attempt
-                # needs a new actor in a new group, wherever the broker finds room.
-                lost_node = exc.reason == actorrt.DeathReason.NODE_LOST
+                # A dead process: the core restarts the actor in a new one, keeping its
+                # group, and the next call waits for it. Anything else that ended it (its
+                # node lost with its group, a kill) leaves it failing every call: the next
+                # attempt needs a new actor in a new group, wherever the broker finds room.
+                elsewhere = exc.reason != actorrt.DeathReason.PROCESS_DIED
             if trial.ending is not None:  # paused or resized at its report (see on_result):
                 return  # its actor stops; _run_trial does what the end leads to
             if outcome.ended is not Ended.ERROR:
@@ -237,10 +245,29 @@ class TrialLauncher(ControllerState):
                 trial, f"failed ({outcome.error_type}); retry {trial.num_failures} from {where}"
             )
             self.callbacks.trial_recover(self.trials, trial)
-            if lost_node:
+            if elsewhere:
                 trial.set_status(PENDING)
                 trial.ending = AttemptEnd.RELAUNCH  # submitted again once this actor is gone
                 return
+
+    def _start_retried(self, trial: Trial, exc: Exception) -> bool:
+        """Whether a trial whose actor ended while it started (its node lost, its process
+        dead, its group removed, killed) counts that as a failure and tries again. A
+        constructor that crashed would crash again; a runtime going away ends the run."""
+        if not isinstance(exc, actorrt.ActorDiedError) or self._stopping or exc.reason in (
+            actorrt.DeathReason.CRASHED,
+            actorrt.DeathReason.RUNTIME_SHUT_DOWN,
+            actorrt.DeathReason.PARENT_ENDED,
+        ):
+            return False
+        trial.num_failures += 1
+        limit = self.failure.max_failures
+        if limit >= 0 and trial.num_failures > limit:
+            return False
+        self.progress.trial_status(
+            trial, f"its actor ended while starting ({exc.reason}); retry {trial.num_failures}"
+        )
+        return True
 
     def _request_error(
         self, trial: Trial, exc: actorrt.InfeasibleResourceError
