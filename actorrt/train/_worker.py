@@ -37,6 +37,17 @@ logger = logging.getLogger("actorrt.train")
 Report = tuple[int, dict[str, Any], str | None, list[dict[str, Any]]]
 
 
+class TrainFunctionExit(RuntimeError):
+    """The training function ended with a ``BaseException`` that is not an ``Exception``
+    (``SystemExit``, a test framework's failure): that rank's error, which Ray's workers
+    report as any other; its text names the original."""
+
+    def __init__(self, text: str | BaseException) -> None:
+        if isinstance(text, BaseException):
+            text = f"the training function raised {type(text).__name__}: {text}"
+        super().__init__(text)
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """Everything one worker needs for one attempt (sent with ``run``)."""
@@ -170,10 +181,15 @@ class TrainWorker:
         try:
             spec.backend.on_start(setup)
             started = True
-            if spec.pass_config:
-                spec.train_fn(spec.config)
-            else:
-                spec.train_fn()
+            try:
+                if spec.pass_config:
+                    spec.train_fn(spec.config)
+                else:
+                    spec.train_fn()
+            except Exception:
+                raise
+            except BaseException as exc:  # SystemExit, a test framework's failure
+                raise TrainFunctionExit(exc) from exc
         finally:
             if started:
                 try:

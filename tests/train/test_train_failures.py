@@ -205,3 +205,31 @@ async def test_a_failure_of_the_coordinator_is_a_controller_error(
     assert str(error).startswith("Training failed due to controller error:\nIsADirectoryError")
     # The worker, stuck in its loop, was ended with the run, and its grant is back.
     assert actorrt.available_resources() == actorrt.cluster_resources()
+
+
+class Fatal(BaseException):
+    """Not an ``Exception``: as pytest's ``Failed`` or ``SystemExit`` are not."""
+
+
+def exits_on_rank_1(config: dict[str, Any]) -> None:
+    if train.get_context().get_world_rank() == 1:
+        raise Fatal("rank 1 gave up")
+    train.report({"step": 0})
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.actorrt(num_cpus=2, worker_env=WORKER_ENV)
+async def test_a_training_function_ending_in_a_base_exception_is_that_ranks_error(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Path
+) -> None:
+    run = TorchTrainer(
+        exits_on_rank_1,
+        scaling_config=train.ScalingConfig(num_workers=2),
+        run_config=train.RunConfig(storage_path=str(tmp_path), name="fatal"),
+    )
+    with pytest.raises(train.WorkerGroupError) as raised:
+        await run.fit_async()
+    failure = raised.value.worker_failures[1]
+    assert "the training function raised Fatal: rank 1 gave up" in str(failure)
+    assert "Fatal: rank 1 gave up" in str(raised.value)
+    assert actorrt.available_resources() == actorrt.cluster_resources()

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import signal
+import sys
 import tempfile
 import time
 from typing import Any
@@ -47,6 +48,33 @@ async def test_a_trial_that_raises_is_errored_with_its_traceback(
     assert "bad lr 0.5" in read(os.path.join(bad.path, "error.txt"))
     frame = grid.get_dataframe()
     assert frame["error"].isna().tolist() == [True, False]
+
+
+class Fatal(BaseException):
+    """Not an ``Exception``: as pytest's ``Failed`` or ``SystemExit`` are not."""
+
+
+def ends_badly(config: dict[str, Any]) -> None:
+    tune.report({"step": 1})
+    if config["how"] == "exit":
+        sys.exit(3)
+    raise Fatal("gave up")
+
+
+@pytest.mark.actorrt(num_cpus=2)
+async def test_a_trainable_ending_in_a_base_exception_is_an_error_carrying_it(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Any
+) -> None:
+    grid = await tune.Tuner(
+        ends_badly,
+        param_space={"how": tune.grid_search(["exit", "fatal"])},
+        run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0),
+    ).fit_async()
+    by_how = {result.config["how"]: result for result in grid}
+    assert isinstance(by_how["exit"].error, SystemExit) and by_how["exit"].error.code == 3
+    assert type(by_how["fatal"].error).__name__ == "Fatal"
+    assert "gave up" in read(os.path.join(by_how["fatal"].path, "error.txt"))
+    assert all(result.metrics["step"] == 1 for result in grid)
 
 
 @actorrt.actor

@@ -96,7 +96,7 @@ class TrialDriver:
             return Outcome(Ended.DONE)
         except StopTrial:
             return Outcome(Ended.STOPPED)
-        except Exception as exc:
+        except BaseException as exc:  # SystemExit, a test framework's failure: as in Ray
             return error_outcome(exc)
         finally:
             set_session(None)
