@@ -29,6 +29,11 @@ trial at every size. ``--quick`` runs 100 and 1,000 trials, one repetition; ``--
 suite's full run) 100, 1,000 and 10,000 (that one once), and prints the growth table of
 docs/benchmarks.md: time, driver CPU per trial, the driver's peak RSS and the floor at each
 size (the sizes run in increasing order, so the peak RSS is that of the largest so far).
+Beside them, in each repetition, what a trial's five file creations (its folder,
+``params.json``, ``params.pkl``, ``result.json``, ``progress.csv``) cost the kernel in a
+fresh folder of the storage path, against the same on tmpfs (``/dev/shm``): on ext4 that
+cost differs by up to fifty times between two folders of one file system (docs/benchmarks.md,
+"What moves Tune's figures"), so the table says what the disk gave this run.
 ``--check`` exits 1 when a target is missed.
 """
 
@@ -127,6 +132,25 @@ def actorrt_seconds(trials: int, reports: int, warm: bool) -> list[tuple[float, 
     return seconds
 
 
+def trial_files_us(base: str | None, folders: int = 40) -> float:
+    """Microseconds of CPU that a trial's five file creations take in a fresh folder under
+    ``base`` (the temporary folder by default): ``folders`` trial-like folders, each with
+    four files, the median folder's cost."""
+    costs = []
+    with tempfile.TemporaryDirectory(dir=base) as experiment:
+        for i in range(folders):
+            start = time.process_time()
+            trial = os.path.join(experiment, f"trial_{i}")
+            os.mkdir(trial, 0o700)
+            for name in ("params.json", "params.pkl", "result.json", "progress.csv"):
+                fd = os.open(os.path.join(trial, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                os.write(fd, b"{}\n")
+                os.close(fd)
+            costs.append((time.process_time() - start) * 1e6)
+    costs.sort()
+    return costs[len(costs) // 2]
+
+
 def peak_rss_mib() -> float:
     """The driver's peak resident memory so far, in MiB (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -151,6 +175,8 @@ def main() -> None:
     storage_fs = filesystem_of(tempfile.gettempdir())
     figures: list[Figure] = []
     growth: list[dict[str, Any]] = []
+    files_here: list[float] = []
+    files_tmpfs: list[float] = []
     for trials, reports in shapes:
         cold: list[float] = []
         cold_cpu: list[float] = []
@@ -160,6 +186,9 @@ def main() -> None:
         base_cpu: list[float] = []
         first = not figures
         for _ in range(1 if trials >= 10000 else reps):
+            files_here.append(trial_files_us(None))
+            if os.path.isdir("/dev/shm"):
+                files_tmpfs.append(trial_files_us("/dev/shm"))
             cold_floor, warm_floor, floor_cpu = floor(trials, reports)
             base.append(cold_floor)
             base_warm.append(warm_floor)
@@ -186,6 +215,9 @@ def main() -> None:
             "driver_cpu_ms_per_trial": cpu_figure.value, "peak_rss_mib": peak_rss_mib(),
             "floor_seconds": time_figure.baseline, "floor_cpu_ms_per_trial": cpu_figure.baseline,
         })
+    # What the disk gave this run (no target: the machine's, not actorrt's).
+    figures.append(Figure("a trial's 5 file creations in the storage, vs on tmpfs", "µs",
+                          files_here, files_tmpfs, lower_is_better=True))
     ok = report("benchmarks.tune_overhead: Tuner.fit vs a process pool", figures,
                 "tune_overhead", {"loop": "uvloop", "reps": reps, "storage_filesystem": storage_fs,
                                   "storage_path": tempfile.gettempdir(), "growth": growth,

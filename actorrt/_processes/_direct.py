@@ -121,7 +121,6 @@ class DirectRoutes:
         self._codec = codec
         self._server: WireServer | None = None
         self._opening: asyncio.Future[Endpoint] | None = None
-        self._tls_dir: str | None = None
         self._peers: dict[str, asyncio.Future[Connection]] = {}
         self._on_lost: dict[Connection, list[Callable[[ConnectionLostError], None]]] = {}
 
@@ -142,11 +141,17 @@ class DirectRoutes:
             path = os.path.join(side.where, f"peer-{self.worker_id}.sock")
             self._server = await serve_unix(path, self._dispatcher, side.secret, codec=self._codec)
             return {"unix": path}
-        self._tls_dir = make_private_dir("actorrt-peer-")
-        files = _tls.generate_self_signed(self._tls_dir, [side.where])
+        # The certificate and its key are read into the context, then their folder goes
+        # at once: a worker killed later leaves no key behind in the temporary folder.
+        tls_dir = make_private_dir("actorrt-peer-")
+        try:
+            files = _tls.generate_self_signed(tls_dir, [side.where])
+            context, binding = _tls.server_context(files), _tls.context_fingerprint(files)
+        finally:
+            shutil.rmtree(tls_dir, ignore_errors=True)
         self._server = await serve_tcp(
-            side.where, 0, self._dispatcher, side.secret, tls=_tls.server_context(files),
-            binding=_tls.context_fingerprint(files), codec=self._codec,
+            side.where, 0, self._dispatcher, side.secret, tls=context, binding=binding,
+            codec=self._codec,
         )  # fmt: skip
         host, port = self._server.address
         return {"tcp": [host, port]}
@@ -230,8 +235,6 @@ class DirectRoutes:
         if self._server is not None:
             self._server.close()  # a Unix socket's file goes with it
             await self._server.wait_closed()
-        if self._tls_dir is not None:
-            shutil.rmtree(self._tls_dir, ignore_errors=True)
 
 
 __all__ = ["DIRECT_ENV", "DirectRoutes", "PeerSide", "direct_enabled"]

@@ -182,3 +182,34 @@ async def test_a_worker_that_lost_its_connection_says_so(
     assert "lost its connection to the runtime" in text, text
     assert "SIGKILL" not in text and "out-of-memory" not in text, text
     assert died.value.signal is None and died.value.exitcode == 4
+
+
+def test_a_direct_listener_over_tls_leaves_no_key_in_the_temporary_folder(tmp_path: Any,
+                                                                          monkeypatch: Any) -> None:
+    """A worker of a cluster listens for its peers over TLS with a certificate of its own:
+    once listening, its key is in memory only, so a worker SIGKILLed later (a lost node)
+    leaves no folder with a private key behind."""
+    import asyncio
+    import ssl
+    import tempfile
+
+    from actorrt._processes._direct import DirectRoutes, PeerSide
+    from actorrt._wire._codec import Codec
+    from actorrt._wire._dispatcher import Dispatcher
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+
+    async def listen() -> None:
+        routes = DirectRoutes(PeerSide("tcp", "127.0.0.1", b"s" * 32), "w1", None,  # type: ignore[arg-type]
+                              Dispatcher("peer"), Codec())
+        endpoint = await routes.endpoint()
+        assert endpoint is not None
+        host, port = endpoint["tcp"]
+        assert os.listdir(tmp_path) == []  # listening, and nothing on disk
+        client = ssl.create_default_context()
+        client.check_hostname, client.verify_mode = False, ssl.CERT_NONE
+        _, writer = await asyncio.open_connection(host, port, ssl=client)  # a TLS listener
+        writer.close()
+        await routes.close()
+
+    asyncio.run(listen())
