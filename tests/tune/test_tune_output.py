@@ -307,6 +307,36 @@ async def test_trials_one_after_another_in_a_process_each_get_their_own_whole_lo
         assert log == expected
 
 
+def quiet_or_chatty(config: dict[str, Any]) -> None:
+    if config["x"] % 2:
+        print(f"trial {config['x']} speaks", flush=True)
+    tune.report({"pid": os.getpid()})
+
+
+@pytest.mark.actorrt(num_cpus=1)
+async def test_a_trial_that_writes_nothing_leaves_no_log_file(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Any
+) -> None:
+    """The log is created by a trial's first output: quiet trials (most short ones) cost
+    the disk one file less, and one that speaks after a quiet one in the same process
+    still gets its own whole log."""
+    grid = await tune.Tuner(
+        tune.with_resources(quiet_or_chatty, {"cpu": 1}),
+        param_space={"x": tune.grid_search([0, 1, 2, 3])},
+        run_config=tune.RunConfig(storage_path=str(tmp_path), verbose=0),
+    ).fit_async()
+    assert not grid.errors
+    assert len({r.metrics["pid"] for r in grid}) == 1  # one worker process ran them all
+    for result in grid:
+        x = result.config["x"]
+        log = os.path.join(result.path, "output.log")
+        if x % 2:
+            with open(log) as f:  # noqa: ASYNC230 - small
+                assert f.read() == f"trial {x} speaks\n"
+        else:
+            assert not os.path.exists(log), os.listdir(result.path)  # noqa: ASYNC240
+
+
 @pytest.mark.parametrize("read_size", [3, 7, 1 << 16])
 def test_the_end_marker_is_found_even_cut_across_reads(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch, read_size: int

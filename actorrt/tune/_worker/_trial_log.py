@@ -3,9 +3,9 @@
 While a trial runs, file descriptors 1 and 2 of its worker process point at pipes; a
 thread per pipe copies what arrives both to where the descriptor pointed before (the pipe
 to the driver, which shows it on the driver's console prefixed with the worker's name) and
-to ``<trial folder>/output.log``. Working at the descriptor level catches everything the
-process writes: ``print``, logging handlers on ``sys.stderr``, C extensions, and programs
-the trial runs with ``subprocess``.
+to ``<trial folder>/output.log`` (created by the trial's first output). Working at the
+descriptor level catches everything the process writes: ``print``, logging handlers on
+``sys.stderr``, C extensions, and programs the trial runs with ``subprocess``.
 
 One trial runs in a worker process at a time, so the whole process's output while it runs
 is that trial's. The pipes and their threads are made once per process and kept for the
@@ -35,20 +35,31 @@ _READ_SIZE = 1 << 16
 
 
 class _Log:
-    """The open log file, written by both pipes' threads."""
+    """The trial's log file, written by both pipes' threads; created by the first output
+    (a trial that writes nothing leaves no file: a file creation less per trial, which
+    some disks make the costliest thing about a short trial)."""
 
     def __init__(self, path: str) -> None:
-        self.file: IO[bytes] | None = open(path, "ab")  # noqa: SIM115 (closed by close())
+        self.path = path
+        self.file: IO[bytes] | None = None
+        self.closed = False
         self.lock = threading.Lock()
 
     def write(self, data: bytes) -> None:
         with self.lock:
+            if self.file is None and not self.closed:
+                try:
+                    self.file = open(self.path, "ab")  # noqa: SIM115 (closed by close())
+                except OSError as exc:  # the output still reaches the driver's console
+                    self.closed = True
+                    _say(f"actorrt.tune: cannot write the trial's log {self.path}: {exc}\n")
             if self.file is not None:
                 self.file.write(data)
                 self.file.flush()
 
     def close(self) -> None:
         with self.lock:
+            self.closed = True
             if self.file is not None:
                 self.file.close()
                 self.file = None
@@ -164,12 +175,7 @@ def trial_output(path: str) -> Iterator[None]:
     """While the block runs, copy this process's stdout and stderr into ``path``
     (appended: a retried trial's attempts follow one another), still passing them on."""
     _flush_streams()
-    try:
-        log = _Log(path)
-    except OSError as exc:  # the trial runs anyway; its output still reaches the driver
-        print(f"actorrt.tune: cannot write the trial's log {path}: {exc}", file=sys.stderr)
-        yield
-        return
+    log = _Log(path)
     tees = _process_tees()
     for tee in tees:
         tee.start(log)
@@ -182,6 +188,15 @@ def trial_output(path: str) -> Iterator[None]:
         for tee in tees:
             tee.wait_end()
         log.close()
+
+
+def _say(text: str) -> None:
+    """Write ``text`` where stderr pointed before the trial (from a tee's thread, whose
+    own output would go back into the pipe it copies)."""
+    tees = _tees or []
+    fd = next((tee.saved for tee in tees if tee.fd == 2), 2)
+    with contextlib.suppress(OSError):
+        os.write(fd, text.encode("utf-8", "replace"))
 
 
 def _flush_streams() -> None:
