@@ -218,13 +218,6 @@ class DirectRoutes:
         if callbacks is not None and lost in callbacks:
             callbacks.remove(lost)
 
-    def peer_count(self) -> int:
-        """Open connections to peer workers."""
-        return sum(
-            1 for p in self._peers.values()
-            if p.done() and p.exception() is None and not p.result().is_closing()
-        )  # fmt: skip
-
     async def close(self) -> None:
         for pending in list(self._peers.values()):
             if pending.done() and pending.exception() is None:
