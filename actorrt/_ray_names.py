@@ -102,10 +102,11 @@ def missing(module: str, name: str) -> AttributeError:
 
 # Ray modules a ported script may import that actorrt does not have, with what to do.
 _MODULE_HINTS = {
-    "actorrt.tune.integration": "of Tune's framework integrations, xgboost and lightgbm "
-                                "are provided (actorrt.tune.integration.xgboost, "
-                                ".lightgbm); for others call tune.report from your own "
-                                "callback; Lightning is actorrt.train.lightning",
+    "actorrt.tune.integration": "of Tune's framework integrations, xgboost, lightgbm "
+                                "and pytorch_lightning are provided "
+                                "(actorrt.tune.integration.xgboost, .lightgbm, "
+                                ".pytorch_lightning); for others call tune.report from "
+                                "your own callback",
     "actorrt.tune.execution": "Tune's execution internals are not public (the controller is "
                               "actorrt.tune._controller); PlacementGroupFactory is in "
                               "actorrt.tune.execution.placement_groups",

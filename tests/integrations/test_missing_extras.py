@@ -88,6 +88,8 @@ CASES = [
      "pb2"),
     ("train.torch", "torch", "from actorrt.train.torch import get_device", "train"),
     ("train.lightning", "lightning", "import actorrt.train.lightning", "lightning"),
+    ("tune.integration.pytorch_lightning", "lightning",
+     "import actorrt.tune.integration.pytorch_lightning", "lightning"),
     ("RayDeepSpeedStrategy", "deepspeed",
      "from actorrt.train.lightning import RayDeepSpeedStrategy; RayDeepSpeedStrategy()",
      "deepspeed"),

@@ -1,6 +1,6 @@
-"""Tune's framework callbacks (Ray's ``ray.tune.integration``): ``xgboost`` and ``lightgbm``.
+"""Tune's framework callbacks (Ray's ``ray.tune.integration``): ``xgboost``, ``lightgbm``
+and ``pytorch_lightning``.
 
-Each needs its library (``pip install 'actorrt[xgboost]'``, ``'actorrt[lightgbm]'``). Ray's
-other integrations here (Keras, ``pytorch_lightning``, ``ray_train``) are not provided:
-Lightning training is ``actorrt.train.lightning``; see docs/porting.md.
+Each needs its library (``pip install 'actorrt[xgboost]'``, ``'actorrt[lightgbm]'``,
+``'actorrt[lightning]'``). Ray's Keras callbacks are not provided; see docs/porting.md.
 """
