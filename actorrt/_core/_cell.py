@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .._errors import ActorDiedError, MailboxFullError
 from ._context import current_cell
 from ._handle import AskHandle, ThreadWait
-from ._lifecycle import ActorServices, Crash
+from ._lifecycle import ActorServices, Crash, Parked
 from ._mailbox import STOP, Envelope, Mailbox
 from ._serving import MailboxServing, MethodTable, settle
 from ._supervision import Supervised
@@ -188,7 +188,7 @@ class ActorCell(Supervised, MailboxServing):
         except Exception as exc:
             raise Crash(exc, "on_start") from exc
 
-    def _serve(self) -> Awaitable[None]:
+    def _serve(self) -> Awaitable[Parked | None]:
         # The serving coroutine itself, awaited by the supervisor: it returns once the actor
         # took its stop (None). No coroutine of its own, as in _serve_mailbox.
         return self._serve_mailbox(self.instance)
@@ -215,8 +215,18 @@ class ActorCell(Supervised, MailboxServing):
         self.mailbox.put_waiting((STOP, (), {}, None), None)
 
     def _begin_kill(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
+        task = self.task
+        if task is None:
+            if self.mailbox.idle is not None:
+                self.mailbox.resume()  # its new task sees the kill before serving
+        elif not self._resuming:  # a task cancelled before it began would never end the actor
+            task.cancel()
+
+    def _park(self) -> None:
+        """The incarnation is idle: its task ends; the next message, stop or kill resumes it
+        (``Supervised._resume``)."""
+        self.task = None
+        self.mailbox.idle = self
 
     async def _call_hook(self, name: str, propagate: bool = False) -> BaseException | None:
         hook = getattr(self.instance, name, None)

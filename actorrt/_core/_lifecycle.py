@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Callable
-from enum import StrEnum
+from enum import Enum, StrEnum
 from typing import Any, Protocol
 
 from .._errors import DeathReason
@@ -35,11 +35,13 @@ from ._waits import WaitGraph
 
 __all__ = [
     "ACCEPTING",
+    "PARKED",
     "RESTART_BACKOFF_INITIAL",
     "RESTART_BACKOFF_MAX",
     "ActorServices",
     "Backoff",
     "Crash",
+    "Parked",
     "ProcessExit",
     "State",
     "check_transition",
@@ -200,6 +202,16 @@ def death_text(
         if cause is not None:
             text += f" (its on_stop raised {type(cause).__name__}: {cause})"
     return f"actor {actor} {text}"
+
+
+
+class Parked(Enum):
+    """What an incarnation's serving returns when it went idle and let its task end."""
+
+    PARKED = "parked"
+
+
+PARKED = Parked.PARKED
 
 
 class ActorServices(Protocol):

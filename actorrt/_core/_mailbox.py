@@ -29,7 +29,7 @@ Envelope = tuple[str, tuple[Any, ...], dict[str, Any], Any]
 class Mailbox:
     """A bounded FIFO with an ordered overflow line for senders that wait for room."""
 
-    __slots__ = ("overflow", "queue", "size", "taken", "waiter")
+    __slots__ = ("idle", "overflow", "queue", "size", "taken", "waiter")
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -41,6 +41,8 @@ class Mailbox:
         # (envelope, future resolved when it is admitted, or None when nobody awaits that)
         self.overflow: deque[tuple[Envelope, asyncio.Future[None] | None]] = deque()
         self.waiter: asyncio.Future[None] | None = None
+        # The actor, while it is idle with no task serving it: the next message resumes it.
+        self.idle: Any = None
 
     def __len__(self) -> int:
         return len(self.queue) + len(self.overflow)
@@ -54,6 +56,13 @@ class Mailbox:
         waiter = self.waiter
         if waiter is not None:
             self.wake(waiter)
+        elif self.idle is not None:
+            self.resume()
+
+    def resume(self) -> None:
+        """Start the idle actor serving again (``self.idle`` is set)."""
+        owner, self.idle = self.idle, None
+        owner._resume()
 
     def wake(self, waiter: asyncio.Future[None]) -> None:
         """Wake the actor waiting for a message (``waiter`` is ``self.waiter``)."""
@@ -94,8 +103,10 @@ class Mailbox:
     def wait(self) -> asyncio.Future[None]:
         """A future resolved once a message is queued (resolved already if one is).
 
-        A future, not a coroutine: an idle actor's serving task waits on it directly, one
-        object fewer per actor for the cyclic garbage collector to walk (docs/actors.md).
+        A future, not a coroutine: an idle actor that keeps its serving task (one serving
+        concurrently, or in a worker process) waits on it directly, one object fewer per
+        actor for the cyclic garbage collector to walk (docs/actors.md). An inline actor
+        serving one message at a time keeps no task while idle: ``idle`` holds it instead.
         """
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         if self.queue:

@@ -79,6 +79,8 @@ class MethodRef:
                 waiter = mailbox.waiter
                 if waiter is not None:
                     mailbox.wake(waiter)
+                elif mailbox.idle is not None:
+                    mailbox.resume()
                 return AskHandle(fut, cell, self._name, None)
         return cell.ask(self._name, args, kwargs, self._timeout)
 
@@ -103,6 +105,8 @@ class MethodRef:
                 waiter = mailbox.waiter
                 if waiter is not None:
                     mailbox.wake(waiter)
+                elif mailbox.idle is not None:
+                    mailbox.resume()
                 return
         cell.tell(self._name, args, kwargs)
 

@@ -23,7 +23,7 @@ import types
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from ._lifecycle import Crash
+from ._lifecycle import PARKED, Crash, Parked
 from ._mailbox import STOP, Envelope, Mailbox
 from ._threads import ActorThread, ThreadPoolRunner
 
@@ -45,6 +45,9 @@ class MailboxServing:
     # The tasks of the messages running now, when it handles several at once.
     _message_tasks: dict[asyncio.Task[None], Envelope] | None = None
 
+    def _park(self) -> None:
+        raise NotImplementedError
+
     def serves_in(self, task: asyncio.Task[Any]) -> bool:
         """Whether ``task`` does this actor's own work: its task, a task of one of its
         running messages, or a task one of those awaits (``asyncio.gather``, ``await task``),
@@ -61,12 +64,13 @@ class MailboxServing:
             roots.extend(running)
         return awaited_by(task, roots)
 
-    def _serve_mailbox(self, instance: Any) -> Coroutine[Any, Any, None]:
-        """The coroutine that serves ``instance`` until the mailbox hands over its stop.
+    def _serve_mailbox(self, instance: Any) -> Coroutine[Any, Any, Parked | None]:
+        """The coroutine that serves ``instance`` until the mailbox hands over its stop
+        (or, one message at a time inline, until it parks idle: ``PARKED``).
 
-        Chosen here and returned, not awaited: every idle actor keeps its serving task
-        suspended, and each coroutine frame in that chain is one more object the cyclic
-        garbage collector walks on every full collection.
+        Chosen here and returned, not awaited: an idle actor that keeps its serving task
+        keeps it suspended, and each coroutine frame in that chain is one more object the
+        cyclic garbage collector walks on every full collection.
         """
         if self.max_concurrency == 1 and self.executor is not None:
             return self._serve_in_batches(instance)
@@ -79,8 +83,13 @@ class MailboxServing:
         assert self.executor is not None
         return await self.executor.run(functools.partial(func, *args, **kwargs))
 
-    async def _serve_one_at_a_time(self, instance: Any) -> None:
-        """Serve an inline actor: sync methods on the loop (worker-process actors batch)."""
+    async def _serve_one_at_a_time(self, instance: Any) -> Parked | None:
+        """Serve an inline actor: sync methods on the loop (worker-process actors batch).
+
+        Once the mailbox stays empty for one more turn of the loop (so a caller asking in
+        turn finds it still serving), it parks: the task ends, and the next message starts
+        a new one (``Supervised._resume``).
+        """
         mailbox = self.mailbox
         queue = mailbox.queue
         methods = self.methods
@@ -88,18 +97,24 @@ class MailboxServing:
         kwargs: Any
         reply: Any
         result: Any
+        idle = False
         while True:
             if not queue:
-                # Idle: let go of the last message (its arguments, its answer), which would
+                if idle:
+                    self._park()
+                    return PARKED
+                # Let go of the last message (its arguments, its answer), which would
                 # otherwise live as long as the actor waits.
                 args = kwargs = reply = result = None
-                await mailbox.wait()
+                idle = True
+                await asyncio.sleep(0)
                 continue
+            idle = False
             name, args, kwargs, reply = queue.popleft()
             if mailbox.overflow:
                 mailbox.admit_one()
             if name is STOP:
-                return
+                return None
             if reply is not None and reply.cancelled():
                 continue  # its caller gave up before it began: it never runs
             try:

@@ -49,6 +49,7 @@ instance and no children. Messages sent while a restart backs off wait for the n
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
@@ -57,9 +58,11 @@ from .._errors import ActorDiedError, DeathReason, RuntimeClosedError
 from ._context import current_cell
 from ._lifecycle import (
     ACCEPTING,
+    PARKED,
     ActorServices,
     Backoff,
     Crash,
+    Parked,
     ProcessExit,
     State,
     check_transition,
@@ -103,7 +106,10 @@ class Supervised:
         self.imposed: DeathReason | None = None  # see ending_because()
         self.death: ActorDiedError | None = None
         self.died: asyncio.Future[ActorDiedError] = self.loop.create_future()
+        # The task serving it now: None while an idle inline actor waits (see _resume).
         self.task: asyncio.Task[None] | None = None
+        self._context: contextvars.Context | None = None  # every task of the actor runs in it
+        self._resuming = False  # a task was made to serve again and has not begun yet
         # Set in worker processes, to tell the owner of each restart and of the end.
         self.on_restart: Callable[[Any], None] | None = None
         self.on_finish: Callable[[Any, ActorDiedError], None] | None = None
@@ -170,16 +176,33 @@ class Supervised:
     # ------------------------------------------------------- stop, kill, wait
 
     def start(self, started: asyncio.Future[None]) -> None:
+        self._context = contextvars.copy_context()
         self.task = self.loop.create_task(
-            self._supervise(started), name=f"actorrt:{self.describe()}"
+            self._supervise(started), name=f"actorrt:{self.describe()}", context=self._context
         )
-        self.task.add_done_callback(lambda _task: self._never_ran(started))
+        self.task.add_done_callback(lambda task: self._never_ran(task, started))
 
-    def _never_ran(self, started: asyncio.Future[None]) -> None:
+    def _resume(self) -> None:
+        """Serve again: an idle inline actor lets its task end (it parks, see ``PARKED``) and
+        gets a new one, in the same context, when a message, a stop or a kill reaches it.
+        An idle actor so holds no task, coroutines or futures for the cyclic garbage
+        collector to walk."""
+        self._resuming = True
+        self.task = self.loop.create_task(
+            self._supervise(None), name=f"actorrt:{self.describe()}", context=self._context
+        )
+        self.task.add_done_callback(self._resumed_never_ran)
+
+    def _resumed_never_ran(self, task: asyncio.Task[None]) -> None:
+        self._never_ran(task, None)
+
+    def _never_ran(self, task: asyncio.Task[None], started: asyncio.Future[None] | None) -> None:
         """A task cancelled before its first step never runs its body: end the actor here."""
+        if self.task is not task:
+            return  # it parked: the actor lives on without it
         if self.state is not State.DEAD:
             error = self._final_error(self.died_error(KILLED))
-            if not started.done():
+            if started is not None and not started.done():
                 started.set_exception(error)
                 started.exception()
             self._finish(error)
@@ -239,10 +262,50 @@ class Supervised:
 
     # ------------------------------------------------------------ supervision
 
-    async def _supervise(self, started: asyncio.Future[None]) -> None:
+    async def _supervise(self, started: asyncio.Future[None] | None) -> None:
+        """Run incarnations until one ends for good, then end the actor; or return early
+        when the incarnation parks (its serving went idle). ``started`` is ``None`` for a
+        task that serves again an incarnation that parked (one coroutine for both, not a
+        chain: each is one more object per busy actor for the cyclic garbage collector)."""
         outcome: ActorDiedError | None = None
+        parked = False
+        resumed = started is None
         try:
-            outcome = await self._live(started)
+            if resumed:
+                self._resuming = False
+                if self.ending is KILLED:  # killed while idle, or before this task began
+                    outcome = self.died_error(KILLED)
+                    return
+            while True:
+                try:
+                    if resumed:
+                        resumed = False
+                    else:
+                        await self._incarnate()
+                        self._running_since = self.loop.time()
+                        if self.state is State.STARTING or self.state is State.RESTARTING:
+                            self._to(State.RUNNING)
+                        if started is not None:
+                            if not started.done():
+                                started.set_result(None)
+                            started = None  # done: a crash later is the supervisor's
+                    served = await self._serve()
+                    if served is PARKED:
+                        parked = True
+                        return
+                    crashed = served is not None and served.reason is not STOPPED
+                    await self._end_children(kill=crashed)
+                    cause = await self._wind_down()
+                    outcome = served or self.died_error(STOPPED, cause)
+                    return
+                except Crash as crash:
+                    if started is not None and not started.done():  # spawn raises it
+                        started.set_exception(crash.cause)
+                        outcome = crash.error or self.died_error(CRASHED, crash.cause)
+                        return
+                    if not await self._after_crash(crash):
+                        outcome = crash.error or self.died_error(CRASHED, crash.cause)
+                        return
         except asyncio.CancelledError:
             # Our own kill cancelled us: that cancellation is consumed here. Any other
             # (the loop shutting down) is re-raised once the actor has ended.
@@ -251,7 +314,7 @@ class Supervised:
             if not ours:
                 self.ending_because(DeathReason.RUNTIME_SHUT_DOWN)
             outcome = self.died_error(KILLED)
-            if not started.done():
+            if started is not None and not started.done():
                 # A spawner still waiting learns why it was ended (its node lost, its group
                 # removed, its parent ended), not merely that a kill carried it out.
                 started.set_exception(self._final_error(outcome))
@@ -259,37 +322,18 @@ class Supervised:
             if not ours:
                 raise
         finally:
-            stopped = outcome is not None and outcome.reason is STOPPED
-            try:
-                await self._end_children(kill=not stopped or self.ending is KILLED)
-                self._finish(self._final_error(outcome))
-            finally:
-                # This task's context holds the actor as the current cell, and the actor
-                # holds this task: a cycle that would leave every ended actor (its cell,
-                # mailbox, task and death) to the cyclic garbage collector. Freed by
-                # reference counting instead, once nothing else refers to it.
-                current_cell.set(None)
-
-    async def _live(self, started: asyncio.Future[None]) -> ActorDiedError:
-        """Run incarnations until one ends for good; return how it ended."""
-        while True:
-            try:
-                await self._incarnate()
-                self._running_since = self.loop.time()
-                if self.state is State.STARTING or self.state is State.RESTARTING:
-                    self._to(State.RUNNING)
-                if not started.done():
-                    started.set_result(None)
-                outcome = await self._serve()
-                await self._end_children(kill=outcome is not None and outcome.reason is not STOPPED)
-                cause = await self._wind_down()
-                return outcome or self.died_error(STOPPED, cause)
-            except Crash as crash:
-                if not started.done():
-                    started.set_exception(crash.cause)
-                    return crash.error or self.died_error(CRASHED, crash.cause)
-                if not await self._after_crash(crash):
-                    return crash.error or self.died_error(CRASHED, crash.cause)
+            if not parked:
+                stopped = outcome is not None and outcome.reason is STOPPED
+                try:
+                    await self._end_children(kill=not stopped or self.ending is KILLED)
+                    self._finish(self._final_error(outcome))
+                finally:
+                    # This task's context holds the actor as the current cell, and the
+                    # actor holds this task: a cycle that would leave every ended actor (its
+                    # cell, mailbox, task and death) to the cyclic garbage collector. Freed
+                    # by reference counting instead, once nothing else refers to it.
+                    current_cell.set(None)
+                    self._context = None
 
     def _may_restart(self) -> bool:
         """Whether a crash now is followed by a new incarnation."""
@@ -361,8 +405,9 @@ class Supervised:
     async def _incarnate(self) -> None:
         raise NotImplementedError
 
-    def _serve(self) -> Awaitable[ActorDiedError | None]:
-        """What the incarnation's serving awaits: ``None`` once it took its stop (a plain
+    def _serve(self) -> Awaitable[ActorDiedError | Parked | None]:
+        """What the incarnation's serving awaits: ``None`` once it took its stop,
+        ``PARKED`` once it went idle and let its task end (see ``_resume``) (a plain
         method returning the awaitable, so a kind may hand over its own serving coroutine
         without one more suspended frame per idle actor)."""
         raise NotImplementedError

@@ -137,6 +137,8 @@ class Host:
                 waiter = mailbox.waiter
                 if waiter is not None:
                     mailbox.wake(waiter)
+                elif mailbox.idle is not None:
+                    mailbox.resume()
             else:
                 mailbox.put_waiting((method, args, kwargs, reply), None)
             return
@@ -192,6 +194,8 @@ class Host:
                         waiter = mailbox.waiter
                         if waiter is not None:
                             mailbox.wake(waiter)
+                        elif mailbox.idle is not None:
+                            mailbox.resume()
                     else:
                         mailbox.put_waiting(envelope, None)
                 else:
