@@ -276,7 +276,7 @@ def test_result_constants_name_the_fields(ray_start_2_cpus: None, tmp_path: Any)
 @pytest.mark.parametrize(
     ("module", "hint"),
     [
-        ("actorrt.tune.integration.pytorch_lightning", "tune.report"),
+        ("actorrt.tune.integration.keras", "tune.report"),
         ("actorrt.data", "Ray Data"),
         ("actorrt.tune.no_such_module", "ray.tune.no_such_module"),
     ],
