@@ -181,11 +181,15 @@ class ActorCell(Supervised, MailboxServing):
                 self.instance = await self._off_loop(
                     self.actor_class.cls, *self.args, **self.kwargs
                 )
-        except Exception as exc:
+        except asyncio.CancelledError:
+            raise  # killed while constructing
+        except BaseException as exc:  # a constructor's exit (SystemExit) ends the actor too
             raise Crash(exc, "its constructor") from exc
         try:
             await self._call_hook("on_start", propagate=True)
-        except Exception as exc:
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
             raise Crash(exc, "on_start") from exc
 
     def _serve(self) -> Awaitable[Parked | None]:
@@ -239,7 +243,9 @@ class ActorCell(Supervised, MailboxServing):
                 hook()
             else:
                 await self._off_loop(hook)
-        except Exception as exc:
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
             if propagate:
                 raise
             logger.error("%s.%s raised", self.describe(), name, exc_info=exc)

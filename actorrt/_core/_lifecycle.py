@@ -122,6 +122,14 @@ class Backoff:
         return delay
 
 
+# What an actor's code raises to end its actor instead of answering: as for a program or a
+# thread, these two are exits, not errors. The caller (a spawner too) gets the crash's
+# ActorDiedError, naming it. Any other exception, a BaseException that is not an Exception
+# too (pytest's ``fail`` and ``skip``, a library's own), reaches the caller with its own type,
+# and after a method the actor goes on.
+ENDS_ACTOR = (SystemExit, KeyboardInterrupt)
+
+
 class Crash(Exception):
     """An incarnation ended by an error; carries it to the supervisor.
 

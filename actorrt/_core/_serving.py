@@ -23,7 +23,7 @@ import types
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from ._lifecycle import PARKED, Crash, Parked
+from ._lifecycle import ENDS_ACTOR, PARKED, Crash, Parked
 from ._mailbox import STOP, Envelope, Mailbox
 from ._threads import ActorThread, ThreadPoolRunner
 
@@ -127,7 +127,7 @@ class MailboxServing:
                     self._orphans.append(reply)  # answered with the death error at the end
                     raise
                 self._failed(reply, name, exc)
-            except Exception as exc:
+            except BaseException as exc:  # SystemExit, KeyboardInterrupt: see _failed
                 self._failed(reply, name, exc)
             else:
                 if reply is not None and not reply.done():
@@ -179,7 +179,7 @@ class MailboxServing:
                     self._orphans.append(reply)
                     raise
                 self._failed(reply, name, exc)
-            except Exception as exc:
+            except BaseException as exc:  # SystemExit, KeyboardInterrupt: see _failed
                 self._failed(reply, name, exc)
             else:
                 if reply is not None and type(result) in _STREAMS:
@@ -233,7 +233,8 @@ class MailboxServing:
             # next trip, once this answer has been sent.
             self.mailbox.queue.extendleft(reversed(batch[len(outcomes) :]))
             batch = batch[: len(outcomes)]
-        if len(outcomes) == len(batch) > 1:  # a run, and no failing tell cut it short
+        if len(outcomes) == len(batch) > 1 and not isinstance(outcomes[-1][1], ENDS_ACTOR):
+            # A run, and no failing tell or exit cut it short.
             # Replies that can answer a whole run at once do (the wire's: one frame).
             settle_run = getattr(batch[0][3], "settle_run", None)
             if settle_run is not None and settle_run(batch, outcomes):
@@ -241,18 +242,22 @@ class MailboxServing:
         for (name, _args, _kwargs, reply), (ok, value) in zip(batch, outcomes, strict=False):
             if ok:
                 settle(reply, value, None)
-            elif reply is not None:
+            elif reply is not None and not isinstance(value, ENDS_ACTOR):
                 settle(reply, None, value)
             else:
-                # A failing tell crashes the actor; what it had not reached yet was queued
-                # at the crash: put it back for the crash handling to fail.
+                # A failing tell or an exit crashes the actor; what it had not reached yet
+                # was queued at the crash: put it back for the crash handling to fail.
                 self.mailbox.queue.extendleft(reversed(batch[len(outcomes) :]))
-                raise Crash(value, f"{name}() (called by tell)")
+                if reply is not None:
+                    self._orphans.append(reply)
+                raise Crash(value, _crashed_in(name, reply, value))
 
     def _failed(self, reply: Any, method: str, exc: BaseException) -> None:
         exc = _as_error(exc, method)
-        if reply is None:
-            raise Crash(exc, f"{method}() (called by tell)")
+        if reply is None or isinstance(exc, ENDS_ACTOR):
+            if reply is not None:
+                self._orphans.append(reply)  # answered with the crash's death error
+            raise Crash(exc, _crashed_in(method, reply, exc))
         settle(reply, None, exc)
 
     async def _serve_concurrently(self, instance: Any) -> None:
@@ -316,7 +321,7 @@ class MailboxServing:
                 self._orphans.append(envelope[3])  # answered with the death error at the end
                 raise
             self._failed_concurrent(envelope, exc, crashed)
-        except Exception as exc:
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt: see _failed
             self._failed_concurrent(envelope, exc, crashed)
         else:
             if envelope[3] is not None and type(result) in _STREAMS:
@@ -330,14 +335,24 @@ class MailboxServing:
         self, envelope: Envelope, exc: BaseException, crashed: asyncio.Future[Crash]
     ) -> None:
         exc = _as_error(exc, envelope[0])
-        if envelope[3] is None:
+        reply = envelope[3]
+        if reply is None or isinstance(exc, ENDS_ACTOR):
+            if reply is not None:
+                self._orphans.append(reply)
             if not crashed.done():
-                crashed.set_result(Crash(exc, f"{envelope[0]}() (called by tell)"))
+                crashed.set_result(Crash(exc, _crashed_in(envelope[0], reply, exc)))
         else:
-            settle(envelope[3], None, exc)
+            settle(reply, None, exc)
 
 
 BATCH_LIMIT = 512  # sync messages handed to an actor's thread in one trip
+
+
+def _crashed_in(method: str, reply: Any, exc: BaseException) -> str:
+    """Where a crash in a method happened, for the log and the death error."""
+    if reply is None:
+        return f"{method}() (called by tell)"
+    return f"{method}(), which raised {type(exc).__name__} (an exit: it ends the actor)"
 
 
 def _run_sync_batch(
@@ -356,9 +371,9 @@ def _run_sync_batch(
             continue
         try:
             result = methods[name][0](instance, *args, **kwargs)
-        except Exception as exc:
+        except BaseException as exc:  # everything goes back to the loop, in order
             outcomes.append((False, exc))
-            if reply is None:
+            if reply is None or isinstance(exc, ENDS_ACTOR):
                 break
         else:
             if reply is None:

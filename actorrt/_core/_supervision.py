@@ -58,6 +58,7 @@ from .._errors import ActorDiedError, DeathReason, RuntimeClosedError
 from ._context import current_cell
 from ._lifecycle import (
     ACCEPTING,
+    ENDS_ACTOR,
     PARKED,
     ActorServices,
     Backoff,
@@ -300,7 +301,11 @@ class Supervised:
                     return
                 except Crash as crash:
                     if started is not None and not started.done():  # spawn raises it
-                        started.set_exception(crash.cause)
+                        # ... unless it is an exit, which would end the spawner's program.
+                        started.set_exception(
+                            crash.error or self.died_error(CRASHED, crash.cause)
+                            if isinstance(crash.cause, ENDS_ACTOR) else crash.cause
+                        )
                         outcome = crash.error or self.died_error(CRASHED, crash.cause)
                         return
                     if not await self._after_crash(crash):

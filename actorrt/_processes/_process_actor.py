@@ -236,7 +236,9 @@ class ProcessActor(Supervised, RemoteActor):
             # The process died under the constructor: say how it died.
             died = await self.lost()
             raise Crash(died, "its worker process", died) from None
-        except Exception as exc:
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # the constructor's own, sent back: pytest's too
             if self.worker is not None:
                 self.worker.tainted = True  # a failed constructor may have left anything
             raise Crash(exc, "its constructor") from exc
