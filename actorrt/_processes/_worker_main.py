@@ -16,7 +16,11 @@ Nothing it runs may outlive the owner:
   *process* has exited (a pidfd, not the death of a thread: the sync facade runs the runtime
   on a thread). The watcher is a process of its own, so a worker whose thread holds the GIL
   in a long C call, or that is stopped, cannot hold it up; it also removes the socket that a
-  killed owner leaves behind.
+  killed owner leaves behind, and the worker's temporary directory.
+
+A worker uses the temporary directory its owner made for it (the boot line's ``tmp``) as
+``TMPDIR``, for ``tempfile`` here and in every process it starts; its owner removes it once
+the worker has exited, and the watcher when the owner was killed first.
 
 Nothing an actor runs may outlive the actor either: the worker is a child subreaper, and when
 its hosted actor ends it kills every process that actor started, double-forked or in a
@@ -40,8 +44,10 @@ import importlib
 import json
 import os
 import select
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -94,8 +100,11 @@ def _owner_check(owner_pid: int) -> tuple[Callable[[float | None], bool], int | 
     return owner_gone, pidfd
 
 
-def watch_owner(owner_pid: int, socket_path: str) -> tuple[Callable[[float | None], bool], int]:
-    """Start the watcher that kills this process group once ``owner_pid`` has exited.
+def watch_owner(
+    owner_pid: int, socket_path: str, tmp: str | None = None
+) -> tuple[Callable[[float | None], bool], int]:
+    """Start the watcher that kills this process group once ``owner_pid`` has exited (and
+    removes ``tmp``, the worker's temporary directory, which its owner can no longer do).
 
     Returns the check "has the owner exited?" and the watcher's pid (0: a thread watches,
     because no process could be forked).
@@ -104,6 +113,8 @@ def watch_owner(owner_pid: int, socket_path: str) -> tuple[Callable[[float | Non
 
     def kill_group() -> None:
         remove_socket(socket_path)
+        if tmp:  # before the kill, which ends the watcher too
+            shutil.rmtree(tmp, ignore_errors=True)
         os.killpg(os.getpgid(0), signal.SIGKILL)
 
     try:
@@ -207,6 +218,16 @@ def set_scheduling_policy() -> None:
             pass
 
 
+def use_temporary_directory(tmp: object) -> str | None:
+    """Make ``tmp`` (the owner's, see the module) this process's and its children's
+    ``TMPDIR``."""
+    if not isinstance(tmp, str) or not tmp:
+        return None
+    os.environ["TMPDIR"] = tmp
+    tempfile.tempdir = None  # computed again from TMPDIR on next use
+    return tmp
+
+
 def main() -> None:
     try:
         set_scheduling_policy()
@@ -219,8 +240,9 @@ def main() -> None:
     os.close(devnull)
     sys.path[:] = [str(p) for p in boot["sys_path"]]
     socket_path = str(boot["socket"])
+    tmp = use_temporary_directory(boot.get("tmp"))
     become_subreaper()  # what its actors start stays below it, double-forked or not
-    owner_gone, watcher = watch_owner(int(boot["owner_pid"]), socket_path)
+    owner_gone, watcher = watch_owner(int(boot["owner_pid"]), socket_path, tmp)
     connected: list[bool] = []
     code = RUNTIME_LOST
     try:

@@ -8,6 +8,13 @@ environment, so the secret does not leak into the worker's own children). Its st
 stderr reach this process's, each line prefixed with the actor it hosts. When it exits, its
 whole process group is killed, so processes it started go with it; the exit is reaped at
 once (for a forked worker by the fork server, which reports the exit code here).
+
+Each worker started here gets a temporary directory of its own (mode 0700, made here in the
+temporary directory the worker's environment names), which it uses as ``TMPDIR``: what its
+actors and their subprocesses leave in temporary files (a checkpoint folder of a trial that
+was SIGKILLed half-way through saving, say) is removed with it once it has exited, however it
+ended. Should the runtime itself be killed, the worker's watcher removes it
+(:mod:`actorrt._processes._worker_main`).
 """
 
 from __future__ import annotations
@@ -20,13 +27,16 @@ import functools
 import json
 import logging
 import os
+import shutil
 import signal
 import sys
+import tempfile
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from .._wire._auth import SECRET_VARIABLES
 from .._wire._connection import Connection
+from .._wire._transport import make_private_dir
 from ._bootstrap import RUNTIME_LOST, WORKER_MAIN, command
 from ._forkserver import ForkServer, ForkUnavailable
 from ._liveness import Liveness, process_state
@@ -114,6 +124,7 @@ class WorkerProcess:
         self._tasks: list[asyncio.Task[None]] = []
         self._early_stderr: collections.deque[str] = collections.deque(maxlen=10)
         self.liveness = Liveness()
+        self.tmp: str | None = None  # its TMPDIR, removed once it has exited (see the module)
 
     @property
     def pid(self) -> int:
@@ -152,11 +163,27 @@ class WorkerProcess:
     ) -> None:
         """Start the worker: forked by ``forks`` when given and able, else the plain way."""
         boot = self.boot_line(socket_path, secret_text, owner_pid, boot_fields)
+        env = self.key.environment()
+        self.tmp = boot["tmp"] = make_private_dir(
+            f"actorrt-worker-{self.worker_id}-", env.get("TMPDIR") or tempfile.gettempdir()
+        )
+        try:
+            await self._start(boot, env, owner_pid, forks)
+        except BaseException:
+            if self._pid is None:  # no process: nobody else will remove it
+                self._remove_tmp()
+            raise
+
+    async def _start(
+        self,
+        boot: dict[str, Any],
+        env: dict[str, str],
+        owner_pid: int,
+        forks: ForkServer | None,
+    ) -> None:
         if forks is not None:
             try:
-                forked = await forks.fork(
-                    self.worker_id, self.key.environment(), self.key.cwd, boot
-                )
+                forked = await forks.fork(self.worker_id, env, self.key.cwd, boot)
             except ForkUnavailable as exc:
                 logger.debug("worker %s starts the plain way: %s", self.worker_id, exc)
             else:
@@ -177,7 +204,7 @@ class WorkerProcess:
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env=self.key.environment(),
+            env=env,
             cwd=self.key.cwd,
             start_new_session=True,  # its own process group, killed as a whole
         )
@@ -268,9 +295,20 @@ class WorkerProcess:
             self.connected.exception()
         if self.conn is not None:
             self.conn.abort()
+        self._remove_tmp()
         self.exited.set_result(code)
         if self.on_exit is not None:
             self.on_exit(self, code)
+
+    def _remove_tmp(self) -> None:
+        """Remove the worker's temporary directory, off the loop (it may hold much)."""
+        tmp, self.tmp = self.tmp, None
+        if tmp is None:
+            return
+        try:
+            asyncio.get_running_loop().run_in_executor(None, shutil.rmtree, tmp, True)
+        except RuntimeError:  # no loop, or its executor has shut down: here, then
+            shutil.rmtree(tmp, ignore_errors=True)
 
     def process_state(self) -> str:
         """Its one-letter state in ``/proc`` (``T``: stopped); ``?`` if unknown."""

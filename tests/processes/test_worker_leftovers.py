@@ -6,16 +6,18 @@ the trial; and a worker that loses its connection to the runtime says so, not "S
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from typing import Any
 
 import pytest
-from conftest import eventually, proc_state, run_config
+from conftest import eventually, proc_state, run_config, wait_until
 
 import actorrt
 from actorrt import tune
@@ -213,3 +215,74 @@ def test_a_direct_listener_over_tls_leaves_no_key_in_the_temporary_folder(tmp_pa
         await routes.close()
 
     asyncio.run(listen())
+
+
+@actorrt.actor(num_cpus=1)
+class TempUser:
+    def leave_temporary_files(self) -> tuple[str, str, int]:
+        """What user code does: a temporary folder and file, never removed; the worker's
+        TMPDIR as a subprocess sees it; the worker's pid."""
+        folder = tempfile.mkdtemp(prefix="user-")
+        with open(os.path.join(folder, "model.bin"), "wb") as f:
+            f.write(b"x" * 1000)
+        child_tmp = subprocess.run(
+            [sys.executable, "-c", "import tempfile; print(tempfile.gettempdir())"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()
+        return folder, child_tmp, os.getpid()
+
+
+@pytest.mark.actorrt(num_cpus=2)
+async def test_a_sigkilled_workers_temporary_files_are_removed(
+    actorrt_runtime: actorrt.Runtime,
+) -> None:
+    ref = await TempUser.spawn()
+    folder, child_tmp, pid = await ref.leave_temporary_files()
+    worker_tmp = os.path.dirname(folder)
+    # The worker's own folder, this user's alone, is TMPDIR for what it starts too.
+    assert child_tmp == worker_tmp
+    assert os.path.basename(worker_tmp).startswith("actorrt-worker-")
+    info = os.stat(worker_tmp)
+    assert info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) == 0o700
+    os.kill(pid, signal.SIGKILL)
+    with pytest.raises(actorrt.ActorDiedError):
+        await ref.leave_temporary_files()
+    assert await eventually(lambda: not os.path.exists(worker_tmp), within=10), worker_tmp
+    # A worker that ends the ordinary way (its runtime shut down) leaves nothing either.
+    again = await TempUser.spawn()
+    folder, _, _ = await again.leave_temporary_files()
+    await actorrt_runtime.shutdown()
+    assert await eventually(lambda: not os.path.exists(os.path.dirname(folder)), within=10)
+
+
+OWNER = """
+import asyncio, os, tempfile, actorrt
+
+@actorrt.actor(process=True)
+class Leaver:
+    def leave(self) -> str:
+        return tempfile.mkdtemp(prefix="user-")
+
+async def main():
+    async with actorrt.Runtime(num_cpus=1):
+        ref = await Leaver.spawn()
+        print(await ref.leave(), flush=True)
+        await asyncio.Event().wait()
+
+asyncio.run(main())
+"""
+
+
+def test_a_killed_runtimes_worker_temporary_files_are_removed() -> None:
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        folder = owner.stdout.readline().strip()  # type: ignore[union-attr]
+        assert os.path.isdir(folder), folder
+    finally:
+        owner.kill()
+        owner.wait()
+    # The worker's watcher outlives the runtime just long enough to remove it.
+    assert wait_until(lambda: not os.path.exists(os.path.dirname(folder)), timeout=10), folder
