@@ -302,7 +302,8 @@ class WorkerPool:
         return True
 
     async def shutdown(self) -> None:
-        """Kill every worker's process group and wait until each is reaped."""
+        """Kill every worker's process group, wait until each is reaped and its temporary
+        directory removed."""
         await self.watch.close()
         workers = list(self._all.values())
         for worker in workers:
@@ -310,6 +311,10 @@ class WorkerPool:
         waits = [w.exited for w in workers if w.started]
         if waits:
             await asyncio.gather(*waits, return_exceptions=True)
+        # Their temporary directories are gone by the time the runtime has ended.
+        removals = [w.tmp_removed for w in workers if w.tmp_removed is not None]
+        if removals:
+            await asyncio.gather(*removals, return_exceptions=True)
         self._idle.clear()
         if self._forks_starting is not None:
             self._forks_starting.cancel()  # no-op once it has started

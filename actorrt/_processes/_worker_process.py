@@ -125,6 +125,7 @@ class WorkerProcess:
         self._early_stderr: collections.deque[str] = collections.deque(maxlen=10)
         self.liveness = Liveness()
         self.tmp: str | None = None  # its TMPDIR, removed once it has exited (see the module)
+        self.tmp_removed: asyncio.Future[None] | None = None  # that removal, when off the loop
 
     @property
     def pid(self) -> int:
@@ -301,12 +302,22 @@ class WorkerProcess:
             self.on_exit(self, code)
 
     def _remove_tmp(self) -> None:
-        """Remove the worker's temporary directory, off the loop (it may hold much)."""
+        """Remove the worker's temporary directory: at once when empty (the usual case),
+        else off the loop, as it may hold much (``tmp_removed`` is then that removal)."""
         tmp, self.tmp = self.tmp, None
         if tmp is None:
             return
         try:
-            asyncio.get_running_loop().run_in_executor(None, shutil.rmtree, tmp, True)
+            os.rmdir(tmp)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            pass  # not empty
+        try:
+            self.tmp_removed = asyncio.get_running_loop().run_in_executor(
+                None, shutil.rmtree, tmp, True
+            )
         except RuntimeError:  # no loop, or its executor has shut down: here, then
             shutil.rmtree(tmp, ignore_errors=True)
 
