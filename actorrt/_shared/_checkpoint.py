@@ -121,7 +121,8 @@ class Checkpoint(CheckpointMetadata):
         return hash(self.path)
 
     def __repr__(self) -> str:
-        return f"Checkpoint(path={self.path!r})"
+        # Ray's form, which names the filesystem (a checkpoint here is a local folder).
+        return f"Checkpoint(filesystem=local, path={self.path})"
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
         # Pickled through this module's function, not through the class's public name:

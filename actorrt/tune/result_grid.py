@@ -62,8 +62,9 @@ class Result:
         ``Result.get_best_checkpoint``).
 
         Raises:
-            RuntimeError: the trial kept no checkpoint.
-            ValueError: a bad mode, or no kept checkpoint's result has ``metric``.
+            RuntimeError: the trial kept no checkpoint, or none of its kept checkpoints'
+                results has ``metric`` (as in Ray).
+            ValueError: a bad mode.
         """
         _check_mode(mode)
         if not self.best_checkpoints:
@@ -74,9 +75,9 @@ class Result:
             if isinstance(v := flatten(metrics).get(metric), int | float)
             and not isinstance(v, bool)
         ]
-        if not scored:
+        if not scored:  # Ray's error here is a RuntimeError ("Invalid metric name")
             known = sorted({k for _, m in self.best_checkpoints for k in flatten(m)})
-            raise ValueError(
+            raise RuntimeError(
                 f"no checkpoint of trial {self.trial_id} was reported with {metric!r}; "
                 f"choose from {known}"
             )
@@ -139,13 +140,19 @@ class Result:
         return pandas.read_csv(path)
 
     def __repr__(self) -> str:
-        # As Ray's: the reported metrics without Tune's automatic keys.
+        return self._repr(0)
+
+    def _repr(self, indent: int) -> str:
+        # As Ray's: the reported metrics without Tune's automatic keys, one field a line,
+        # ``indent`` spaces in (a ResultGrid shows its results 2 in).
         shown = {k: v for k, v in self.metrics.items() if k not in AUTO_RESULT_KEYS}
-        lines = [f"  metrics={shown!r},", f"  path={self.path!r},", "  filesystem='local',",
-                 f"  checkpoint={self.checkpoint!r}"]
+        fields = [f"metrics={shown!r}", f"path={self.path!r}", "filesystem='local'",
+                  f"checkpoint={self.checkpoint!r}"]
         if self.error is not None:
-            lines.insert(0, f"  error={type(self.error).__name__!r},")
-        return "Result(\n" + "\n".join(lines) + "\n)"
+            fields.insert(0, f"error={type(self.error).__name__!r}")
+        pad = " " * indent
+        body = ",\n".join(f"{pad}  {field}" for field in fields)
+        return f"{pad}Result(\n{body}\n{pad})"
 
 
 def _local_filesystem(filesystem: Any) -> None:
@@ -167,20 +174,40 @@ class ResultGrid:
 
     def __init__(
         self,
-        results: list[Result] | ExperimentAnalysis,
+        results: list[Result] | ExperimentAnalysis | None = None,
         experiment_path: str | None = None,
         metric: str | None = None,
         mode: str | None = None,
+        *,
+        experiment_analysis: Any = None,
     ) -> None:
-        if isinstance(results, ExperimentAnalysis):  # Ray's ResultGrid(experiment_analysis)
-            analysis = results
-            metric = metric or analysis.default_metric
-            mode = mode or analysis.default_mode
-            results = grid_of(analysis.trials, analysis.experiment_path, metric, mode)._results
-            experiment_path = experiment_path or analysis.experiment_path
+        """Either ``results`` (a list of ``Result``) and ``experiment_path``, or, as in Ray,
+        an ``ExperimentAnalysis`` (positional, or ``experiment_analysis=``): any object
+        with ``trials``, whose ``experiment_path``, ``default_metric`` and
+        ``default_mode`` are used where it has them.
+
+        Raises:
+            ValueError: both or neither of ``results`` and ``experiment_analysis``, or a
+                list of results without ``experiment_path``.
+        """
+        if (results is None) == (experiment_analysis is None):
+            raise ValueError("ResultGrid() takes results (with experiment_path) or "
+                             "experiment_analysis, one of the two")
+        if results is not None and not isinstance(results, list):
+            experiment_analysis, results = results, None
+        if experiment_analysis is not None:  # Ray's ResultGrid(experiment_analysis)
+            analysis = experiment_analysis
+            trials = list(analysis.trials)
+            metric = metric or getattr(analysis, "default_metric", None)
+            mode = mode or getattr(analysis, "default_mode", None)
+            experiment_path = experiment_path or getattr(analysis, "experiment_path", None)
+            if experiment_path is None:  # the trials' folder; an empty grid has none
+                experiment_path = os.path.dirname(trials[0].path) if trials else ""
+            results = grid_of(trials, experiment_path, metric, mode)._results
         if experiment_path is None:
             raise ValueError("ResultGrid(results) needs experiment_path (or pass an "
                              "ExperimentAnalysis)")
+        assert results is not None
         self._results: list[Result] = results
         self.experiment_path = experiment_path
         self._metric = metric
@@ -219,8 +246,9 @@ class ResultGrid:
     ) -> Result:
         """The trial whose ``metric`` is best: its last value (``scope="last"``), its best
         value (``"all"``), the mean of its values (``"avg"``) or of its last 5 or 10
-        (``"last-5-avg"``, ``"last-10-avg"``). As in Ray, a grid of one trial returns it
-        without a metric, and NaN or infinite scores are skipped unless
+        (``"last-5-avg"``, ``"last-10-avg"``). As in Ray, a grid of one trial returns that
+        trial whatever ``metric``, ``mode`` and ``scope`` are (even one it never reported),
+        and NaN or infinite scores are skipped unless
         ``filter_nan_and_inf=False``.
 
         Raises:
@@ -228,7 +256,7 @@ class ResultGrid:
                 scope.
             RuntimeError: no trial reported a usable value of ``metric`` (Ray's error).
         """
-        if len(self._results) == 1 and metric is None and mode is None:
+        if len(self._results) == 1:  # as in Ray, whatever metric and mode say
             return self._results[0]
         metric = metric or self._metric
         mode = mode or self._mode
@@ -319,7 +347,9 @@ class ResultGrid:
         return pandas.DataFrame(rows)
 
     def __repr__(self) -> str:
-        return f"ResultGrid<{len(self)} results, {self.num_errors} errors>"
+        # Ray's form: every result's repr, indented, in a list.
+        shown = ",\n".join(result._repr(2) for result in self._results)
+        return f"ResultGrid<[\n{shown}\n]>"
 
 
 def grid_of(

@@ -163,7 +163,7 @@ def test_get_results_and_best_checkpoints(tmp_path: Any) -> None:
     assert [m["step"] for _, m in best.best_checkpoints] == [2, 3, 4]
     assert step_of(best.get_best_checkpoint("loss", "min")) == 2
     assert step_of(best.get_best_checkpoint("step", "max")) == 4
-    with pytest.raises(ValueError, match="choose from"):
+    with pytest.raises(RuntimeError, match="choose from"):
         best.get_best_checkpoint("accuracy", "max")
     # A restored tuner's results, read from its folder without running anything (Ray's
     # way to analyse a finished experiment).
