@@ -31,9 +31,9 @@ docs/benchmarks.md: time, driver CPU per trial, the driver's peak RSS and the fl
 size (the sizes run in increasing order, so the peak RSS is that of the largest so far).
 Beside them, in each repetition, what a trial's five file creations (its folder,
 ``params.json``, ``params.pkl``, ``result.json``, ``progress.csv``) cost the kernel in a
-fresh folder of the storage path, against the same on tmpfs (``/dev/shm``): on ext4 that
-cost differs by up to fifty times between two folders of one file system (docs/benchmarks.md,
-"What moves Tune's figures"), so the table says what the disk gave this run.
+fresh experiment folder of the storage path, against the same on tmpfs (``/dev/shm``), so
+the table says what the disk gave this run (docs/benchmarks.md, "What moves Tune's
+figures").
 ``--check`` exits 1 when a target is missed.
 """
 
@@ -49,6 +49,7 @@ from typing import Any
 
 import actorrt
 from actorrt import tune
+from actorrt.tune._controller._storage import spread_subfolders
 
 from ._common import Figure, exit_for, filesystem_of, report
 
@@ -134,10 +135,12 @@ def actorrt_seconds(trials: int, reports: int, warm: bool) -> list[tuple[float, 
 
 def trial_files_us(base: str | None, folders: int = 40) -> float:
     """Microseconds of CPU that a trial's five file creations take in a fresh folder under
-    ``base`` (the temporary folder by default): ``folders`` trial-like folders, each with
-    four files, the median folder's cost."""
+    ``base`` (the temporary folder by default), marked as Tune marks an experiment folder
+    (its subfolders spread over the file system: ``spread_subfolders``): ``folders``
+    trial-like folders, each with four files, the median folder's cost."""
     costs = []
     with tempfile.TemporaryDirectory(dir=base) as experiment:
+        spread_subfolders(experiment)
         for i in range(folders):
             start = time.process_time()
             trial = os.path.join(experiment, f"trial_{i}")

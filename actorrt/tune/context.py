@@ -2,10 +2,12 @@
 
 These run in a trial's worker process, on the trial's own thread. One trial runs per worker
 process at a time, so the current session is a module global set by the trial driver for
-the length of one run. ``report`` is a blocking ask to the controller's report bus: the
-answer says whether to go on. When the answer is "stop" (a scheduler decision, a stop
-criterion, the time budget), ``report`` raises :class:`StopTrial`, a ``BaseException`` so that
-``except Exception`` in user code lets it through. Do not catch it: the trial ends cleanly
+the length of one run. ``report`` is an ask to the controller's report bus: the answer
+says whether to go on (read at once where a scheduler or a stop criterion decides on each
+result, else up to ``spec.reports_ahead`` reports later: :meth:`Session.send`). When the
+answer is "stop" (a scheduler decision, a stop criterion, the time budget), ``report``
+raises :class:`StopTrial`, a ``BaseException`` so that ``except Exception`` in user code
+lets it through. Do not catch it: the trial ends cleanly
 with it.
 """
 
@@ -17,6 +19,7 @@ import shutil
 import threading
 import time
 import warnings
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -119,6 +122,8 @@ class Session:
         self.restored_iteration = self.iteration
         self.pid = os.getpid()
         self.thread = threading.get_ident()
+        # Reports sent whose decisions have not been read yet (see `send`).
+        self._ahead: deque[Any] = deque()
 
     def write_checkpoint(self, fill: Callable[[str], object]) -> str:
         """Write the next checkpoint into the trial folder: ``fill`` writes its files into
@@ -138,9 +143,49 @@ class Session:
         )
 
     def send(self, metrics: Mapping[str, Any], checkpoint_path: str | None) -> str:
-        """Report one result to the controller; return its decision."""
+        """Report one result to the controller; return its decision.
+
+        With ``spec.reports_ahead`` 0 (a scheduler or a stop criterion decides on each
+        result), each report waits for its decision, as in Ray. Otherwise nothing but the
+        experiment's end can stop the trial at a result, so up to that many reports go
+        ahead of their decisions: a report returns once sent, and the decisions that have
+        arrived meanwhile are read at each report (a stop among them stops the trial
+        there, before the new result is sent). A report with a checkpoint or ``done``, and
+        the attempt's end (:meth:`drain`), wait for every decision.
+        """
+        decision = self._decided()
+        if decision != CONTINUE:
+            return decision
         result = self._result(metrics, checkpoint_path)
-        decision: str = actorrt.get(self.bus.report(self.trial_id, result, checkpoint_path))
+        ask = self.bus.report(self.trial_id, result, checkpoint_path)
+        if checkpoint_path is not None or result.get("done") or not self.spec.reports_ahead:
+            decision = self.drain()
+            answer: str = actorrt.get(ask)
+            return decision if decision != CONTINUE else answer
+        self._ahead.append(ask)
+        if len(self._ahead) > self.spec.reports_ahead:
+            actorrt.get(self._ahead[0])  # the window is full: wait for the oldest
+        return self._decided()
+
+    def _decided(self) -> str:
+        """Read the decisions that have arrived, oldest first: the first that is not
+        ``CONTINUE``, or ``CONTINUE``. Raises what a report's ask raised."""
+        ahead = self._ahead
+        while ahead and ahead[0].done():
+            decision: str = actorrt.get(ahead.popleft())
+            if decision != CONTINUE:
+                self._ahead.clear()  # the controller drops the results after a stop
+                return decision
+        return CONTINUE
+
+    def drain(self) -> str:
+        """Wait for the decisions of every report sent ahead (:meth:`send`); the first
+        that is not ``CONTINUE``, or ``CONTINUE``."""
+        decision = CONTINUE
+        while self._ahead:
+            answer: str = actorrt.get(self._ahead.popleft())
+            if answer != CONTINUE and decision == CONTINUE:
+                decision = answer
         return decision
 
     async def send_async(self, metrics: Mapping[str, Any], checkpoint_path: str | None) -> str:
@@ -250,8 +295,10 @@ def report(
 ) -> None:
     """Report one iteration's metrics (and optionally a checkpoint) from a trial.
 
-    Blocks until the controller has taken the result (and written it), so a report is
-    never lost. ``training_iteration`` counts reports.
+    With a scheduler or a stop criterion, returns once the controller has taken the
+    result (and written it), as in Ray; with neither, once the result is sent, and the
+    trial's end waits until every result is taken (docs/tune.md, "How a sweep runs").
+    ``training_iteration`` counts reports.
 
     Args:
         metrics: a dict of numbers and short values.

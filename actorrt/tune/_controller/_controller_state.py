@@ -36,7 +36,9 @@ from ..search.concurrency_limiter import ConcurrencyLimiter
 from ..search.searcher import Searcher
 from ..search.util import set_search_properties_compatibly
 from ..stopper._from_config import to_stopper
+from ..stopper.stopper import Stopper
 from ..tune_config import RunConfig, TuneConfig, limited_search_alg
+from ._bus import reports_ahead_setting
 from ._experiment_state import make_header
 from ._prepare import DEFAULT_STORAGE, check_checkpoint_config, experiment_name, trainable_name
 from ._progress import ProgressReporter
@@ -100,6 +102,13 @@ class ControllerState:
         self.scheduler: TrialScheduler = tune_config.scheduler or FIFOScheduler()
         self.scheduler.set_search_properties(tune_config.metric, tune_config.mode)
         self.stopper = to_stopper(run_config.stop)
+        # Where nothing decides on a trial's results but the experiment's end, its reports
+        # need not wait for their answers (Session.send): up to this many go ahead.
+        self.reports_ahead = (
+            reports_ahead_setting()
+            if type(self.scheduler) is FIFOScheduler and type(self.stopper) is Stopper
+            else 0
+        )
         self.progress = ProgressReporter(
             run_config.verbose, tune_config.metric, tune_config.mode,
             reporter=run_config.progress_reporter,

@@ -3,6 +3,8 @@ the searcher and the stopper hear of it, and the answer to the trial is the deci
 
 Reports reach the controller through the report bus (:mod:`._bus`): each ``tune.report``
 in a trial process is one ask, answered with ``CONTINUE``, ``STOP`` or ``SAVE_AND_STOP``.
+Where no scheduler or stop criterion decides on results, a trial sends up to
+``REPORTS_AHEAD`` of them before reading their answers (``Session.send``).
 A scheduler's ``PAUSE`` ends the trial's attempt here (:meth:`._scheduler_actions.
 SchedulerActions._pause`); a PBT exploit takes the donor's checkpoint now, while it exists.
 """
@@ -28,10 +30,18 @@ class ResultHandler(SchedulerActions):
     """Handles each report and checkpoint of a trial (see the module docstring)."""
 
     def on_result(self, trial_id: str, result: dict[str, Any], checkpoint: str | None) -> str:
-        """A trial's report: record it, and decide whether the trial goes on."""
+        """A trial's report: record it, and decide whether the trial goes on. Once its
+        attempt was answered a stop, the results it had sent ahead of that answer
+        (``TrialSpec.reports_ahead``) are dropped: in lockstep it would not have made them."""
         trial = self._by_id.get(trial_id)
-        if trial is None or trial.status != RUNNING:
+        if trial is None or trial.status != RUNNING or trial.answered_stop:
             return STOP
+        decision = self._on_result(trial, result, checkpoint)
+        if decision != CONTINUE:
+            trial.answered_stop = True
+        return decision
+
+    def _on_result(self, trial: Trial, result: dict[str, Any], checkpoint: str | None) -> str:
         # A trial that reports done=True has finished, as in Ray.
         reported_done = bool(result.get("done", False))
         if not self._record(trial, result, checkpoint):

@@ -14,13 +14,16 @@ reports again after resuming appear once.
 
 from __future__ import annotations
 
+import array
 import asyncio
 import concurrent.futures
 import contextlib
 import csv
 import errno
+import fcntl
 import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -68,6 +71,42 @@ def storage_error(exc: OSError, path: str, doing: str) -> OSError:
     called that, with what to do."""
     message = f"tune could not {doing} {path}: {exc.strerror or exc}{full_disk_hint(exc)}"
     return OSError(exc.errno, message)
+
+
+# ext2/3/4's "top of a directory hierarchy" inode flag (FS_TOPDIR_FL, `chattr +T`).
+_TOPDIR_FLAG = 0x00020000
+_GET_FLAGS, _SET_FLAGS = 0x80086601, 0x40086602  # FS_IOC_GETFLAGS, FS_IOC_SETFLAGS
+
+
+def spread_subfolders(path: str) -> bool:
+    """Mark ``path`` so that ext4 places each folder made in it in a block group of its own
+    choosing, rather than next to ``path``; whether it was marked (``False`` on other file
+    systems, which have no such flag, and on other systems).
+
+    Without it, every trial folder's inodes are taken from the group of the experiment
+    folder. Where the file system has no journal, finding a free inode there skips, one
+    table read each, every inode freed in the last seconds to minutes (the kernel does
+    not reuse them sooner): after a large folder in that group was deleted (an earlier
+    experiment, old checkpoints), each file a trial creates cost 0.2-0.8 ms of CPU
+    here, against 20-60 µs with the folders spread.
+    """
+    if sys.platform != "linux":
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        flags = array.array("l", [0])
+        fcntl.ioctl(fd, _GET_FLAGS, flags, True)
+        if not flags[0] & _TOPDIR_FLAG:
+            flags[0] |= _TOPDIR_FLAG
+            fcntl.ioctl(fd, _SET_FLAGS, flags, True)
+        return True
+    except OSError:  # tmpfs, XFS, a network file system: nothing to do
+        return False
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager
@@ -349,6 +388,7 @@ class ExperimentStorage:
         # Only this user may read or change it: it holds pickles (params.pkl, tuner.pkl)
         # that a restore loads, so a link or a folder others made or can write is refused.
         ensure_experiment_dir(self.path)
+        spread_subfolders(self.path)
         self._files: dict[str, _TrialFiles] = {}
         self._setups: dict[str, concurrent.futures.Future[_TrialFiles]] = {}
         self._writer: concurrent.futures.ThreadPoolExecutor | None = None

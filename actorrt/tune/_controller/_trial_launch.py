@@ -316,6 +316,7 @@ class TrialLauncher(ControllerState):
         assert trial.resources is not None
         latest = trial.checkpoints[-1] if trial.checkpoints else None
         resized, trial.resized = trial.resized, False
+        trial.answered_stop = False  # a new attempt
         return TrialSpec(
             trial_id=trial.trial_id,
             trial_name=trial.trial_name,
@@ -333,6 +334,7 @@ class TrialLauncher(ControllerState):
             iteration=latest.iteration if latest else 0,
             time_total_s=latest.time_total_s if latest else 0.0,
             resized=resized,
+            reports_ahead=self.reports_ahead,
         )
 
     def _checkpoint_start(self, trial: Trial) -> int:

@@ -34,6 +34,9 @@ class TrialSpec:
     iteration: int = 0  # the training_iteration it resumes at
     time_total_s: float = 0.0
     resized: bool = False  # its first attempt with new resources (update_resources)
+    # How many reports may go ahead of their decisions (0: each waits, as in Ray; see
+    # Session.send): more than 0 only where no scheduler or stop criterion decides on them.
+    reports_ahead: int = 0
 
 
 class Ended(StrEnum):

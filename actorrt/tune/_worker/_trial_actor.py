@@ -20,7 +20,7 @@ from typing import Any
 import actorrt
 
 from ..._wire._pickling import dumps
-from ..context import SAVE_AND_STOP, STOP, Session, StopTrial, set_session
+from ..context import CONTINUE, SAVE_AND_STOP, STOP, Session, StopTrial, set_session
 from ..trainable.trainable import Trainable, load_state, store_state
 from ._spec import Ended, Outcome, TrialSpec, error_outcome
 from ._trial_log import LOG_FILE, trial_output
@@ -93,13 +93,28 @@ class TrialDriver:
                 _run_class(self.trainable, session)
             else:
                 _run_function(self.trainable, session)
+            # Every result is taken before the attempt ends; a stop decided on a result
+            # sent ahead ends it as stopped, as the report would have in lockstep.
+            if session.drain() != CONTINUE:
+                return Outcome(Ended.STOPPED)
             return Outcome(Ended.DONE)
         except StopTrial:
+            _drain_quietly(session)
             return Outcome(Ended.STOPPED)
         except BaseException as exc:  # SystemExit, a test framework's failure: as in Ray
+            _drain_quietly(session)
             return error_outcome(exc)
         finally:
             set_session(None)
+
+
+def _drain_quietly(session: Session) -> None:
+    """Wait for the results sent ahead of an attempt that ends with an exception already;
+    an error here (the controller gone) must not hide that one."""
+    try:
+        session.drain()
+    except Exception:
+        pass
 
 
 INVALID_OUTPUT = (

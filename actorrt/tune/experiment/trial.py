@@ -117,6 +117,7 @@ class Trial:
         self.config_error = False  # its error says its resources are declared wrongly
         self.num_failures = 0
         self.stop_asked = False  # it is to end for good at its next report
+        self.answered_stop = False  # its running attempt was answered a stop at a result
         self.ending: AttemptEnd | None = None  # what its running attempt's end leads to
         self.checkpoints: list[CheckpointRecord] = []
         self.checkpoint_count = 0  # the index of its next checkpoint folder
