@@ -96,6 +96,26 @@ class TuneContext:
         return f"TuneContext(trial_id={self.get_trial_id()!r})"
 
 
+_PLAIN = (int, float, str, bool, type(None))
+
+
+def _travels_plainly(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` is numbers, strings, ``None`` and lists and dicts of them (a few
+    levels deep): a result the wire takes as it is. Any other sends its report in lockstep,
+    so that a value that cannot be sent fails the report that sent it."""
+    if isinstance(value, _PLAIN):
+        return True
+    if depth > 4:
+        return False
+    if type(value) is dict:
+        return all(
+            type(k) is str and _travels_plainly(v, depth + 1) for k, v in value.items()
+        )
+    if type(value) is list or type(value) is tuple:
+        return all(_travels_plainly(v, depth + 1) for v in value)
+    return False
+
+
 def _plain(value: Any) -> Any:
     """Numpy and torch scalars as Python numbers, so results travel and serialise."""
     item = getattr(value, "item", None)
@@ -158,7 +178,12 @@ class Session:
             return decision
         result = self._result(metrics, checkpoint_path)
         ask = self.bus.report(self.trial_id, result, checkpoint_path)
-        if checkpoint_path is not None or result.get("done") or not self.spec.reports_ahead:
+        if (
+            checkpoint_path is not None
+            or result.get("done")
+            or not self.spec.reports_ahead
+            or not _travels_plainly(result)  # whatever fails to encode fails here
+        ):
             decision = self.drain()
             answer: str = actorrt.get(ask)
             return decision if decision != CONTINUE else answer
@@ -174,7 +199,8 @@ class Session:
         while ahead and ahead[0].done():
             decision: str = actorrt.get(ahead.popleft())
             if decision != CONTINUE:
-                self._ahead.clear()  # the controller drops the results after a stop
+                # The controller drops the results sent after it; the attempt's end still
+                # waits for their answers (drain), so none reaches a later attempt.
                 return decision
         return CONTINUE
 

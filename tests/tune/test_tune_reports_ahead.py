@@ -1,16 +1,19 @@
 """When a trial's report waits for the controller's answer, and when it goes ahead.
 
-With a scheduler or a stop criterion, each ``tune.report`` returns only after the
-controller took that result (as in Ray): the trial never runs past a result its stop was
-decided on. With neither, reports go ahead of their answers (docs/tune.md, "Reports"), and
-still every result is recorded, in order, before the trial counts as ended; a stop decided
-meanwhile (the time budget) drops whatever the trial had sent after it.
+With a scheduler or a stop criterion, or for a class ``Trainable``, each report returns only
+after the controller took that result (as in Ray): the trial never runs past a result its
+stop was decided on. Otherwise a function trainable's reports go ahead of their answers
+(docs/tune.md, "How a sweep runs"), and still every result is recorded, in order, before
+the trial counts as ended; a stop decided meanwhile (the time budget) drops whatever the
+trial had sent after it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -29,6 +32,11 @@ class SeenResults(tune.Callback):
     def on_trial_result(self, iteration: int, trials: Any, trial: Any, result: Any) -> None:
         name = f"{trial.trial_id}-{result['training_iteration']}"
         open(os.path.join(self.marks, name), "w").close()
+
+
+def read_text(path: str) -> str:
+    with open(path) as f:
+        return f.read()
 
 
 def read_lines(path: str) -> list[dict[str, Any]]:
@@ -142,3 +150,72 @@ async def asyncio_fit(tmp_path: Any, name: str, **run: Any) -> tune.ResultGrid:
             callbacks=[SeenResults(str(marks))], **run,
         ),
     ).fit_async()
+
+
+class Counter(tune.Trainable):
+    """Counts; or, as ``role="fail"``, fails once the counting trial is well under way."""
+
+    def setup(self, config: dict[str, Any]) -> None:
+        self.count = 0
+        self.role, self.marks = config["role"], config["marks"]
+
+    def step(self) -> dict[str, Any]:
+        self.count += 1
+        going = os.path.join(self.marks, "counting")
+        if self.role == "count" and self.count == 100:
+            open(going, "w").close()
+        if self.role == "fail":
+            deadline = time.monotonic() + 60
+            while not os.path.exists(going) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            raise RuntimeError("the other trial is counting: fail the experiment")
+        return {"count": self.count}
+
+    def save_checkpoint(self, checkpoint_dir: str) -> None:
+        with open(os.path.join(checkpoint_dir, "count"), "w") as f:
+            f.write(str(self.count))
+
+
+@pytest.mark.actorrt(num_cpus=2)
+async def test_a_class_trainable_stops_in_lockstep_so_its_last_checkpoint_matches(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Any
+) -> None:
+    # Told to stop by fail_fast, it saves the state of the result it was stopped at.
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    grid = await tune.Tuner(
+        Counter,
+        param_space={"role": tune.grid_search(["count", "fail"]), "marks": str(marks)},
+        run_config=tune.RunConfig(
+            storage_path=str(tmp_path), name="counter", verbose=0,
+            checkpoint_config=tune.CheckpointConfig(checkpoint_at_end=True),
+            failure_config=tune.FailureConfig(fail_fast=True),
+        ),
+    ).fit_async()
+    counted = next(r for r in grid if r.config["role"] == "count")
+    assert counted.error is None and counted.checkpoint is not None, counted
+    assert counted.metrics["count"] >= 100
+    saved = int(read_text(os.path.join(counted.checkpoint.path, "count")))
+    assert saved == counted.metrics["count"] == counted.metrics["training_iteration"]
+
+
+def reports_a_value_that_cannot_travel(config: dict[str, Any]) -> None:
+    tune.report({"step": 1})
+    tune.report({"step": 2, "lock": threading.Lock()})
+    open(os.path.join(config["marks"], "ran-past-the-bad-report"), "w").close()
+    tune.report({"step": 3})
+
+
+@pytest.mark.actorrt(num_cpus=2)
+async def test_a_result_that_cannot_be_sent_fails_its_own_report(
+    actorrt_runtime: actorrt.Runtime, tmp_path: Any
+) -> None:
+    grid = await tune.Tuner(
+        reports_a_value_that_cannot_travel,
+        param_space={"marks": str(tmp_path)},
+        run_config=tune.RunConfig(storage_path=str(tmp_path), name="bad-value", verbose=0),
+    ).fit_async()
+    (result,) = list(grid)
+    assert "cannot be serialized" in str(result.error)
+    assert result.metrics["training_iteration"] == 1
+    assert not (tmp_path / "ran-past-the-bad-report").exists()

@@ -37,6 +37,7 @@ from ..search.searcher import Searcher
 from ..search.util import set_search_properties_compatibly
 from ..stopper._from_config import to_stopper
 from ..stopper.stopper import Stopper
+from ..trainable.trainable import Trainable
 from ..tune_config import RunConfig, TuneConfig, limited_search_alg
 from ._bus import reports_ahead_setting
 from ._experiment_state import make_header
@@ -102,11 +103,15 @@ class ControllerState:
         self.scheduler: TrialScheduler = tune_config.scheduler or FIFOScheduler()
         self.scheduler.set_search_properties(tune_config.metric, tune_config.mode)
         self.stopper = to_stopper(run_config.stop)
-        # Where nothing decides on a trial's results but the experiment's end, its reports
-        # need not wait for their answers (Session.send): up to this many go ahead.
+        # Where nothing decides on a trial's results but the experiment's end, a function
+        # trainable's reports need not wait for their answers (Session.send): up to this
+        # many go ahead. Not a class Trainable's: the checkpoint it is asked for when told to
+        # stop must hold the state of the result it was stopped at.
         self.reports_ahead = (
             reports_ahead_setting()
-            if type(self.scheduler) is FIFOScheduler and type(self.stopper) is Stopper
+            if type(self.scheduler) is FIFOScheduler
+            and type(self.stopper) is Stopper
+            and not (isinstance(trainable, type) and issubclass(trainable, Trainable))
             else 0
         )
         self.progress = ProgressReporter(
