@@ -252,6 +252,14 @@ class ProcessActor(Supervised, RemoteActor):
         self._send_held()
         if self.ending is DeathReason.STOPPED:
             self._begin_stop()  # asked for while it started: after what was held
+        elif self.ending is DeathReason.KILLED and (
+            self._killing is None or self._killing.done()
+        ):
+            # Killed while it started, and the kill's cancellation of this task did not
+            # land (Python 3.11's wait_for returns a result that arrived with the cancel,
+            # here the worker's connection): the incarnation is up now, so kill it again,
+            # in its worker, or it would wait for an end nobody sends.
+            self._killing = self.loop.create_task(self._kill_worker())
         assert self._ended is not None
         error = await self._ended
         if self.ending is not None:
