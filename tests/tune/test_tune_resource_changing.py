@@ -311,9 +311,14 @@ def gpu_train(config: dict[str, Any]) -> None:
     if checkpoint is not None:
         with open(os.path.join(checkpoint.path, "step")) as f:
             start = int(f.read())
-    for step in range(start, config["steps"]):
+    step, gpus = start, 0
+    # The long trial goes on until it has grown (the short trial's GPU comes back a moment
+    # after the short one completes), at most 200 steps.
+    while step < config["steps"] or (config["steps"] > 1 and gpus < 2 and step < 200):
         if config["steps"] > 1 and step == 1:
             wait_for(os.path.join(config["flags"], "shorts_done"))
+        if step >= config["steps"]:
+            time.sleep(0.05)
         gpus = tune.get_context().get_trial_resources().required_resources.get("GPU", 0)
         with tempfile.TemporaryDirectory() as tmp:
             with open(os.path.join(tmp, "step"), "w") as f:
@@ -322,6 +327,7 @@ def gpu_train(config: dict[str, Any]) -> None:
                 {"gpus": gpus, "visible": os.environ.get("CUDA_VISIBLE_DEVICES", "?")},
                 checkpoint=tune.Checkpoint.from_directory(tmp),
             )
+        step += 1
 
 
 class ShortDone(tune.Callback):
