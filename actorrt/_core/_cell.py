@@ -18,7 +18,7 @@ import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
-from .._errors import ActorDiedError, MailboxFullError
+from .._errors import ActorDiedError, DeathReason, MailboxFullError
 from ._context import current_cell
 from ._handle import AskHandle, ThreadWait
 from ._lifecycle import ActorServices, Crash, Parked
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ._actor import ActorClass
 
 logger = logging.getLogger("actorrt")
+KILLED = DeathReason.KILLED
 
 try:
     from asyncio import _get_running_loop as _running_loop
@@ -70,12 +71,12 @@ class ActorCell(Supervised, MailboxServing):
         self.max_concurrency = options.max_concurrency
         self.mailbox = Mailbox(options.mailbox_size)
         self.instance: Any = None
-        self._orphans: list[Any] = []
+        self._orphans: list[Any] | None = None
         self.executor = None
         self.requested_end = False  # the owning runtime asked for the stop or kill
         # (assigned resources, PlacementInfo | None), from the grant (or sent by the owner).
         self.grant_info: tuple[dict[str, float], Any] | None = None
-        self._init_supervision(parent, options.max_restarts, options.backoff())
+        self._init_supervision(parent, options)
 
     # ----------------------------------------------------------------- sending
 
@@ -203,9 +204,9 @@ class ActorCell(Supervised, MailboxServing):
     def _fail_queued(self, error: ActorDiedError) -> None:
         for envelope in self.mailbox.drain(error):
             settle(envelope[3], None, error)
-        for reply in self._orphans:  # messages the crash, stop or kill cut short
+        for reply in self._orphans or ():  # messages the crash, stop or kill cut short
             settle(reply, None, error)
-        self._orphans.clear()
+        self._orphans = None
 
     async def _drop_incarnation(self, error: ActorDiedError) -> None:
         await self._call_hook("on_stop")  # best-effort after a crash
@@ -225,6 +226,17 @@ class ActorCell(Supervised, MailboxServing):
                 self.mailbox.resume()  # its new task sees the kill before serving
         elif not self._resuming:  # a task cancelled before it began would never end the actor
             task.cancel()
+
+    def _resume(self) -> None:
+        """Serve again, after parking: sync methods one at a time run in a loop callback
+        first (``_take_turn``); a task is made only for what needs one."""
+        if self.max_concurrency == 1 and self.executor is None and self.ending is not KILLED:
+            self.loop.call_soon(self._take_turn, context=self._context)
+            return
+        super()._resume()
+
+    def _serve_in_task(self) -> None:
+        super()._resume()
 
     def _park(self) -> None:
         """The incarnation is idle: its task ends; the next message, stop or kill resumes it

@@ -113,7 +113,7 @@ class AskHandle(Generic[T]):
         self._cell = cell
         self._method = method
         self._deadline = deadline
-        self._callbacks: list[_Callback] | None = None
+        self._callbacks: _Callback | list[_Callback] | None = None
 
     def __await__(self) -> Generator[Any, None, T]:
         fut = self._fut
@@ -210,11 +210,12 @@ class AskHandle(Generic[T]):
             self.cancel()
             raise
 
-    def cancel(self) -> bool:
+    def cancel(self, msg: Any = None) -> bool:
         """Give up on this ask: a message the actor has not begun is dropped and never runs
         (in a worker process too); one already running runs to its end, sync or async, and
         its answer is discarded. Awaiting the handle afterwards raises
-        ``asyncio.CancelledError`` (``AskTimeoutError`` once a timeout passed).
+        ``asyncio.CancelledError`` (``AskTimeoutError`` once a timeout passed); ``msg``
+        is that error's message, as for ``asyncio.Future.cancel``.
 
         Safe from any thread. Returns ``False`` when the answer had arrived already (nothing
         to give up), ``True`` otherwise.
@@ -228,13 +229,13 @@ class AskHandle(Generic[T]):
             return True
         loop = fut.get_loop()
         if _running_loop() is loop:
-            self._give_up(fut)
+            self._give_up(fut, msg)
         else:
-            loop.call_soon_threadsafe(self._give_up, fut)
+            loop.call_soon_threadsafe(self._give_up, fut, msg)
         return True
 
-    def _give_up(self, fut: asyncio.Future[Any]) -> None:
-        if fut.cancel():
+    def _give_up(self, fut: asyncio.Future[Any], msg: Any = None) -> None:
+        if fut.cancel(msg):
             self._cell.withdraw(fut)
 
     def _timeout_error(self) -> AskTimeoutError:
@@ -350,22 +351,68 @@ class AskHandle(Generic[T]):
         ``asyncio.Future`` does: on the event loop of the thread that added it, soon after;
         added from a thread that runs no loop, on the thread that settles the answer."""
         callback = _Callback(self, fn, context, _running_loop())
-        if self._callbacks is None:
-            self._callbacks = []
-        self._callbacks.append(callback)
-        _on_future_loop(self._fut, self._fut.add_done_callback, callback.relay)
+        # The first registration is kept as it is, the later ones in a list: asyncio.gather
+        # adds one per handle, and each object kept costs the cyclic garbage collector.
+        held = self._callbacks
+        if held is None:
+            self._callbacks = callback
+        elif isinstance(held, list):
+            held.append(callback)
+        else:
+            self._callbacks = [held, callback]
+        _on_future_loop(self._fut, self._fut.add_done_callback, callback)
 
     def remove_done_callback(self, fn: Callable[[AskHandle[T]], object]) -> int:
         """Forget every registration of ``fn``; returns how many there were."""
-        if not self._callbacks:
+        held = self._callbacks
+        if held is None:
             return 0
-        removed = [c for c in self._callbacks if c.fn == fn]
+        registered = held if isinstance(held, list) else [held]
+        removed = [c for c in registered if c.fn == fn]
+        kept = [c for c in registered if c.fn != fn]
+        self._callbacks = None if not kept else kept[0] if len(kept) == 1 else kept
         for callback in removed:
             callback.live = False  # a relay already on its way does nothing
-            self._callbacks.remove(callback)
             if isinstance(self._fut, asyncio.Future):  # a thread-safe one cannot forget
-                _on_future_loop(self._fut, self._fut.remove_done_callback, callback.relay)
+                _on_future_loop(self._fut, self._fut.remove_done_callback, callback)
         return len(removed)
+
+    # The rest of asyncio's future protocol, for an inline actor's answer on this loop with
+    # no timeout: there the handle is a future to asyncio (``asyncio.isfuture``), so
+    # ``asyncio.gather``, ``wait``, ``shield`` and ``ensure_future`` take it as it is instead
+    # of wrapping each handle in a task of its own (a task, its coroutine, a weak reference
+    # and a scheduled step per ask). Elsewhere (a worker-process actor, whose lost
+    # connection is translated when awaited; a timeout; an ask from another thread) it is
+    # an awaitable, which asyncio wraps, so those rules still apply.
+
+    @property
+    def _asyncio_future_blocking(self) -> bool | None:
+        if self._deadline is None and self._cell.inline and type(self._fut) is _LOOP_FUTURE:
+            return False
+        return None
+
+    @_asyncio_future_blocking.setter
+    def _asyncio_future_blocking(self, value: bool) -> None:
+        # Set by a task only on a future yielded to it bare; a handle never is (awaiting it
+        # yields the answer's own future).
+        pass
+
+    def get_loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop the answer arrives on (``asyncio.Future.get_loop``)."""
+        fut = self._fut
+        if isinstance(fut, concurrent.futures.Future):
+            raise RuntimeError(f"the answer of {self._method}() belongs to no event loop")
+        return fut.get_loop()
+
+    @property
+    def _cancel_message(self) -> Any:
+        return getattr(self._fut, "_cancel_message", None)
+
+    def _make_cancelled_error(self) -> asyncio.CancelledError:
+        fut = self._fut
+        if isinstance(fut, asyncio.Future):
+            return fut._make_cancelled_error()  # type: ignore[attr-defined, no-any-return]
+        return asyncio.CancelledError(f"the ask {self._method}() was given up")
 
     def __repr__(self) -> str:
         state = "done" if self._fut.done() else "pending"
@@ -391,7 +438,8 @@ class _Callback:
         self.context = context
         self.loop = loop
 
-    def relay(self, _settled: object) -> None:
+    def __call__(self, _settled: object) -> None:
+        # Registered on the answer's future itself (no bound method made per registration).
         loop = self.loop
         if loop is None or _running_loop() is loop:
             self.call()

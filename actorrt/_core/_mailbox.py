@@ -36,16 +36,19 @@ class Mailbox:
         self.queue: deque[Envelope] = deque()
         # The run of messages the actor took at once and is working through (a worker's
         # batch of sync methods): the later ones have not begun yet, so a caller may still
-        # give them up.
-        self.taken: list[Envelope] = []
-        # (envelope, future resolved when it is admitted, or None when nobody awaits that)
-        self.overflow: deque[tuple[Envelope, asyncio.Future[None] | None]] = deque()
+        # give them up. An empty tuple while there is none.
+        self.taken: list[Envelope] | tuple[()] = ()
+        # (envelope, future resolved when it is admitted, or None when nobody awaits that);
+        # None until a sender first waits for room. Neither is made for every mailbox: each
+        # object an idle actor keeps is one more for the cyclic garbage collector to walk.
+        self.overflow: deque[tuple[Envelope, asyncio.Future[None] | None]] | None = None
         self.waiter: asyncio.Future[None] | None = None
         # The actor, while it is idle with no task serving it: the next message resumes it.
         self.idle: Any = None
 
     def __len__(self) -> int:
-        return len(self.queue) + len(self.overflow)
+        overflow = self.overflow
+        return len(self.queue) + (len(overflow) if overflow else 0)
 
     def has_room(self) -> bool:
         return not self.overflow and len(self.queue) < self.size
@@ -77,6 +80,8 @@ class Mailbox:
             if admitted is not None:
                 admitted.set_result(None)
         else:
+            if self.overflow is None:
+                self.overflow = deque()
             self.overflow.append((envelope, admitted))
 
     def take(self) -> Envelope | None:
@@ -91,8 +96,9 @@ class Mailbox:
 
     def admit_one(self) -> None:
         """Move the oldest overflow message that is still wanted into the queue."""
-        while self.overflow:
-            envelope, admitted = self.overflow.popleft()
+        overflow = self.overflow
+        while overflow:
+            envelope, admitted = overflow.popleft()
             if admitted is not None and admitted.cancelled():
                 continue  # its sender gave up waiting: the message was never sent
             self.queue.append(envelope)
@@ -119,7 +125,7 @@ class Mailbox:
         """Every message not begun yet (and the rest of the run being worked through)."""
         yield from self.taken
         yield from self.queue
-        for envelope, _admitted in self.overflow:
+        for envelope, _admitted in self.overflow or ():
             yield envelope
 
     def drain(self, error: BaseException) -> list[Envelope]:
@@ -129,10 +135,10 @@ class Mailbox:
         """
         envelopes = list(self.queue)
         self.queue.clear()
-        for envelope, admitted in self.overflow:
+        for envelope, admitted in self.overflow or ():
             if admitted is None:
                 envelopes.append(envelope)
             elif not admitted.done():
                 admitted.set_exception(error)
-        self.overflow.clear()
+        self.overflow = None
         return envelopes

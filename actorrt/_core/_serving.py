@@ -23,11 +23,13 @@ import types
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from ._lifecycle import ENDS_ACTOR, PARKED, Crash, Parked
+from .._errors import DeathReason
+from ._lifecycle import ENDS_ACTOR, PARKED, Crash, Parked, State
 from ._mailbox import STOP, Envelope, Mailbox
 from ._threads import ActorThread, ThreadPoolRunner
 
 MethodTable = dict[str, tuple[Callable[..., Any], bool]]
+_KILLED, _DEAD = DeathReason.KILLED, State.DEAD
 
 
 class MailboxServing:
@@ -36,17 +38,27 @@ class MailboxServing:
     loop: asyncio.AbstractEventLoop
     mailbox: Mailbox
     methods: MethodTable
+    instance: Any
+    state: State
+    ending: DeathReason | None
     max_concurrency: int
     # Set in worker processes: sync code runs on these threads, off the event loop.
     executor: ActorThread | ThreadPoolRunner | None
-    # Replies of messages that were running when the actor was cancelled or crashed.
-    _orphans: list[Any]
+    # Replies of messages that were running when the actor was cancelled or crashed (None
+    # until there is one: not a list kept by every idle actor).
+    _orphans: list[Any] | None
     task: asyncio.Task[None] | None
     # The tasks of the messages running now, when it handles several at once.
     _message_tasks: dict[asyncio.Task[None], Envelope] | None = None
 
     def _park(self) -> None:
         raise NotImplementedError
+
+    def _orphaned(self) -> list[Any]:
+        """The replies of messages a crash, stop or kill cut short (see ``_orphans``)."""
+        if self._orphans is None:
+            self._orphans = []
+        return self._orphans
 
     def serves_in(self, task: asyncio.Task[Any]) -> bool:
         """Whether ``task`` does this actor's own work: its task, a task of one of its
@@ -83,13 +95,72 @@ class MailboxServing:
         assert self.executor is not None
         return await self.executor.run(functools.partial(func, *args, **kwargs))
 
+    def _take_turn(self) -> None:
+        """Serve a parked inline actor's queued messages in a loop callback, with no task,
+        while each is a sync method; park again once the queue is dry, or hand over to a
+        new serving task (``_serve_in_task``) at the first message that needs one.
+
+        A task, its coroutines and its scheduled steps cost more than most sync methods,
+        and each is one more object for the cyclic garbage collector while it lives: an
+        ``asyncio.gather`` over 100,000 actors would make 100,000 of each. What needs the
+        task is left to it, in order: a stop, an async method, a kill, and an exit or a
+        failing tell, which end the incarnation (``_crash_first`` carries that failure to
+        the task, which raises it before anything else).
+        """
+        if self.state is _DEAD:
+            return
+        if self.ending is _KILLED:
+            self._serve_in_task()
+            return
+        mailbox = self.mailbox
+        queue = mailbox.queue
+        methods = self.methods
+        instance = self.instance
+        while queue:
+            name, args, kwargs, reply = queue[0]
+            entry = methods.get(name)  # None for a stop
+            if entry is None or entry[1]:
+                self._serve_in_task()
+                return
+            queue.popleft()
+            if mailbox.overflow:
+                mailbox.admit_one()
+            if reply is not None and reply.cancelled():
+                continue  # its caller gave up before it began: it never runs
+            try:
+                result = entry[0](instance, *args, **kwargs)
+                if reply is None or reply.done():
+                    continue
+                if type(result) in _STREAMS:
+                    self._failed(reply, name, refused_stream(name, result))
+                else:
+                    settle(reply, result, None)
+            except BaseException as exc:  # SystemExit, KeyboardInterrupt: see _failed
+                try:
+                    self._failed(reply, name, exc)
+                except Crash as crash:
+                    self._crash_first = crash
+                    self._serve_in_task()
+                    return
+        mailbox.idle = self  # parked again: the next message calls _resume
+
+    def _serve_in_task(self) -> None:
+        raise NotImplementedError
+
+    # A failure _take_turn met that ends the incarnation, raised by the task it hands to.
+    _crash_first: Crash | None = None
+
     async def _serve_one_at_a_time(self, instance: Any) -> Parked | None:
         """Serve an inline actor: sync methods on the loop (worker-process actors batch).
 
         Once the mailbox stays empty for one more turn of the loop (so a caller asking in
-        turn finds it still serving), it parks: the task ends, and the next message starts
-        a new one (``Supervised._resume``).
+        turn finds it still serving), it parks: the task ends, and the next message is
+        served by ``_take_turn``, or by a new task (``Supervised._resume``).
         """
+        crash = self._crash_first
+        if crash is not None:
+            self._crash_first = None
+            raise crash
         mailbox = self.mailbox
         queue = mailbox.queue
         methods = self.methods
@@ -124,7 +195,7 @@ class MailboxServing:
                     result = await result
             except asyncio.CancelledError as exc:
                 if _being_cancelled():
-                    self._orphans.append(reply)  # answered with the death error at the end
+                    self._orphaned().append(reply)  # answered with the death error at the end
                     raise
                 self._failed(reply, name, exc)
             except BaseException as exc:  # SystemExit, KeyboardInterrupt: see _failed
@@ -162,7 +233,7 @@ class MailboxServing:
                 try:
                     await self._run_batch(instance, batch)
                 finally:
-                    mailbox.taken = []
+                    mailbox.taken = ()
                 continue
             name, args, kwargs, reply = queue.popleft()
             if mailbox.overflow:
@@ -176,7 +247,7 @@ class MailboxServing:
                 result = await func(instance, *args, **kwargs)
             except asyncio.CancelledError as exc:
                 if _being_cancelled():
-                    self._orphans.append(reply)
+                    self._orphaned().append(reply)
                     raise
                 self._failed(reply, name, exc)
             except BaseException as exc:  # SystemExit, KeyboardInterrupt: see _failed
@@ -226,7 +297,7 @@ class MailboxServing:
             assert self.executor is not None
             outcomes = await self.executor.run(_run_sync_batch, instance, methods, batch)
         except asyncio.CancelledError:
-            self._orphans.extend(envelope[3] for envelope in batch)
+            self._orphaned().extend(envelope[3] for envelope in batch)
             raise
         if len(outcomes) < len(batch) and outcomes[-1][0]:
             # Cut short after an answer a later message could change: the rest runs on the
@@ -249,14 +320,14 @@ class MailboxServing:
                 # was queued at the crash: put it back for the crash handling to fail.
                 self.mailbox.queue.extendleft(reversed(batch[len(outcomes) :]))
                 if reply is not None:
-                    self._orphans.append(reply)
+                    self._orphaned().append(reply)
                 raise Crash(value, _crashed_in(name, reply, value))
 
     def _failed(self, reply: Any, method: str, exc: BaseException) -> None:
         exc = _as_error(exc, method)
         if reply is None or isinstance(exc, ENDS_ACTOR):
             if reply is not None:
-                self._orphans.append(reply)  # answered with the crash's death error
+                self._orphaned().append(reply)  # answered with the crash's death error
             raise Crash(exc, _crashed_in(method, reply, exc))
         settle(reply, None, exc)
 
@@ -294,7 +365,7 @@ class MailboxServing:
             if left:
                 await asyncio.wait(list(left))
             # Messages cut short (or never started) get the actor's death or crash error.
-            self._orphans.extend(envelope[3] for envelope in left.values())
+            self._orphaned().extend(envelope[3] for envelope in left.values())
         if crashed.done():
             raise crashed.result()
 
@@ -318,7 +389,7 @@ class MailboxServing:
                 result = await self._off_loop(func, instance, *args, **kwargs)
         except asyncio.CancelledError as exc:
             if _being_cancelled():
-                self._orphans.append(envelope[3])  # answered with the death error at the end
+                self._orphaned().append(envelope[3])  # answered with the death error at the end
                 raise
             self._failed_concurrent(envelope, exc, crashed)
         except BaseException as exc:  # SystemExit, KeyboardInterrupt: see _failed
@@ -338,7 +409,7 @@ class MailboxServing:
         reply = envelope[3]
         if reply is None or isinstance(exc, ENDS_ACTOR):
             if reply is not None:
-                self._orphans.append(reply)
+                self._orphaned().append(reply)
             if not crashed.done():
                 crashed.set_result(Crash(exc, _crashed_in(envelope[0], reply, exc)))
         else:

@@ -52,7 +52,7 @@ import asyncio
 import contextvars
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import ActorDiedError, DeathReason, RuntimeClosedError
 from ._context import current_cell
@@ -70,9 +70,13 @@ from ._lifecycle import (
     death_text,
 )
 
+if TYPE_CHECKING:
+    from ._options import ActorOptions
+
 logger = logging.getLogger("actorrt")
 
 STOPPED, KILLED, CRASHED = DeathReason.STOPPED, DeathReason.KILLED, DeathReason.CRASHED
+_NO_CHILDREN: frozenset[Any] = frozenset()
 
 
 class Supervised:
@@ -91,15 +95,15 @@ class Supervised:
     cls_name: str
     name: str | None
 
-    def _init_supervision(
-        self, parent: Supervised | None, max_restarts: int, backoff: Backoff
-    ) -> None:
+    def _init_supervision(self, parent: Supervised | None, options: ActorOptions) -> None:
         self.parent = parent
-        self.max_restarts = max_restarts
+        self.max_restarts = options.max_restarts
         self.restart_count = 0
-        self.backoff = backoff
+        self._options = options  # shared with the actor's class; the backoff's delays
+        self.backoff: Backoff | None = None  # made at the first restart
         self._running_since: float | None = None  # when the incarnation began to serve
-        self.children: set[Supervised] = set()
+        # Its live children; the shared empty set until it has one (see adopt).
+        self.children: set[Supervised] | frozenset[Supervised] = _NO_CHILDREN
         self.state = State.STARTING
         self.accepting = True
         self.running = False
@@ -114,6 +118,21 @@ class Supervised:
         # Set in worker processes, to tell the owner of each restart and of the end.
         self.on_restart: Callable[[Any], None] | None = None
         self.on_finish: Callable[[Any, ActorDiedError], None] | None = None
+
+    def adopt(self, child: Supervised) -> None:
+        """Count ``child`` among this actor's live children."""
+        children = self.children
+        if type(children) is frozenset:
+            # Most actors have none: no set is made for them (one object fewer per idle
+            # actor for the cyclic garbage collector to walk).
+            self.children = children = set()
+        children.add(child)  # type: ignore[union-attr]  # a set now
+
+    def disown(self, child: Supervised) -> None:
+        """``child`` has ended."""
+        children = self.children
+        if child in children:
+            children.discard(child)  # type: ignore[union-attr]  # holds one: a set
 
     def describe(self) -> str:
         name = f" name={self.name!r}" if self.name else ""
@@ -192,7 +211,8 @@ class Supervised:
         self.task = self.loop.create_task(
             self._supervise(None), name=f"actorrt:{self.describe()}", context=self._context
         )
-        self.task.add_done_callback(self._resumed_never_ran)
+        # In the actor's context, as the task runs: no copy of it made per resume.
+        self.task.add_done_callback(self._resumed_never_ran, context=self._context)
 
     def _resumed_never_ran(self, task: asyncio.Task[None]) -> None:
         self._never_ran(task, None)
@@ -362,6 +382,8 @@ class Supervised:
         if not restart:
             return False
         began, self._running_since = self._running_since, None
+        if self.backoff is None:
+            self.backoff = self._options.backoff()
         delay = self.backoff.next_delay(None if began is None else self.loop.time() - began)
         self.restart_count += 1
         self.runtime.children_may_start(self)
@@ -398,7 +420,7 @@ class Supervised:
         self._to(State.DEAD, death=error)
         self._close(error)
         if self.parent is not None:
-            self.parent.children.discard(self)
+            self.parent.disown(self)
         self.runtime.forget(self)
         if not self.died.done():
             self.died.set_result(error)

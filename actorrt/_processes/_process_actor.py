@@ -96,7 +96,7 @@ class ProcessActor(Supervised, RemoteActor):
         # none to ask for, as an actor placed in a placement group's bundle).
         self.regrant: Callable[[ProcessActor], Awaitable[None]] | None = None
         self.relocating = False  # its node was lost and it restarts on another
-        self._init_supervision(parent, options.max_restarts, options.backoff())
+        self._init_supervision(parent, options)
 
     # ----------------------------------------------------------------- sending
 

@@ -345,7 +345,7 @@ class Runtime(RoleDelegation):
             self._names[cell.name] = cell
         self._actors[cell.actor_id] = cell
         if cell.parent is not None:
-            cell.parent.children.add(cell)
+            cell.parent.adopt(cell)
             broker_parent = getattr(cell, "broker_parent", None) or cell.parent.actor_id
             self._role.registered(cell.actor_id, broker_parent)
 

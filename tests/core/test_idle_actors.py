@@ -69,14 +69,55 @@ async def test_idle_actors_cost_the_cyclic_collector_few_objects(
     assert tasks_of(refs) == []
 
 
-async def test_a_sequential_ask_loop_keeps_one_task(actorrt_runtime: actorrt.Runtime) -> None:
+def count_serving_tasks() -> list[int]:
+    """Count, in the list returned, the actors' serving tasks made from now on."""
+    loop = asyncio.get_running_loop()
+    made = [0]
+    previous = loop.get_task_factory()
+
+    def factory(loop: asyncio.AbstractEventLoop, coro: object, **kwargs: object) -> object:
+        task = (
+            previous(loop, coro, **kwargs) if previous is not None
+            else asyncio.Task(coro, loop=loop, **kwargs)  # type: ignore[arg-type]
+        )
+        if getattr(coro, "__qualname__", "") == "Supervised._supervise":
+            made[0] += 1
+        return task
+
+    loop.set_task_factory(factory)  # type: ignore[arg-type]
+    return made
+
+
+async def test_sequential_asks_of_sync_methods_start_no_task(
+    actorrt_runtime: actorrt.Runtime,
+) -> None:
+    loop = asyncio.get_running_loop()
     ref = await Counter.spawn([])
     await ref.add("first")
-    task = ref._cell.task
-    assert task is not None
-    for i in range(100):
-        await ref.add(str(i))
-    assert ref._cell.task is task  # asked in turn, it never went idle in between
+    made = count_serving_tasks()
+    try:
+        for i in range(100):
+            assert await ref.add(str(i)) == i + 2
+        await settled()
+        assert made == [0]  # each ran in a loop callback: no task, coroutine or step each
+        assert await ref.add_later("async") == 102  # an async method needs a task
+        assert made == [1]
+    finally:
+        loop.set_task_factory(None)
+
+
+async def test_a_gathered_ask_of_many_idle_actors_makes_no_task_per_actor(
+    actorrt_runtime: actorrt.Runtime,
+) -> None:
+    loop = asyncio.get_running_loop()
+    refs = [await Counter.spawn([]) for _ in range(50)]
+    await settled()
+    made = count_serving_tasks()
+    try:
+        assert await asyncio.gather(*(ref.add("x") for ref in refs)) == [1] * 50
+        assert made == [0]
+    finally:
+        loop.set_task_factory(None)
 
 
 async def test_messages_to_an_idle_actor_run_in_order(actorrt_runtime: actorrt.Runtime) -> None:
