@@ -231,7 +231,7 @@ class ActorCell(Supervised, MailboxServing):
         """Serve again, after parking: sync methods one at a time run in a loop callback
         first (``_take_turn``); a task is made only for what needs one."""
         if self.max_concurrency == 1 and self.executor is None and self.ending is not KILLED:
-            self.loop.call_soon(self._take_turn, context=self._context)
+            self.runtime.turns.add(self)
             return
         super()._resume()
 

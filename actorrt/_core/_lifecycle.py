@@ -28,10 +28,13 @@ import asyncio
 import dataclasses
 from collections.abc import Callable
 from enum import Enum, StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._errors import DeathReason
 from ._waits import WaitGraph
+
+if TYPE_CHECKING:
+    from ._serving import Turns
 
 __all__ = [
     "ACCEPTING",
@@ -239,6 +242,11 @@ class ActorServices(Protocol):
     @property
     def waits(self) -> WaitGraph:
         """Who awaits whom: the asks actors of this runtime wait on."""
+        ...
+
+    @property
+    def turns(self) -> Turns:
+        """The idle inline actors a message has reached, to be served in one callback."""
         ...
 
     def children_ending(self, parent: Any) -> None:

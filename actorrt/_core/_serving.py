@@ -17,7 +17,9 @@ leave as one frame) and returns ``False`` when it cannot (then each is settled a
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
+import contextvars
 import functools
 import types
 from collections.abc import Callable, Coroutine
@@ -30,6 +32,39 @@ from ._threads import ActorThread, ThreadPoolRunner
 
 MethodTable = dict[str, tuple[Callable[..., Any], bool]]
 _KILLED, _DEAD = DeathReason.KILLED, State.DEAD
+
+
+class Turns:
+    """The parked inline actors a message has reached, each to take its turn
+    (``MailboxServing._take_turn``) in one loop callback for all of them: no scheduled
+    callback is made per actor, which a burst of asks to many idle actors would otherwise
+    keep alive, one each, until the loop reaches them. Actors made ready by the turns being
+    taken wait for the next callback, behind what the loop has scheduled meanwhile."""
+
+    __slots__ = ("ready",)
+
+    def __init__(self) -> None:
+        self.ready: collections.deque[MailboxServing] = collections.deque()
+
+    def add(self, actor: MailboxServing) -> None:
+        ready = self.ready
+        ready.append(actor)
+        if len(ready) == 1:
+            actor.loop.call_soon(self._take)
+
+    def _take(self) -> None:
+        ready, self.ready = self.ready, collections.deque()
+        for actor in ready:
+            context = actor._context
+            try:
+                if context is None:
+                    actor._take_turn()
+                else:
+                    context.run(actor._take_turn)
+            except Exception as exc:  # a defect here; the others still take their turn
+                actor.loop.call_exception_handler(
+                    {"message": f"serving {actor.describe()} failed", "exception": exc}
+                )
 
 
 class MailboxServing:
@@ -48,10 +83,14 @@ class MailboxServing:
     # until there is one: not a list kept by every idle actor).
     _orphans: list[Any] | None
     task: asyncio.Task[None] | None
+    _context: contextvars.Context | None
     # The tasks of the messages running now, when it handles several at once.
     _message_tasks: dict[asyncio.Task[None], Envelope] | None = None
 
     def _park(self) -> None:
+        raise NotImplementedError
+
+    def describe(self) -> str:
         raise NotImplementedError
 
     def _orphaned(self) -> list[Any]:

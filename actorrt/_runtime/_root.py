@@ -29,6 +29,7 @@ from .._core._cell import ActorCell
 from .._core._context import current_cell
 from .._core._options import ActorOptions
 from .._core._ref import ActorRef
+from .._core._serving import Turns
 from .._core._spawn_progress import waiting_for
 from .._core._waits import WaitGraph
 from .._errors import ActorDiedError, ActorNotFoundError, DeathReason, RuntimeClosedError
@@ -133,6 +134,7 @@ class Runtime(RoleDelegation):
         self._is_worker = False
         self.runtime_id = secrets.token_hex(4)
         self.waits = WaitGraph()
+        self.turns = Turns()  # idle inline actors a message reached (ActorCell._resume)
         self.closed = False
         self._closing = False
         self._entered = False
