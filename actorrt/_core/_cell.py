@@ -238,6 +238,9 @@ class ActorCell(Supervised, MailboxServing):
     def _serve_in_task(self) -> None:
         super()._resume()
 
+    def _turn_again(self) -> None:
+        self.runtime.turns.add(self)
+
     def _park(self) -> None:
         """The incarnation is idle: its task ends; the next message, stop or kill resumes it
         (``Supervised._resume``)."""

@@ -41,20 +41,26 @@ class Turns:
     keep alive, one each, until the loop reaches them. Actors made ready by the turns being
     taken wait for the next callback, behind what the loop has scheduled meanwhile."""
 
-    __slots__ = ("ready",)
+    __slots__ = ("_context", "ready", "scheduled")
 
     def __init__(self) -> None:
         self.ready: collections.deque[MailboxServing] = collections.deque()
+        self.scheduled = False
+        # The callback's own context, empty: each turn runs in its actor's context, and no
+        # copy of the sender's is made per callback.
+        self._context = contextvars.Context()
 
     def add(self, actor: MailboxServing) -> None:
-        ready = self.ready
-        ready.append(actor)
-        if len(ready) == 1:
-            actor.loop.call_soon(self._take)
+        self.ready.append(actor)
+        if not self.scheduled:
+            self.scheduled = True
+            actor.loop.call_soon(self._take, context=self._context)
 
     def _take(self) -> None:
-        ready, self.ready = self.ready, collections.deque()
-        for actor in ready:
+        self.scheduled = False
+        ready = self.ready
+        for _ in range(len(ready)):  # those added meanwhile wait for the next callback
+            actor = ready.popleft()
             context = actor._context
             try:
                 if context is None:
@@ -136,8 +142,9 @@ class MailboxServing:
 
     def _take_turn(self) -> None:
         """Serve a parked inline actor's queued messages in a loop callback, with no task,
-        while each is a sync method; park again once the queue is dry, or hand over to a
-        new serving task (``_serve_in_task``) at the first message that needs one.
+        while each is a sync method; park again once the queue stays dry for one more turn,
+        or hand over to a new serving task (``_serve_in_task``) at the first message that
+        needs one.
 
         A task, its coroutines and its scheduled steps cost more than most sync methods,
         and each is one more object for the cyclic garbage collector while it lives: an
@@ -155,7 +162,9 @@ class MailboxServing:
         queue = mailbox.queue
         methods = self.methods
         instance = self.instance
+        served = False
         while queue:
+            served = True
             name, args, kwargs, reply = queue[0]
             entry = methods.get(name)  # None for a stop
             if entry is None or entry[1]:
@@ -181,9 +190,17 @@ class MailboxServing:
                     self._crash_first = crash
                     self._serve_in_task()
                     return
-        mailbox.idle = self  # parked again: the next message calls _resume
+        if served:
+            # Once more, as a serving task waits one more loop turn before it parks: a
+            # caller asking in turn finds it still serving, with no resume to make.
+            self._turn_again()
+        else:
+            mailbox.idle = self  # parked again: the next message calls _resume
 
     def _serve_in_task(self) -> None:
+        raise NotImplementedError
+
+    def _turn_again(self) -> None:
         raise NotImplementedError
 
     # A failure _take_turn met that ends the incarnation, raised by the task it hands to.
