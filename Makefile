@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 EXTRAS ?= dev,dashboard,tune,train,optuna,plots,lightning,deepspeed,transformers,hyperopt,bayesopt,nevergrad,bohb,pb2,zoopt,ax,mlflow,wandb,comet,aim,xgboost,lightgbm
 
-.PHONY: install demo test lint slurm chromium deepspeed-ops bench bench-check bench-ray clean
+.PHONY: install demo test lint slurm chromium tracers deepspeed-ops bench bench-check bench-ray clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -60,12 +60,22 @@ chromium:
 	        chromium chromium-driver >/dev/null; } || \
 	    echo "chromium and chromium-driver are not installed: tests/dashboard/test_browser.py will skip"
 
+# tests/processes/test_liveness_traced.py traces a worker with strace and holds one in gdb:
+# as root, Debian's strace and gdb are installed when missing; where they cannot be, those
+# tests say why they skipped.
+tracers:
+	@command -v strace >/dev/null && command -v gdb >/dev/null || \
+	    { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	        strace gdb >/dev/null; } || \
+	    echo "strace and gdb are not installed: tests/processes/test_liveness_traced.py will skip"
+
 # The whole suite: the tests not marked solo two at a time (pytest-xdist), then the solo
 # ones (tests/conftest.py lists them: bursts, timings, the machine's own limits) one at a
 # time. PYTEST_ARGS passes options on to both, e.g. PYTEST_ARGS="-x".
 PYTEST_ARGS ?=
 TEST_WORKERS ?= 2
-test: install lint slurm chromium deepspeed-ops
+test: install lint slurm chromium tracers deepspeed-ops
 	$(PY) -m pytest -n $(TEST_WORKERS) -m "not solo" $(PYTEST_ARGS)
 	$(PY) -m pytest -m solo $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: PYTEST_ARGS chose none
 

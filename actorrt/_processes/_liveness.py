@@ -5,7 +5,11 @@ terminal's Ctrl-Z), or with a thread holding the GIL in one long C call so that 
 loop never runs. Asks to such a worker wait, and a graceful stop never completes. So the
 runtime that owns workers checks each one every :data:`CHECK_INTERVAL` seconds:
 
-- its state in ``/proc/<pid>/stat``: ``T`` (stopped) or ``t`` (stopped by a tracer);
+- its state in ``/proc/<pid>/stat``: ``T`` (stopped by a signal) at once; ``t`` (stopped by
+  a tracer) only once a ping sent while it is so has gone unanswered for
+  :data:`TRACED_STOP_AFTER` seconds. A tracer such as ``strace`` or a sampling profiler
+  stops a process for a moment at each system call or sample, so a process seen ``t`` is
+  most often running under one; a debugger holding it at a breakpoint answers nothing;
 - a ping on its connection, which its event loop answers; one not answered within
   :data:`UNRESPONSIVE_AFTER` seconds makes the worker unresponsive. A worker is pinged
   again a quarter of that after its last answer, not every round: a thousand workers on
@@ -42,6 +46,8 @@ logger = logging.getLogger("actorrt")
 CHECK_INTERVAL = 1.0  # seconds between two checks of every worker
 UNRESPONSIVE_AFTER = 10.0  # seconds a ping may go unanswered before the worker is frozen
 CHECK_SLICE = 64  # workers checked before the loop serves others again
+TRACED_STOP_AFTER = 1.0  # seconds a traced worker (``t``) may leave a ping unanswered
+_HELD_BY_TRACER = "stopped by a debugger (traced, and its pings go unanswered)"
 
 
 def process_state(pid: int) -> str:
@@ -135,13 +141,20 @@ class LivenessWatch:
         live = worker.liveness
         now = time.monotonic()
         state = worker.process_state()
-        if state in ("T", "t"):
-            why: str | None = "stopped by a signal (SIGSTOP or a debugger)"
-        elif live.ping_sent is not None and now - live.ping_sent >= UNRESPONSIVE_AFTER:
+        unanswered = None if live.ping_sent is None else now - live.ping_sent
+        if state == "T":
+            why: str | None = "stopped by a signal (SIGSTOP, or Ctrl-Z in its terminal)"
+        elif state == "t" and unanswered is not None and unanswered >= TRACED_STOP_AFTER:
+            why = _HELD_BY_TRACER
+        elif unanswered is not None and unanswered >= UNRESPONSIVE_AFTER:
             why = "not answering (its event loop is blocked, e.g. by a thread holding the GIL)"
         else:
             why = None
-        if live.ping_sent is None and now - live.answered >= UNRESPONSIVE_AFTER / 4:
+        if why is None and live.why is _HELD_BY_TRACER:
+            why = live.why  # held until it answers (``_answered``), as a stop by a signal is
+        if live.ping_sent is None and (
+            state == "t" or now - live.answered >= UNRESPONSIVE_AFTER / 4
+        ):
             try:
                 pong = conn.request(Ping(), urgent=True)  # never in line behind calls
             except Exception:  # the connection is going: its end is reported elsewhere
@@ -156,7 +169,7 @@ class LivenessWatch:
             return  # the connection ended: the process's exit is reported elsewhere
         worker.liveness.ping_sent = None
         worker.liveness.answered = time.monotonic()
-        if worker.liveness.why is not None and worker.process_state() not in ("T", "t"):
+        if worker.liveness.why is not None and worker.process_state() != "T":
             self._changed(worker, None, time.monotonic())
 
     def _changed(self, worker: Watched, why: str | None, now: float) -> None:
