@@ -7,6 +7,16 @@ process group and session (``setsid``). When the hosted actor ends, the worker k
 descendant and every member of its process group, except the processes of its own that it
 names (its owner watcher), and reaps those that are its children, so none is left as a
 zombie. A descendant forked while this runs is found by the next scan of ``/proc``.
+
+Finding them walks down from the worker through ``/proc/<pid>/task/<tid>/children``, a few
+reads when the actor started nothing, instead of reading every process's ``stat`` (about
+9 µs each: 1 ms on a quiet machine, tens of ms on a busy node, at every actor's end). That
+walk finds every member of the worker's process group too, because the worker leads its
+own session: a process can only join a group of its own session, the session's processes
+all descend from its leader, and the orphans among them are re-parented to the worker.
+The whole table is still read where the kernel has no ``children`` files, where the worker
+does not lead its session, and once more before a walk that found descendants ends empty
+(a child being re-parented while its parent's file is read may be missed by one walk).
 """
 
 from __future__ import annotations
@@ -56,9 +66,60 @@ def _processes() -> dict[int, tuple[int, int, str]]:
     return found
 
 
-def _descendants(spare: Collection[int]) -> dict[int, tuple[int, str]]:
+def _children(pid: int) -> list[int] | None:
+    """The children of ``pid`` (of each of its threads), ``[]`` once it is gone; ``None``
+    where this kernel has no ``children`` files."""
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    found: list[int] = []
+    for thread in threads:
+        try:
+            with open(f"/proc/{pid}/task/{thread}/children", "rb") as f:
+                found.extend(int(child) for child in f.read().split())
+        except FileNotFoundError:
+            if not os.path.exists(f"/proc/{pid}/task/{thread}"):
+                continue  # the thread ended meanwhile
+            return None
+        except OSError:
+            continue
+    return found
+
+
+def _walked(spare: Collection[int]) -> dict[int, tuple[int, str]] | None:
+    """``_descendants`` by walking down from this process; ``None`` where that cannot be
+    relied on (see the module docstring)."""
+    me = os.getpid()
+    if os.getsid(0) != me:
+        return None
+    found: dict[int, tuple[int, str]] = {}
+    todo = [me]
+    while todo:
+        children = _children(todo.pop())
+        if children is None:
+            return None
+        for child in children:
+            if child in spare or child in found:
+                continue
+            try:
+                with open(f"/proc/{child}/stat", "rb") as f:
+                    stat = f.read()
+            except OSError:  # gone meanwhile
+                continue
+            fields = stat[stat.rindex(b")") + 2 :].split()
+            found[child] = (int(fields[1]), fields[0].decode())
+            todo.append(child)
+    return found
+
+
+def _descendants(spare: Collection[int], whole_table: bool = False) -> dict[int, tuple[int, str]]:
     """This process's descendants and, when it leads its process group, the group's
     members (pid to (parent, state)), outside ``spare`` and the subtrees below them."""
+    if not whole_table:
+        walked = _walked(spare)
+        if walked is not None:
+            return walked
     me, group = os.getpid(), os.getpgid(0)
     table = _processes()
     children: dict[int, list[int]] = {}
@@ -94,10 +155,14 @@ def end_descendants(spare: Collection[int] = (), within: float = 5.0) -> list[in
     """
     me = os.getpid()
     deadline = time.monotonic() + within
+    found_some = False
     while True:
         left = _descendants(spare)
+        if not left and found_some:
+            left = _descendants(spare, whole_table=True)  # see the module docstring
         if not left:
             return []
+        found_some = True
         for pid, (ppid, state) in left.items():
             if state == "Z":
                 if ppid == me:
