@@ -53,17 +53,21 @@ def _processes() -> dict[int, tuple[int, int, str]]:
     except OSError:
         return found
     for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:  # gone meanwhile
-            continue
-        # The command may hold spaces and parentheses: the fields start after the last ')'.
-        fields = stat[stat.rindex(b")") + 2 :].split()
-        found[int(entry)] = (int(fields[1]), int(fields[2]), fields[0].decode())
+        if entry.isdigit() and (stat := _stat(int(entry))) is not None:
+            found[int(entry)] = stat
     return found
+
+
+def _stat(pid: int) -> tuple[int, int, str] | None:
+    """(parent pid, process group, state letter) of ``pid``; ``None`` once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # The command may hold spaces and parentheses: the fields start after the last ')'.
+    fields = stat[stat.rindex(b")") + 2 :].split()
+    return int(fields[1]), int(fields[2]), fields[0].decode()
 
 
 def _children(pid: int) -> list[int] | None:
@@ -100,15 +104,9 @@ def _walked(spare: Collection[int]) -> dict[int, tuple[int, str]] | None:
         if children is None:
             return None
         for child in children:
-            if child in spare or child in found:
+            if child in spare or child in found or (stat := _stat(child)) is None:
                 continue
-            try:
-                with open(f"/proc/{child}/stat", "rb") as f:
-                    stat = f.read()
-            except OSError:  # gone meanwhile
-                continue
-            fields = stat[stat.rindex(b")") + 2 :].split()
-            found[child] = (int(fields[1]), fields[0].decode())
+            found[child] = (stat[0], stat[2])
             todo.append(child)
     return found
 
