@@ -387,7 +387,15 @@ class AskHandle(Generic[T]):
 
     @property
     def _asyncio_future_blocking(self) -> bool | None:
-        if self._deadline is None and self._cell.inline and type(self._fut) is _LOOP_FUTURE:
+        # Not inside an actor: there asyncio wraps the handle in a task whose await records
+        # the wait (``_await_recorded``), so a gathered ask that closes a cycle, or asks the
+        # actor itself, is still a DeadlockError rather than a wait forever.
+        if (
+            self._deadline is None
+            and self._cell.inline
+            and type(self._fut) is _LOOP_FUTURE
+            and current_cell.get() is None
+        ):
             return False
         return None
 

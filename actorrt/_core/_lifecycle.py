@@ -34,7 +34,7 @@ from .._errors import DeathReason
 from ._waits import WaitGraph
 
 if TYPE_CHECKING:
-    from ._serving import Turns
+    from ._turns import Turns
 
 __all__ = [
     "ACCEPTING",

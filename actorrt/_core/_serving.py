@@ -17,7 +17,6 @@ leave as one frame) and returns ``False`` when it cannot (then each is settled a
 from __future__ import annotations
 
 import asyncio
-import collections
 import concurrent.futures
 import contextvars
 import functools
@@ -32,45 +31,6 @@ from ._threads import ActorThread, ThreadPoolRunner
 
 MethodTable = dict[str, tuple[Callable[..., Any], bool]]
 _KILLED, _DEAD = DeathReason.KILLED, State.DEAD
-
-
-class Turns:
-    """The parked inline actors a message has reached, each to take its turn
-    (``MailboxServing._take_turn``) in one loop callback for all of them: no scheduled
-    callback is made per actor, which a burst of asks to many idle actors would otherwise
-    keep alive, one each, until the loop reaches them. Actors made ready by the turns being
-    taken wait for the next callback, behind what the loop has scheduled meanwhile."""
-
-    __slots__ = ("_context", "ready", "scheduled")
-
-    def __init__(self) -> None:
-        self.ready: collections.deque[MailboxServing] = collections.deque()
-        self.scheduled = False
-        # The callback's own context, empty: each turn runs in its actor's context, and no
-        # copy of the sender's is made per callback.
-        self._context = contextvars.Context()
-
-    def add(self, actor: MailboxServing) -> None:
-        self.ready.append(actor)
-        if not self.scheduled:
-            self.scheduled = True
-            actor.loop.call_soon(self._take, context=self._context)
-
-    def _take(self) -> None:
-        self.scheduled = False
-        ready = self.ready
-        for _ in range(len(ready)):  # those added meanwhile wait for the next callback
-            actor = ready.popleft()
-            context = actor._context
-            try:
-                if context is None:
-                    actor._take_turn()
-                else:
-                    context.run(actor._take_turn)
-            except Exception as exc:  # a defect here; the others still take their turn
-                actor.loop.call_exception_handler(
-                    {"message": f"serving {actor.describe()} failed", "exception": exc}
-                )
 
 
 class MailboxServing:
@@ -203,8 +163,14 @@ class MailboxServing:
     def _turn_again(self) -> None:
         raise NotImplementedError
 
+    def _after_failed_turn(self) -> None:
+        """``_take_turn`` raised (a defect): a serving task takes over, so that the actor is
+        neither left unserved with messages queued nor deaf to a stop or a kill."""
+        if self.state is not _DEAD and self.task is None and self.mailbox.idle is None:
+            self._serve_in_task()
+
     # A failure _take_turn met that ends the incarnation, raised by the task it hands to.
-    _crash_first: Crash | None = None
+    _crash_first: Crash | None
 
     async def _serve_one_at_a_time(self, instance: Any) -> Parked | None:
         """Serve an inline actor: sync methods on the loop (worker-process actors batch).

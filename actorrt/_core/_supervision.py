@@ -94,6 +94,9 @@ class Supervised:
     actor_id: str
     cls_name: str
     name: str | None
+    # A failure a callback-served turn met that ends the incarnation (``_take_turn``), for
+    # the serving task it hands over to.
+    _crash_first: Crash | None = None
 
     def _init_supervision(self, parent: Supervised | None, options: ActorOptions) -> None:
         self.parent = parent
@@ -295,6 +298,10 @@ class Supervised:
             if resumed:
                 self._resuming = False
                 if self.ending is KILLED:  # killed while idle, or before this task began
+                    crash, self._crash_first = self._crash_first, None
+                    if crash is not None:  # a turn's crash the kill overtook: still said
+                        logger.error("%s crashed in %s, and was killed before that was handled",
+                                     self.describe(), crash.where, exc_info=crash.cause)
                     outcome = self.died_error(KILLED)
                     return
             while True:

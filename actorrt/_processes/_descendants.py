@@ -15,22 +15,26 @@ walk finds every member of the worker's process group too, because the worker le
 own session: a process can only join a group of its own session, the session's processes
 all descend from its leader, and the orphans among them are re-parented to the worker.
 The whole table is still read where the kernel has no ``children`` files, where the worker
-does not lead its session, and once more before a walk that found descendants ends empty
-(a child being re-parented while its parent's file is read may be missed by one walk).
+does not lead its session or is not the reaper of its orphans, and once more before a walk
+that found descendants ends empty (a child being re-parented while its parent's file is
+read may be missed by one walk).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import sys
 import time
 from collections.abc import Collection
+from typing import Any
 
 __all__ = ["become_subreaper", "end_descendants"]
 
 PR_SET_CHILD_SUBREAPER = 36
+PR_GET_CHILD_SUBREAPER = 37
 
 
 def become_subreaper() -> bool:
@@ -70,24 +74,49 @@ def _stat(pid: int) -> tuple[int, int, str] | None:
     return int(fields[1]), int(fields[2]), fields[0].decode()
 
 
+@functools.cache
+def _libc() -> Any:
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _is_subreaper() -> bool:
+    """Whether this process reaps its orphaned descendants (the setting is per process and
+    not inherited through ``fork``, so it is asked of the kernel)."""
+    if sys.platform != "linux":
+        return False
+    import ctypes
+
+    flag = ctypes.c_int(0)
+    try:
+        libc = _libc()
+        if libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) != 0:
+            return False
+    except (OSError, AttributeError):
+        return False
+    return flag.value != 0
+
+
 def _children(pid: int) -> list[int] | None:
     """The children of ``pid`` (of each of its threads), ``[]`` once it is gone; ``None``
-    where this kernel has no ``children`` files."""
+    where they cannot be read whole: no ``children`` files in this kernel, one that cannot
+    be read, or a thread that ended while they were read (its children then move to
+    another thread, whose file may have been read already)."""
+    task = f"/proc/{pid}/task"
     try:
-        threads = os.listdir(f"/proc/{pid}/task")
+        threads = os.listdir(task)
     except OSError:
         return []
     found: list[int] = []
     for thread in threads:
         try:
-            with open(f"/proc/{pid}/task/{thread}/children", "rb") as f:
+            with open(f"{task}/{thread}/children", "rb") as f:
                 found.extend(int(child) for child in f.read().split())
-        except FileNotFoundError:
-            if not os.path.exists(f"/proc/{pid}/task/{thread}"):
-                continue  # the thread ended meanwhile
-            return None
         except OSError:
-            continue
+            if not os.path.exists(task):
+                return []  # the process itself is gone
+            return None
     return found
 
 
@@ -95,7 +124,7 @@ def _walked(spare: Collection[int]) -> dict[int, tuple[int, str]] | None:
     """``_descendants`` by walking down from this process; ``None`` where that cannot be
     relied on (see the module docstring)."""
     me = os.getpid()
-    if os.getsid(0) != me:
+    if os.getsid(0) != me or not _is_subreaper():
         return None
     found: dict[int, tuple[int, str]] = {}
     todo = [me]

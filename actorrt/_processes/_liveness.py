@@ -6,10 +6,11 @@ loop never runs. Asks to such a worker wait, and a graceful stop never completes
 runtime that owns workers checks each one every :data:`CHECK_INTERVAL` seconds:
 
 - its state in ``/proc/<pid>/stat``: ``T`` (stopped by a signal) at once; ``t`` (stopped by
-  a tracer) only once a ping sent while it is so has gone unanswered for
-  :data:`TRACED_STOP_AFTER` seconds. A tracer such as ``strace`` or a sampling profiler
-  stops a process for a moment at each system call or sample, so a process seen ``t`` is
-  most often running under one; a debugger holding it at a breakpoint answers nothing;
+  a tracer) only once a ping sent while it is so, and it has stayed so at every look since,
+  has gone unanswered for :data:`TRACED_STOP_AFTER` seconds. A tracer such as ``strace``
+  or a sampling profiler stops a process for a moment at each system call or sample, so a
+  process seen ``t`` is most often running under one; a debugger holding it at a
+  breakpoint answers nothing;
 - a ping on its connection, which its event loop answers; one not answered within
   :data:`UNRESPONSIVE_AFTER` seconds makes the worker unresponsive. A worker is pinged
   again a quarter of that after its last answer, not every round: a thousand workers on
@@ -46,7 +47,7 @@ logger = logging.getLogger("actorrt")
 CHECK_INTERVAL = 1.0  # seconds between two checks of every worker
 UNRESPONSIVE_AFTER = 10.0  # seconds a ping may go unanswered before the worker is frozen
 CHECK_SLICE = 64  # workers checked before the loop serves others again
-TRACED_STOP_AFTER = 1.0  # seconds a traced worker (``t``) may leave a ping unanswered
+TRACED_STOP_AFTER = 2.0  # seconds a traced worker (``t``) may leave a ping unanswered
 _HELD_BY_TRACER = "stopped by a debugger (traced, and its pings go unanswered)"
 
 
@@ -63,7 +64,7 @@ def process_state(pid: int) -> str:
 class Liveness:
     """One worker's liveness, as its owner last saw it."""
 
-    __slots__ = ("answered", "frozen_since", "ping_sent", "stopped", "why")
+    __slots__ = ("answered", "frozen_since", "ping_sent", "stopped", "traced_since", "why")
 
     def __init__(self) -> None:
         self.why: str | None = None  # None: live; else what is wrong ("stopped by a signal")
@@ -71,6 +72,7 @@ class Liveness:
         self.frozen_since: float | None = None
         self.ping_sent: float | None = None  # monotonic time of the unanswered ping
         self.answered = 0.0  # monotonic time of the last answered ping
+        self.traced_since: float | None = None  # first of the looks in a row that saw ``t``
 
     def describe(self) -> str | None:
         if self.why is None or self.frozen_since is None:
@@ -142,9 +144,18 @@ class LivenessWatch:
         now = time.monotonic()
         state = worker.process_state()
         unanswered = None if live.ping_sent is None else now - live.ping_sent
+        if state != "t":
+            live.traced_since = None
+        elif live.traced_since is None:
+            live.traced_since = now
         if state == "T":
             why: str | None = "stopped by a signal (SIGSTOP, or Ctrl-Z in its terminal)"
-        elif state == "t" and unanswered is not None and unanswered >= TRACED_STOP_AFTER:
+        elif (
+            live.traced_since is not None
+            and live.ping_sent is not None
+            and live.ping_sent >= live.traced_since
+            and now - live.ping_sent >= TRACED_STOP_AFTER
+        ):
             why = _HELD_BY_TRACER
         elif unanswered is not None and unanswered >= UNRESPONSIVE_AFTER:
             why = "not answering (its event loop is blocked, e.g. by a thread holding the GIL)"

@@ -268,6 +268,8 @@ def main() -> None:
         # owner is gone, tidy up after it.
         if owner_gone(1.0):
             remove_socket(socket_path)
+            if tmp:  # as the watcher would: ending it below may come before it has
+                shutil.rmtree(tmp, ignore_errors=True)
         # Nothing this worker started may outlive it, its watcher included. The worker then
         # exits with a code of its own, so that an owner still there is not told "SIGKILL".
         end_descendants()

@@ -29,8 +29,8 @@ from .._core._cell import ActorCell
 from .._core._context import current_cell
 from .._core._options import ActorOptions
 from .._core._ref import ActorRef
-from .._core._serving import Turns
 from .._core._spawn_progress import waiting_for
+from .._core._turns import Turns
 from .._core._waits import WaitGraph
 from .._errors import ActorDiedError, ActorNotFoundError, DeathReason, RuntimeClosedError
 from .._processes._router import Workers

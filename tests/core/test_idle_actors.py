@@ -229,3 +229,27 @@ async def test_a_shutdown_ends_idle_actors() -> None:
     reasons = {(await ref.wait_stopped()).reason for ref in refs}
     assert reasons == {"runtime shut down"}
     assert log == ["on_stop"] * 3
+
+
+async def test_a_turn_that_fails_hands_the_actor_to_a_serving_task(
+    actorrt_runtime: actorrt.Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A defect in the callback serving must not leave the actor deaf: a task takes over.
+    log: list[str] = []
+    ref = await Counter.spawn(log)
+    await ref.add("a")
+    await settled()
+    reported: list[dict[str, object]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    try:
+        def broken() -> None:
+            raise RuntimeError("a defect in serving")
+
+        monkeypatch.setattr(ref._cell, "_take_turn", broken)
+        assert await asyncio.wait_for(ref.add("b"), 10) == 2
+        assert [str(c["exception"]) for c in reported] == ["a defect in serving"]
+        died = await asyncio.wait_for(ref.kill(), 10)
+        assert died.reason == "killed"
+    finally:
+        loop.set_exception_handler(None)

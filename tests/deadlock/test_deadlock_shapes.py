@@ -123,6 +123,39 @@ async def test_a_process_actor_asking_itself_is_refused_at_once(
     await me.stop()
 
 
+@actorrt.actor
+class Gatherer:
+    def __init__(self) -> None:
+        self.other: Any = None
+
+    def meet(self, other: Any) -> None:
+        self.other = other
+
+    def ping(self) -> str:
+        return "pong"
+
+    async def gather_other(self) -> list[str]:
+        return list(await asyncio.gather(self.other.ping(), self.other.gather_other()))
+
+
+async def test_asks_gathered_inside_actors_still_report_a_cycle(
+    actorrt_runtime: actorrt.Runtime,
+) -> None:
+    # An inline handle is a future to asyncio outside actors; inside one, asyncio.gather
+    # must still record the wait, or these shapes wait forever.
+    alone = await Gatherer.options(name="alone").spawn()
+    await alone.meet(alone)  # gathers an ask of itself
+    with pytest.raises(actorrt.DeadlockError, match="awaits its own answer"):
+        await asyncio.wait_for(alone.gather_other(), 30)
+    a = await Gatherer.options(name="alpha").spawn()
+    b = await Gatherer.options(name="beta").spawn()
+    await a.meet(b)
+    await b.meet(a)
+    with pytest.raises(actorrt.DeadlockError, match="cycle"):
+        await asyncio.wait_for(a.gather_other(), 30)
+    await alone.stop()  # its queued self-ask fails too, as it runs
+
+
 @pytest.mark.parametrize("kind", ["inline", "process", "process-sync"])
 @pytest.mark.actorrt(resources={"token": 1})
 async def test_an_ask_cycle_is_reported_to_the_asker_under_load(
