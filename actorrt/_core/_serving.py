@@ -56,9 +56,6 @@ class MailboxServing:
     def _park(self) -> None:
         raise NotImplementedError
 
-    def describe(self) -> str:
-        raise NotImplementedError
-
     def _orphaned(self) -> list[Any]:
         """The replies of messages a crash, stop or kill cut short (see ``_orphans``)."""
         if self._orphans is None:
@@ -158,9 +155,11 @@ class MailboxServing:
             mailbox.idle = self  # parked again: the next message calls _resume
 
     def _serve_in_task(self) -> None:
+        """Start a serving task for the actor (``ActorCell`` makes it)."""
         raise NotImplementedError
 
     def _turn_again(self) -> None:
+        """Take one more turn in the next turns callback (``ActorCell`` queues it)."""
         raise NotImplementedError
 
     def _after_failed_turn(self) -> None:
